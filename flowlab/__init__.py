@@ -1,0 +1,95 @@
+"""flowlab: TensorFlow 1.x graph mode, rebuilt in Python for notebooks.
+
+`import flowlab as tf` runs covered TensorFlow 1.x programs with the same numbers.
+The public API is the explicit re-export list below; flowlab's own additions live in
+`flowlab.viz`, `flowlab.debug`, `flowlab.profiler` and `flowlab.distributed`.
+"""
+
+from __future__ import annotations
+
+import sys as _sys
+import types as _types
+
+from flowlab import errors, kernels  # noqa: F401  (kernels: registers every kernel)
+from flowlab import nn, train  # noqa: F401
+from flowlab.graph.device_spec import DeviceSpec
+from flowlab.graph.dtypes import (  # noqa: F401
+    DType, as_dtype, bool, complex64, complex128, double, float16, float32, float64, half,
+    int8, int16, int32, int64, resource, string, uint8, uint16, uint32, uint64, variant,
+)
+from flowlab.graph.graph import (
+    Graph, GraphKeys, get_default_graph, get_name_scope, reset_default_graph,
+)
+from flowlab.graph.tensor import Operation, Tensor
+from flowlab.graph.tensor_shape import Dimension, TensorShape, dimension_value
+from flowlab.ops.array_ops import *  # noqa: F401,F403
+from flowlab.ops.builder import convert_to_tensor, register_tensor_conversion_function
+from flowlab.ops.constant_op import constant
+from flowlab.ops.core_ops import *  # noqa: F401,F403
+from flowlab.ops.init_ops import *  # noqa: F401,F403
+from flowlab.ops.math_ops import *  # noqa: F401,F403
+from flowlab.ops.random_ops import *  # noqa: F401,F403
+from flowlab.ops.state_ops import *  # noqa: F401,F403
+from flowlab.ops.variable_scope import *  # noqa: F401,F403
+from flowlab.ops.variables import *  # noqa: F401,F403
+from flowlab.runtime.config import (
+    ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions,
+)
+from flowlab.runtime.session import InteractiveSession, Session, get_default_session
+
+__version__ = "0.1.0"
+
+
+def name_scope(name: str | None, default_name: str | None = None, values: object = None):  # type: ignore[no-untyped-def]
+    """Open a name scope in the default graph (`tf.name_scope`)."""
+    return get_default_graph().name_scope(name if name is not None else default_name)
+
+
+def device(device_name_or_function: object):  # type: ignore[no-untyped-def]
+    """Request a device for ops created in the block (`tf.device`)."""
+    return get_default_graph().device(device_name_or_function)
+
+
+def control_dependencies(control_inputs: object):  # type: ignore[no-untyped-def]
+    return get_default_graph().control_dependencies(control_inputs)
+
+
+def colocate_with(op: object, ignore_existing: "bool" = False):  # type: ignore[no-untyped-def]
+    return get_default_graph().colocate_with(op, ignore_existing)
+
+
+def add_to_collection(name: str, value: object) -> None:
+    get_default_graph().add_to_collection(name, value)
+
+
+def add_to_collections(names: object, value: object) -> None:
+    get_default_graph().add_to_collections(names, value)
+
+
+def get_collection(key: str, scope: str | None = None) -> list:  # type: ignore[type-arg]
+    return get_default_graph().get_collection(key, scope)
+
+
+def get_collection_ref(key: str) -> list:  # type: ignore[type-arg]
+    return get_default_graph().get_collection_ref(key)
+
+
+def set_random_seed(seed: int | None) -> None:
+    """Set the graph-level random seed of the default graph."""
+    get_default_graph().seed = seed
+
+
+def disable_v2_behavior() -> None:
+    """Nothing to do: flowlab is TensorFlow 1.x graph mode."""
+
+
+def disable_eager_execution() -> None:
+    """Nothing to do: flowlab is always in graph mode."""
+
+
+def executing_eagerly() -> "bool":
+    return False
+
+
+# `tf.compat.v1.X` is `tf.X` here.
+compat = _types.SimpleNamespace(v1=_sys.modules[__name__], dimension_value=dimension_value)

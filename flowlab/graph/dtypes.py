@@ -1,0 +1,281 @@
+"""Element types of tensors.
+
+A `DType` wraps a NumPy dtype (or one of the two non-NumPy kinds: `string`, whose
+values are Python bytes held in object arrays, and `resource`, a handle to state on
+a device).  Every DType also has a *reference* twin (`float32_ref`), the type of a
+TensorFlow 1.x variable's output: consumers that take a plain value dereference it.
+
+DTypes are interned: `as_dtype("float32") is float32`, so comparisons are identity.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DType",
+    "as_dtype",
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "string",
+    "resource",
+    "variant",
+    "half",
+    "double",
+]
+
+
+class DType:
+    """An element type; compare with `==` or `is` (instances are interned)."""
+
+    __slots__ = ("name", "_np", "_is_ref", "_base", "_ref", "__weakref__")
+
+    def __init__(self, name: str, np_dtype: Any, is_ref: bool = False) -> None:
+        self.name = name
+        self._np = np_dtype
+        self._is_ref = is_ref
+        self._base: DType = self
+        self._ref: DType | None = None
+
+    # --- TensorFlow 1.x properties -------------------------------------------------
+    @property
+    def as_numpy_dtype(self) -> Any:
+        """The NumPy scalar type (`np.float32`); `object` for string, None for resource."""
+        return self._np
+
+    @property
+    def base_dtype(self) -> DType:
+        return self._base
+
+    @property
+    def real_dtype(self) -> DType:
+        b = self._base
+        if b is complex64:
+            return float32
+        if b is complex128:
+            return float64
+        return b
+
+    @property
+    def is_ref_dtype(self) -> bool:
+        return self._is_ref
+
+    def _as_ref(self) -> DType:
+        if self._is_ref:
+            return self
+        assert self._ref is not None
+        return self._ref
+
+    @property
+    def is_numpy_compatible(self) -> bool:
+        return self._base not in (resource, variant)
+
+    @property
+    def is_floating(self) -> bool:
+        return self._base in (float16, float32, float64)
+
+    @property
+    def is_integer(self) -> bool:
+        return self._base in _INTEGER
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self._base in (uint8, uint16, uint32, uint64)
+
+    @property
+    def is_complex(self) -> bool:
+        return self._base in (complex64, complex128)
+
+    @property
+    def is_bool(self) -> bool:
+        return self._base is bool
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.is_floating or self.is_integer or self.is_complex
+
+    @property
+    def size(self) -> int:
+        if self._base in (string, resource, variant):
+            return 1
+        return np.dtype(self._np).itemsize
+
+    @property
+    def min(self) -> Any:
+        b = self._base
+        if b.is_floating:
+            return np.finfo(b._np).min
+        if b.is_integer:
+            return np.iinfo(b._np).min
+        if b is bool:
+            return False
+        raise TypeError(f"cannot find minimum value of {self.name}")
+
+    @property
+    def max(self) -> Any:
+        b = self._base
+        if b.is_floating:
+            return np.finfo(b._np).max
+        if b.is_integer:
+            return np.iinfo(b._np).max
+        if b is bool:
+            return True
+        raise TypeError(f"cannot find maximum value of {self.name}")
+
+    def is_compatible_with(self, other: Any) -> bool:
+        other = as_dtype(other)
+        return self._base is other._base
+
+    def __repr__(self) -> str:
+        return f"tf.{self.name}"
+
+    def __str__(self) -> str:
+        return f"<dtype: '{self.name}'>"
+
+    def __eq__(self, other: object) -> bool:
+        if other is None:
+            return False
+        if isinstance(other, DType):
+            return self is other
+        try:
+            return self is as_dtype(other)
+        except TypeError:
+            return False
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __reduce__(self) -> Any:
+        return as_dtype, (self.name,)
+
+
+def _make(name: str, np_dtype: Any) -> DType:
+    d = DType(name, np_dtype)
+    r = DType(name + "_ref", np_dtype, is_ref=True)
+    r._base = d
+    d._ref = r
+    return d
+
+
+bool = _make("bool", np.bool_)  # noqa: A001 - TensorFlow's public name
+int8 = _make("int8", np.int8)
+int16 = _make("int16", np.int16)
+int32 = _make("int32", np.int32)
+int64 = _make("int64", np.int64)
+uint8 = _make("uint8", np.uint8)
+uint16 = _make("uint16", np.uint16)
+uint32 = _make("uint32", np.uint32)
+uint64 = _make("uint64", np.uint64)
+float16 = _make("float16", np.float16)
+float32 = _make("float32", np.float32)
+float64 = _make("float64", np.float64)
+complex64 = _make("complex64", np.complex64)
+complex128 = _make("complex128", np.complex128)
+string = _make("string", object)
+resource = _make("resource", None)
+variant = _make("variant", None)
+half = float16
+double = float64
+
+_INTEGER = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
+_ALL = (
+    bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+    float16, float32, float64, complex64, complex128, string, resource, variant,
+)
+_BY_NAME: dict[str, DType] = {}
+for _d in _ALL:
+    _BY_NAME[_d.name] = _d
+    _BY_NAME[_d._as_ref().name] = _d._as_ref()
+_BY_NAME["half"] = float16
+_BY_NAME["double"] = float64
+_BY_NP: dict[Any, DType] = {np.dtype(d._np): d for d in _ALL if d._np not in (None, object)}
+
+# Groups used by op definitions (`attrs=["T: numeric"]`).
+FLOATING = (float16, float32, float64)
+COMPLEX = (complex64, complex128)
+INTEGER = _INTEGER
+SIGNED = (int8, int16, int32, int64)
+REAL = FLOATING + INTEGER
+NUMERIC = REAL + COMPLEX
+ALL_TYPES = _ALL
+
+
+def as_dtype(type_value: Any) -> DType:
+    """Convert a DType, name, NumPy dtype or Python type to the interned DType."""
+    if isinstance(type_value, DType):
+        return type_value
+    if isinstance(type_value, str):
+        d = _BY_NAME.get(type_value)
+        if d is not None:
+            return d
+    elif type_value is float:
+        return float32
+    elif type_value is int:
+        return int32
+    elif type_value is builtins.bool:
+        return bool
+    elif type_value in (bytes, str):
+        return string
+    else:
+        try:
+            npd = np.dtype(type_value)
+        except TypeError:
+            npd = None
+        if npd is not None:
+            if npd.kind in ("S", "U", "O"):
+                return string
+            d = _BY_NP.get(npd)
+            if d is not None:
+                return d
+    raise TypeError(f"Cannot convert {type_value!r} to a flowlab DType.")
+
+
+_PY_BOOL = builtins.bool
+
+
+def dtype_of_value(value: Any) -> DType:
+    """The DType TensorFlow infers for a Python or NumPy value (tf.constant rules).
+
+    Python floats become float32 and ints int32 (int64 if they do not fit), as in
+    TensorFlow 1.x; NumPy arrays keep their dtype (float64 stays float64).
+    """
+    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+        return as_dtype(value.dtype)
+    if isinstance(value, _PY_BOOL):
+        return bool
+    if isinstance(value, int):
+        return int32 if -(2**31) <= value < 2**31 else int64
+    if isinstance(value, float):
+        return float32
+    if isinstance(value, complex):
+        return complex128
+    if isinstance(value, (bytes, str)):
+        return string
+    arr = np.asarray(value)
+    if arr.dtype == np.float64:
+        return float32
+    if arr.dtype == np.int64:
+        if arr.size and (arr.min() < -(2**31) or arr.max() >= 2**31):
+            return int64
+        return int32
+    if arr.dtype.kind in ("U", "S", "O"):
+        return string
+    return as_dtype(arr.dtype)

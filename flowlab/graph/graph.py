@@ -1,0 +1,536 @@
+"""The Graph: ordered operations with unique names, scopes and collections.
+
+State: `_ops` in creation order (a topological order: inputs exist before their
+consumers), `_by_name`, the names in use (case-insensitively, as TensorFlow), and the
+builder stacks (name scope, device functions, control-dependency controllers,
+colocation).  Invariant: every op's inputs and control inputs belong to this graph.
+
+`version` grows whenever the graph changes (an op is added or rewired); sessions key
+their compiled plans on it.  `finalize()` makes the graph read-only, which catches
+the classic "graph grows every training step" leak.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from typing import Any, Callable, Iterator
+
+from flowlab.graph import dtypes as _dtypes
+from flowlab.graph.device_spec import DeviceSpec, canonical_name
+from flowlab.graph.tensor import Operation, Tensor, user_traceback
+
+DEFAULT_GRAPH_SEED = 87654321
+
+
+class GraphKeys:
+    """Standard collection names (TensorFlow 1.x's values)."""
+
+    GLOBAL_VARIABLES = "variables"
+    LOCAL_VARIABLES = "local_variables"
+    METRIC_VARIABLES = "metric_variables"
+    MODEL_VARIABLES = "model_variables"
+    TRAINABLE_VARIABLES = "trainable_variables"
+    SUMMARIES = "summaries"
+    QUEUE_RUNNERS = "queue_runners"
+    TABLE_INITIALIZERS = "table_initializer"
+    ASSET_FILEPATHS = "asset_filepaths"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    CONCATENATED_VARIABLES = "concatenated_variables"
+    SAVERS = "savers"
+    WEIGHTS = "weights"
+    BIASES = "biases"
+    ACTIVATIONS = "activations"
+    UPDATE_OPS = "update_ops"
+    LOSSES = "losses"
+    SAVEABLE_OBJECTS = "saveable_objects"
+    RESOURCES = "resources"
+    LOCAL_RESOURCES = "local_resources"
+    TRAINABLE_RESOURCE_VARIABLES = "trainable_resource_variables"
+    INIT_OP = "init_op"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    SUMMARY_OP = "summary_op"
+    GLOBAL_STEP = "global_step"
+    EVAL_STEP = "eval_step"
+    TRAIN_OP = "train_op"
+    COND_CONTEXT = "cond_context"
+    WHILE_CONTEXT = "while_context"
+    VARIABLES = GLOBAL_VARIABLES
+
+
+class _ControlDependencies:
+    """One `control_dependencies` block: its ops, and the ops created inside it."""
+
+    __slots__ = ("control_inputs", "created")
+
+    def __init__(self, control_inputs: list[Operation]) -> None:
+        self.control_inputs = control_inputs
+        self.created: set[int] = set()
+
+
+class Graph:
+    """A TensorFlow 1.x dataflow graph. Use `with g.as_default():` to build into it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._ops: list[Operation] = []
+        self._by_name: dict[str, Operation] = {}
+        self._names_in_use: dict[str, int] = {}
+        self._version = 0
+        self._last_id = 0
+        self._finalized = False
+        self._collections: dict[str, list[Any]] = {}
+        self.seed: int | None = None
+        self._gradient_override_map: dict[str, str] = {}
+        self._local = threading.local()
+        # Set by higher layers (variable scopes, control-flow contexts) without
+        # this module knowing their types.
+        self._scratch: dict[str, Any] = {}
+
+    # --- per-thread builder state -------------------------------------------------
+    def _state(self) -> Any:
+        st = self._local
+        if not hasattr(st, "name_stack"):
+            st.name_stack = ""
+            st.device_stack = []
+            st.control_stack = []
+            st.colocation_stack = []
+        return st
+
+    # --- identity and version -----------------------------------------------------
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def _bump_version(self) -> None:
+        self._version += 1
+
+    @property
+    def finalized(self) -> bool:
+        return self._finalized
+
+    def finalize(self) -> None:
+        """Make the graph read-only; adding an op afterwards raises RuntimeError."""
+        self._finalized = True
+
+    def _unsafe_unfinalize(self) -> None:
+        self._finalized = False
+
+    def _check_not_finalized(self) -> None:
+        if self._finalized:
+            raise RuntimeError("Graph is finalized and cannot be modified.")
+
+    @contextlib.contextmanager
+    def as_default(self) -> Iterator[Graph]:
+        """Make this graph the default for ops created in this thread."""
+        stack = _default_stack()
+        stack.append(self)
+        try:
+            yield self
+        finally:
+            stack.pop()
+
+    # --- names --------------------------------------------------------------------
+    def get_name_scope(self) -> str:
+        return self._state().name_stack
+
+    def unique_name(self, name: str, mark_as_used: bool = True) -> str:
+        """`scope/name`, or `scope/name_N` with the smallest free N."""
+        stack = self._state().name_stack
+        if stack:
+            name = stack + "/" + name
+        key = name.lower()
+        i = self._names_in_use.get(key, 0)
+        if mark_as_used:
+            self._names_in_use[key] = i + 1
+        if i > 0:
+            base = key
+            while f"{base}_{i}" in self._names_in_use:
+                i += 1
+            if mark_as_used:
+                self._names_in_use[f"{base}_{i}"] = 1
+            name = f"{name}_{i}"
+        return name
+
+    @contextlib.contextmanager
+    def name_scope(self, name: str | None) -> Iterator[str]:
+        """Open a name scope; yields the scope string (`"outer/inner/"`).
+
+        A name ending in "/" re-enters that exact scope; None or "" resets to the root.
+        """
+        st = self._state()
+        old = st.name_stack
+        if not name:
+            new = ""
+        elif name.endswith("/"):
+            new = name[:-1]
+        else:
+            if not _VALID_SCOPE.match(name):
+                raise ValueError(f"'{name}' is not a valid scope name")
+            new = self.unique_name(name)
+        st.name_stack = new
+        try:
+            yield (new + "/") if new else ""
+        finally:
+            st.name_stack = old
+
+    # --- devices ------------------------------------------------------------------
+    @contextlib.contextmanager
+    def device(self, device_name_or_function: Any) -> Iterator[None]:
+        """Request a device for ops created in the block: a string, DeviceSpec,
+        function `op -> device`, or None to clear the outer requests."""
+        st = self._state()
+        d = device_name_or_function
+        if d is not None and not callable(d):
+            d = DeviceSpec.from_string(d)  # parse now: a bad name fails here
+        st.device_stack.append(d)
+        try:
+            yield
+        finally:
+            st.device_stack.pop()
+
+    def _apply_device_functions(self, op: Operation) -> None:
+        # Innermost first: an inner string's set fields win over outer ones, and a
+        # function sees (and may override) what the inner scopes chose.
+        stack = self._state().device_stack
+        start = 0
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is None:
+                start = i + 1
+                break
+        for d in reversed(stack[start:]):
+            if callable(d) and not isinstance(d, DeviceSpec):
+                result = d(op)
+                op._set_device(result if result is not None else op.device)
+            else:
+                current = DeviceSpec.from_string(op.device or None)
+                op._device = d.make_merged_spec(current).to_string()
+
+    # --- colocation ---------------------------------------------------------------
+    @contextlib.contextmanager
+    def colocate_with(self, op: Any, ignore_existing: bool = False) -> Iterator[None]:
+        """Place ops created in the block with `op` (device scopes are ignored)."""
+        st = self._state()
+        if op is None:
+            old = st.colocation_stack
+            st.colocation_stack = []
+            try:
+                yield
+            finally:
+                st.colocation_stack = old
+            return
+        target = _as_operation(op)
+        old_stack = st.colocation_stack
+        old_devices = st.device_stack
+        st.colocation_stack = ([] if ignore_existing else list(old_stack)) + [target]
+        st.device_stack = []
+        try:
+            yield
+        finally:
+            st.colocation_stack = old_stack
+            st.device_stack = old_devices
+
+    # --- control dependencies -----------------------------------------------------
+    @contextlib.contextmanager
+    def control_dependencies(self, control_inputs: Any) -> Iterator[None]:
+        """Ops created in the block run after `control_inputs` (ops or tensors).
+        None clears the outer blocks."""
+        st = self._state()
+        if control_inputs is None:
+            old = st.control_stack
+            st.control_stack = []
+            try:
+                yield
+            finally:
+                st.control_stack = old
+            return
+        ops: list[Operation] = []
+        for c in control_inputs:
+            if hasattr(c, "_as_graph_element") and not isinstance(c, (Tensor, Operation)):
+                c = c._as_graph_element()
+            if isinstance(c, Tensor):
+                c = c.op
+            elif not isinstance(c, Operation):
+                if hasattr(c, "op") and isinstance(c.op, Operation):
+                    c = c.op
+                else:
+                    raise TypeError(f"Control input must be an Operation or Tensor, got {c!r}")
+            if c.graph is not self:
+                raise ValueError(f"Control input {c.name} is from a different graph.")
+            if c not in ops:
+                ops.append(c)
+        ctl = _ControlDependencies(ops)
+        st.control_stack.append(ctl)
+        try:
+            yield
+        finally:
+            st.control_stack.remove(ctl)
+
+    def _control_inputs_for(self, inputs: list[Tensor]) -> list[Operation]:
+        input_ops = {id(t.op) for t in inputs}
+        out: list[Operation] = []
+        for ctl in self._state().control_stack:
+            # An input created inside this block already orders us after its ops.
+            if any(i in ctl.created for i in input_ops):
+                continue
+            for c in ctl.control_inputs:
+                if id(c) not in input_ops and c not in out:
+                    out.append(c)
+        return out
+
+    # --- op creation --------------------------------------------------------------
+    def _create_op(
+        self,
+        op_type: str,
+        inputs: list[Tensor],
+        output_dtypes: list[_dtypes.DType],
+        attrs: dict[str, Any],
+        name: str,
+        op_def: Any = None,
+        shape_fn: Callable[[Operation], Any] | None = None,
+    ) -> Operation:
+        """Build, shape and add an op.  `name` must come from `unique_name`.
+
+        The shape function runs before the op joins the graph, so an op whose shapes
+        do not fit never appears in it.
+        """
+        self._check_not_finalized()
+        for t in inputs:
+            if t.graph is not self:
+                raise ValueError(
+                    f"Tensor {t.name} must be from the same graph as the op '{name}' being "
+                    "created (it belongs to another graph)."
+                )
+        st = self._state()
+        colocation = tuple(o.name for o in st.colocation_stack)
+        device = ""
+        if st.colocation_stack:
+            device = st.colocation_stack[-1].device
+            colocation = tuple(
+                dict.fromkeys(n for o in st.colocation_stack for n in o._colocation or (o.name,))
+            )
+        op = Operation(
+            self, op_type, name, inputs, output_dtypes, attrs, device,
+            self._control_inputs_for(inputs), op_def, colocation, user_traceback(),
+        )
+        if not st.colocation_stack:
+            self._apply_device_functions(op)
+        if shape_fn is not None:
+            shapes = shape_fn(op)
+            for t, s in zip(op._outputs, shapes):
+                t.set_shape(s)
+        self._add_op(op)
+        return op
+
+    def _add_op(self, op: Operation) -> None:
+        with self._lock:
+            self._check_not_finalized()
+            if op.name in self._by_name:
+                raise ValueError(f"Duplicate node name in graph: '{op.name}'")
+            self._last_id += 1
+            op._id = self._last_id
+            self._ops.append(op)
+            self._by_name[op.name] = op
+            self._names_in_use.setdefault(op.name.lower(), 1)
+            for t in op._inputs:
+                t._consumers.append(op)
+            for c in op._control_inputs:
+                c._control_outputs.append(op)
+            for ctl in self._state().control_stack:
+                ctl.created.add(id(op))
+            self._version += 1
+
+    # --- lookup -------------------------------------------------------------------
+    def get_operations(self) -> list[Operation]:
+        return list(self._ops)
+
+    def get_operation_by_name(self, name: str) -> Operation:
+        if not isinstance(name, str):
+            raise TypeError(f"Operation names are strings (or similar), not {type(name).__name__}.")
+        if ":" in name:
+            raise ValueError(
+                f"Name '{name}' appears to refer to a Tensor, not an Operation. "
+                "Use get_tensor_by_name."
+            )
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"The name '{name}' refers to an Operation not in the graph.") from None
+
+    def get_tensor_by_name(self, name: str) -> Tensor:
+        if not isinstance(name, str):
+            raise TypeError(f"Tensor names are strings (or similar), not {type(name).__name__}.")
+        op_name, sep, idx = name.rpartition(":")
+        if not sep or not idx.isdigit():
+            raise ValueError(
+                f"The name '{name}' looks like an (invalid) Operation name, not a Tensor. "
+                "Tensor names must be of the form \"<op_name>:<output_index>\"."
+            )
+        try:
+            op = self._by_name[op_name]
+        except KeyError:
+            raise KeyError(
+                f"The name '{name}' refers to a Tensor which does not exist. The operation, "
+                f"'{op_name}', does not exist in the graph."
+            ) from None
+        i = int(idx)
+        if i >= len(op._outputs):
+            raise KeyError(
+                f"The name '{name}' refers to a Tensor which does not exist. The operation, "
+                f"'{op_name}', exists but only has {len(op._outputs)} outputs."
+            )
+        return op._outputs[i]
+
+    def as_graph_element(self, obj: Any, allow_tensor: bool = True, allow_operation: bool = True) -> Any:
+        """Resolve a Tensor, Operation, name, or object with `_as_graph_element`."""
+        if hasattr(obj, "_as_graph_element") and not isinstance(obj, (Tensor, Operation)):
+            obj = obj._as_graph_element()
+        if isinstance(obj, Tensor) and allow_tensor:
+            if obj.graph is not self:
+                raise ValueError(f"Tensor {obj.name} is not an element of this graph.")
+            return obj
+        if isinstance(obj, Operation) and allow_operation:
+            if obj.graph is not self:
+                raise ValueError(f"Operation {obj.name} is not an element of this graph.")
+            return obj
+        if isinstance(obj, str):
+            if ":" in obj and allow_tensor:
+                return self.get_tensor_by_name(obj)
+            if allow_operation:
+                return self.get_operation_by_name(obj)
+            raise ValueError(f"The name '{obj}' refers to an Operation, not a Tensor.")
+        kinds = " or ".join(k for k, a in (("Tensor", allow_tensor), ("Operation", allow_operation)) if a)
+        raise TypeError(f"Can not convert a {type(obj).__name__} into a {kinds}.")
+
+    # --- collections --------------------------------------------------------------
+    def add_to_collection(self, name: str, value: Any) -> None:
+        self._check_not_finalized()
+        self._collections.setdefault(name, []).append(value)
+
+    def add_to_collections(self, names: Any, value: Any) -> None:
+        names = (names,) if isinstance(names, str) else set(names)
+        for n in names:
+            self.add_to_collection(n, value)
+
+    def get_collection_ref(self, name: str) -> list[Any]:
+        return self._collections.setdefault(name, [])
+
+    def get_collection(self, name: str, scope: str | None = None) -> list[Any]:
+        items = self._collections.get(name, [])
+        if scope is None:
+            return list(items)
+        pattern = re.compile(scope)
+        return [i for i in items if hasattr(i, "name") and pattern.match(i.name)]
+
+    def get_all_collection_keys(self) -> list[str]:
+        return [k for k, v in self._collections.items() if v]
+
+    def clear_collection(self, name: str) -> None:
+        self._collections.pop(name, None)
+
+    # --- gradients (used by the autodiff layer) ------------------------------------
+    @contextlib.contextmanager
+    def gradient_override_map(self, op_type_map: dict[str, str]) -> Iterator[None]:
+        """Use another op type's registered gradient for ops created in the block."""
+        old = dict(self._gradient_override_map)
+        self._gradient_override_map.update(op_type_map)
+        try:
+            yield
+        finally:
+            self._gradient_override_map = old
+
+    # --- serialization ------------------------------------------------------------
+    def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> dict[str, Any]:
+        from flowlab.graph.graph_def import graph_to_dict
+
+        return graph_to_dict(self, add_shapes=add_shapes)
+
+    @property
+    def building_function(self) -> bool:
+        return False
+
+    def is_fetchable(self, tensor_or_op: Any) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return f"<flowlab.Graph with {len(self._ops)} ops, version {self._version}>"
+
+
+_VALID_SCOPE = re.compile(r"^[A-Za-z0-9_.\\/>-][A-Za-z0-9_.\\/>-]*$")
+
+
+def _as_operation(x: Any) -> Operation:
+    if hasattr(x, "_as_graph_element") and not isinstance(x, (Tensor, Operation)):
+        x = x._as_graph_element()
+    if isinstance(x, Tensor):
+        return x.op
+    if isinstance(x, Operation):
+        return x
+    if hasattr(x, "op") and isinstance(x.op, Operation):
+        return x.op
+    raise TypeError(f"Expected an Operation, Tensor or Variable, got {x!r}")
+
+
+# --- the default graph -------------------------------------------------------------
+# One global default graph shared by all threads, plus a per-thread stack for
+# `as_default()` blocks (TensorFlow 1.x semantics).
+_global_default_graph: Graph | None = None
+_thread_local = threading.local()
+
+
+def _default_stack() -> list[Graph]:
+    s = getattr(_thread_local, "stack", None)
+    if s is None:
+        s = _thread_local.stack = []
+    return s
+
+
+def get_default_graph() -> Graph:
+    global _global_default_graph
+    s = _default_stack()
+    if s:
+        return s[-1]
+    if _global_default_graph is None:
+        _global_default_graph = Graph()
+    return _global_default_graph
+
+
+def reset_default_graph() -> None:
+    """Clear the global default graph (not allowed inside a `with g.as_default()`)."""
+    global _global_default_graph
+    if _default_stack():
+        raise AssertionError(
+            "Do not use tf.reset_default_graph() to clear nested graphs. If you need a "
+            "cleared graph, exit the nesting and create a new graph."
+        )
+    _global_default_graph = Graph()
+
+
+def get_name_scope() -> str:
+    return get_default_graph().get_name_scope()
+
+
+# Session.run for Tensor.eval()/Operation.run(); the runtime layer installs it, so
+# this layer does not import upward.
+_eval_function: list[Callable[[Any, Any, Any], Any]] = []
+
+
+def _eval_hook(element: Any, feed_dict: Any, session: Any) -> Any:
+    if not _eval_function:
+        raise RuntimeError("flowlab.runtime is not loaded; import flowlab first.")
+    return _eval_function[0](element, feed_dict, session)
+
+
+__all__ = [
+    "Graph",
+    "GraphKeys",
+    "get_default_graph",
+    "reset_default_graph",
+    "get_name_scope",
+    "canonical_name",
+    "DEFAULT_GRAPH_SEED",
+]

@@ -1,0 +1,302 @@
+"""Operation and Tensor: the nodes and edges of the dataflow graph.
+
+An `Operation` is immutable after creation except for the control inputs that
+`Graph.control_dependencies` and the gradient code add, and its static output shapes
+(`Tensor.set_shape` only ever refines them).  Placement never writes to an operation:
+the session keeps the op -> device mapping.
+
+Python operators on `Tensor` (`+`, `@`, `x[1:, ::2]`, ...) are installed by the ops
+layer through `Tensor._override_operator`, so this module does not import upward.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+
+from flowlab.graph import dtypes as _dtypes
+from flowlab.graph.tensor_shape import TensorShape, as_shape
+
+if TYPE_CHECKING:
+    from flowlab.graph.graph import Graph
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+class Frame(NamedTuple):
+    """One user frame of an op's creation traceback."""
+
+    filename: str
+    lineno: int
+    name: str
+
+    def __str__(self) -> str:
+        return f"{os.path.basename(self.filename)}:{self.lineno}"
+
+
+def user_traceback(limit: int = 8) -> tuple[Frame, ...]:
+    """The caller's stack, innermost first, without frames inside flowlab itself.
+
+    Test files (`tests/`) count as user code even though they sit beside the package.
+    """
+    frames = []
+    f = sys._getframe(1)
+    while f is not None and len(frames) < limit:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_PACKAGE_DIR) and not fn.startswith("<frozen"):
+            frames.append(Frame(fn, f.f_lineno, f.f_code.co_name))
+        f = f.f_back  # type: ignore[assignment]
+    return tuple(frames)
+
+
+class Tensor:
+    """The `value_index`-th output of an operation: a symbolic handle, not a value."""
+
+    __slots__ = ("_op", "_value_index", "_dtype", "_shape", "_consumers", "_name", "__weakref__")
+
+    # NumPy arrays on the left of an operator defer to us (np_array + tensor).
+    __array_priority__ = 100
+
+    def __init__(self, op: Operation, value_index: int, dtype: _dtypes.DType) -> None:
+        self._op = op
+        self._value_index = value_index
+        self._dtype = dtype
+        self._shape = TensorShape(None)
+        self._consumers: list[Operation] = []
+        self._name = f"{op.name}:{value_index}"
+
+    @property
+    def op(self) -> Operation:
+        return self._op
+
+    @property
+    def value_index(self) -> int:
+        return self._value_index
+
+    @property
+    def dtype(self) -> _dtypes.DType:
+        return self._dtype
+
+    @property
+    def graph(self) -> Graph:
+        return self._op.graph
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def device(self) -> str:
+        return self._op.device
+
+    @property
+    def shape(self) -> TensorShape:
+        return self._shape
+
+    def get_shape(self) -> TensorShape:
+        return self._shape
+
+    def set_shape(self, shape: Any) -> None:
+        """Refine the static shape; ValueError if it contradicts what is known."""
+        try:
+            self._shape = self._shape.merge_with(as_shape(shape))
+        except ValueError:
+            raise ValueError(
+                f"Tensor '{self._name}' has shape {self._shape}, which is incompatible "
+                f"with the requested shape {as_shape(shape)}"
+            ) from None
+
+    def consumers(self) -> list[Operation]:
+        return list(self._consumers)
+
+    def eval(self, feed_dict: Any = None, session: Any = None) -> Any:
+        """Run this tensor in `session` (default: the default session)."""
+        from flowlab.graph.graph import _eval_hook
+
+        return _eval_hook(self, feed_dict, session)
+
+    def __repr__(self) -> str:
+        return f"<tf.Tensor '{self._name}' shape={self._shape} dtype={self._dtype.name}>"
+
+    __str__ = __repr__
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            f"Using a tf.Tensor ('{self._name}') as a Python bool is not allowed. Use "
+            "'if t is not None:' to test for existence, or run it in a session and test the value."
+        )
+
+    def __iter__(self) -> Any:
+        shape = self._shape
+        if shape.ndims is None or shape.ndims == 0 or shape[0].value is None:
+            raise TypeError(
+                f"Tensor '{self._name}' is not iterable: its first dimension is not statically "
+                "known. Use tf.unstack or run it in a session."
+            )
+        # TensorFlow 1.x graph tensors are not iterable; indexing by position is explicit.
+        raise TypeError(
+            f"Tensor objects are only iterable when eager execution is enabled. To iterate over "
+            f"'{self._name}', use tf.unstack or tf.map_fn."
+        )
+
+    def __len__(self) -> int:
+        raise TypeError(
+            f"len is not well defined for symbolic Tensors ('{self._name}'). Use tf.shape(x)[0] "
+            "or x.shape[0]."
+        )
+
+    # Filled in by the ops layer (flowlab.ops.operators).
+    @classmethod
+    def _override_operator(cls, operator: str, func: Callable[..., Any]) -> None:
+        setattr(cls, operator, func)
+
+    # The shape as the ops layer's shape functions see it.
+    def _shape_tuple(self) -> tuple[int | None, ...] | None:
+        return self._shape.as_tuple()
+
+
+class Operation:
+    """A node: an op type, named inputs and typed attrs, producing `outputs`."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        op_type: str,
+        name: str,
+        inputs: list[Tensor],
+        output_dtypes: list[_dtypes.DType],
+        attrs: dict[str, Any],
+        device: str,
+        control_inputs: list[Operation],
+        op_def: Any = None,
+        colocation: tuple[str, ...] = (),
+        traceback: tuple[Frame, ...] = (),
+    ) -> None:
+        self._graph = graph
+        self._type = op_type
+        self._name = name
+        self._inputs = list(inputs)
+        self._attrs = attrs
+        self._device = device
+        self._control_inputs: list[Operation] = []
+        for c in control_inputs:
+            if c not in self._control_inputs:
+                self._control_inputs.append(c)
+        self._control_outputs: list[Operation] = []
+        self._op_def = op_def
+        self._colocation = colocation
+        self._traceback = traceback
+        self._outputs = [Tensor(self, i, d) for i, d in enumerate(output_dtypes)]
+        self._id = 0
+
+    # --- read-only views ----------------------------------------------------------
+    @property
+    def graph(self) -> Graph:
+        return self._graph
+
+    @property
+    def type(self) -> str:
+        return self._type
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def inputs(self) -> tuple[Tensor, ...]:
+        return tuple(self._inputs)
+
+    @property
+    def outputs(self) -> list[Tensor]:
+        return list(self._outputs)
+
+    def values(self) -> tuple[Tensor, ...]:
+        return tuple(self._outputs)
+
+    @property
+    def control_inputs(self) -> list[Operation]:
+        return list(self._control_inputs)
+
+    @property
+    def device(self) -> str:
+        """The requested (possibly partial) device; placement is kept by the session."""
+        return self._device
+
+    @property
+    def op_def(self) -> Any:
+        return self._op_def
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return dict(self._attrs)
+
+    @property
+    def traceback(self) -> tuple[Frame, ...]:
+        """User frames where the op was created, innermost first."""
+        return self._traceback
+
+    @property
+    def colocation_groups(self) -> list[str]:
+        """`loc:@name` entries, as TensorFlow's `_class` attr."""
+        return [f"loc:@{n}" for n in (self._colocation or (self._name,))]
+
+    def get_attr(self, name: str) -> Any:
+        if name == "_class":
+            return [s.encode() for s in self.colocation_groups]
+        try:
+            return self._attrs[name]
+        except KeyError:
+            raise ValueError(f"Operation '{self._name}' has no attr named '{name}'.") from None
+
+    def _set_attr(self, name: str, value: Any) -> None:
+        self._attrs[name] = value
+
+    def _set_device(self, device: Any) -> None:
+        from flowlab.graph.device_spec import canonical_name
+
+        self._device = canonical_name(device)
+
+    def _add_control_input(self, op: Operation) -> None:
+        if op not in self._control_inputs:
+            self._control_inputs.append(op)
+            op._control_outputs.append(self)
+            self._graph._bump_version()
+
+    def _add_control_inputs(self, ops: list[Operation]) -> None:
+        for op in ops:
+            self._add_control_input(op)
+
+    def _update_input(self, index: int, tensor: Tensor) -> None:
+        """Rewire one data input (used by graph transformations such as gradients)."""
+        old = self._inputs[index]
+        old._consumers.remove(self)
+        self._inputs[index] = tensor
+        tensor._consumers.append(self)
+        self._graph._bump_version()
+
+    @property
+    def node_def(self) -> dict[str, Any]:
+        from flowlab.graph.graph_def import node_to_dict
+
+        return node_to_dict(self)
+
+    def defined_at(self) -> str:
+        """'file.py:12' of the innermost user frame, or '' if unknown."""
+        return str(self._traceback[0]) if self._traceback else ""
+
+    def run(self, feed_dict: Any = None, session: Any = None) -> None:
+        from flowlab.graph.graph import _eval_hook
+
+        _eval_hook(self, feed_dict, session)
+
+    def __repr__(self) -> str:
+        return f"<tf.Operation '{self._name}' type={self._type}>"
+
+    def __str__(self) -> str:
+        ins = ", ".join(t.name for t in self._inputs)
+        ctl = ", ".join("^" + c.name for c in self._control_inputs)
+        return f"{self._name} = {self._type}({', '.join(x for x in (ins, ctl) if x)})"

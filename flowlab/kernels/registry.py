@@ -1,0 +1,94 @@
+"""Kernels, keyed by (op type, device type).
+
+A kernel is a plain function.  The usual form takes the node's static context and
+the input arrays and returns the output (or a tuple/list of outputs for ops with
+several):
+
+    @kernel("Mul")                       # CPU and GPU: written once over ctx.xp
+    def mul(ctx, x, y):
+        return ctx.xp.multiply(x, y)
+
+`ctx` is a `NodeContext` built once per node when a plan is compiled: `ctx.attrs`,
+`ctx.xp` (numpy or cupy), `ctx.device`, `ctx.resources` (the device's resource
+manager), `ctx.name`, `ctx.op`.  It is shared by concurrent steps, so kernels never
+store per-step data on it.
+
+Kernels that need the step (its id, undo log for variable writes, cancellation,
+rendezvous) declare `step=True` and take `(ctx, step, *inputs)`.  Asynchronous
+kernels (Recv, Dequeue) declare `asynchronous=True` and take
+`(ctx, step, done, *inputs)`; they return at once and later call `done(outputs)` or
+`done(error=exc)` from any thread.  They never block an executor thread.
+
+Rules: kernels never modify their inputs in place (values are shared between
+consumers and with variables), and raise `flowlab.errors` classes for bad input.
+Placement reads `supported_device_types(op_type)` to know where an op can run.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable
+
+CPU = "CPU"
+GPU = "GPU"
+ALL = (CPU, GPU)
+
+
+@dataclass(frozen=True)
+class KernelDef:
+    op_type: str
+    device_type: str
+    fn: Callable[..., Any]
+    needs_step: bool = False
+    asynchronous: bool = False
+    # Inputs/outputs that stay in host memory on an accelerator (shapes, indices).
+    host_memory: tuple[str, ...] = ()
+    # Relative cost hint for the executor: True for kernels worth a pool thread.
+    expensive: bool = False
+    defined_at: str = ""
+
+
+_KERNELS: dict[tuple[str, str], KernelDef] = {}
+
+
+def kernel(
+    op_type: str,
+    devices: tuple[str, ...] | str = ALL,
+    step: bool = False,
+    asynchronous: bool = False,
+    host_memory: tuple[str, ...] = (),
+    expensive: bool = False,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated function as the kernel of `op_type` on `devices`."""
+    if isinstance(devices, str):
+        devices = (devices,)
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        frame = traceback.extract_stack(limit=2)[0]
+        where = f"{frame.filename}:{frame.lineno}"
+        for dev in devices:
+            key = (op_type, dev)
+            if key in _KERNELS:
+                raise ValueError(
+                    f"Kernel for op '{op_type}' on {dev} is already registered "
+                    f"(first at {_KERNELS[key].defined_at})."
+                )
+            _KERNELS[key] = KernelDef(
+                op_type, dev, fn, step or asynchronous, asynchronous, host_memory, expensive, where
+            )
+        return fn
+
+    return register
+
+
+def find_kernel(op_type: str, device_type: str) -> KernelDef | None:
+    return _KERNELS.get((op_type, device_type))
+
+
+def supported_device_types(op_type: str) -> list[str]:
+    return [d for (t, d) in _KERNELS if t == op_type]
+
+
+def registered_kernels() -> dict[tuple[str, str], KernelDef]:
+    return dict(_KERNELS)

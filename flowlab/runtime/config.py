@@ -1,0 +1,125 @@
+"""Session configuration and per-run options, with TensorFlow 1.x's names.
+
+These are plain Python objects shaped like TensorFlow's protocol buffers, so that
+`tf.ConfigProto(device_count={"CPU": 4}, allow_soft_placement=True)`,
+`config.gpu_options.allow_growth = True` and
+`tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE, timeout_in_ms=500)` work as
+written in TensorFlow programs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class _Message:
+    """Keyword-constructed record with defaults; unknown fields are an error."""
+
+    _fields: dict[str, Any] = {}
+
+    def __init__(self, **kwargs: Any) -> None:
+        for k, v in self._fields.items():
+            object.__setattr__(self, k, v() if callable(v) else v)
+        for k, v in kwargs.items():
+            setattr(self, k, v)
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key not in self._fields:
+            raise AttributeError(f"{type(self).__name__} has no field '{key}'")
+        object.__setattr__(self, key, value)
+
+    def __repr__(self) -> str:
+        set_fields = ", ".join(
+            f"{k}={getattr(self, k)!r}" for k, d in self._fields.items()
+            if not callable(d) and getattr(self, k) != d
+        )
+        return f"{type(self).__name__}({set_fields})"
+
+
+class GPUOptions(_Message):
+    _fields = {
+        "allow_growth": False,
+        "per_process_gpu_memory_fraction": 0.0,
+        "visible_device_list": "",
+    }
+
+
+class OptimizerOptions(_Message):
+    L1 = 0
+    L0 = -1
+    _fields = {
+        "opt_level": 0,
+        "do_constant_folding": True,
+        "do_common_subexpression_elimination": True,
+        "do_function_inlining": True,
+        "global_jit_level": 0,
+    }
+
+
+class GraphOptions(_Message):
+    _fields = {
+        "optimizer_options": OptimizerOptions,
+        "build_cost_model": 0,
+        "infer_shapes": False,
+        "place_pruned_graph": False,
+        "enable_bfloat16_sendrecv": False,
+    }
+
+
+class ConfigProto(_Message):
+    """Session configuration.  `device_count={"CPU": 4}` makes 4 virtual CPU devices."""
+
+    _fields = {
+        "device_count": dict,
+        "allow_soft_placement": False,
+        "log_device_placement": False,
+        "inter_op_parallelism_threads": 0,
+        "intra_op_parallelism_threads": 0,
+        "use_per_session_threads": False,
+        "operation_timeout_in_ms": 0,
+        "gpu_options": GPUOptions,
+        "graph_options": GraphOptions,
+        "isolate_session_state": False,
+    }
+
+
+class RunOptions(_Message):
+    NO_TRACE = 0
+    SOFTWARE_TRACE = 1
+    HARDWARE_TRACE = 2
+    FULL_TRACE = 3
+    _fields = {
+        "trace_level": 0,
+        "timeout_in_ms": 0,
+        "inter_op_thread_pool": 0,
+        "output_partition_graphs": False,
+        "report_tensor_allocations_upon_oom": False,
+    }
+
+
+class NodeExecStats(_Message):
+    _fields = {
+        "node_name": "",
+        "op_type": "",
+        "all_start_micros": 0,
+        "op_start_rel_micros": 0,
+        "op_end_rel_micros": 0,
+        "all_end_rel_micros": 0,
+        "timeline_label": "",
+        "thread_id": 0,
+        "output": list,
+    }
+
+
+class DeviceStepStats(_Message):
+    _fields = {"device": "", "node_stats": list}
+
+
+class StepStats(_Message):
+    _fields = {"dev_stats": list}
+
+
+class RunMetadata(_Message):
+    """Filled by `Session.run(..., run_metadata=md)`; `step_stats` under FULL_TRACE."""
+
+    _fields = {"step_stats": StepStats, "partition_graphs": list, "cost_graph": None}

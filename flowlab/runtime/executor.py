@@ -1,0 +1,309 @@
+"""The dataflow executor: runs a plan by pending counts (paper section 3.2).
+
+State of one `Execution`: a value per slot, a pending-input count per node, a
+dead flag per node, a ready queue, and a completion queue fed by asynchronous
+kernels and pool threads.  Invariants: a node becomes ready exactly once, when its
+count reaches zero; a dead input makes a node dead (its outputs are the `DEAD` value)
+unless it is a control-flow op, which sees `DEAD` and decides itself (Merge forwards
+its live input).  The first error cancels the step: registered cancellation
+callbacks run (blocked Recvs and queue waits give up), variable writes are undone,
+and the error names the op, its type, its device and where it was defined.
+
+Policy: small kernels run inline on the calling thread; kernels registered as
+`expensive` run on the session's pool when it has more than one thread and other
+work is ready.  Asynchronous kernels never park a thread here: they call `done`.
+
+The executor can also be driven one op at a time (`start`, `ready_nodes`,
+`run_one`), which the Stepper uses, and publishes `ExecEvent`s to a listener; with no
+listener attached, no event is built.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from flowlab import errors
+from flowlab.runtime.plan import Plan, PlanNode, fetch_value, op_error
+from flowlab.runtime.step import Step
+
+
+class _Dead:
+    """The value of an output on an untaken branch (dead-value propagation)."""
+
+    _instance: _Dead | None = None
+
+    def __new__(cls) -> _Dead:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "DEAD"
+
+    def __reduce__(self) -> Any:
+        return (_Dead, ())
+
+
+DEAD = _Dead()
+
+
+@dataclass
+class ExecEvent:
+    """One thing that happened in a step.  kind: op_start, op_end, op_dead, error."""
+
+    kind: str
+    step_id: int
+    node: str
+    op_type: str
+    device: str
+    time_us: float
+    thread: int
+    info: Any = None
+
+
+Listener = Callable[[ExecEvent], None]
+
+_CANCEL = object()
+
+
+def _now_us() -> float:
+    return time.perf_counter_ns() / 1000.0
+
+
+class Execution:
+    """One step of a plan through the dataflow path."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        step: Step,
+        feed_values: list[Any],
+        listener: Listener | None = None,
+        pool: Any = None,
+        deadline: float | None = None,
+    ) -> None:
+        self.plan = plan
+        self.step = step
+        self.listener = listener
+        self.pool = pool
+        self.deadline = deadline
+        self.values: list[Any] = [None] * plan.num_slots
+        for slot, v in zip(plan.feed_slots, feed_values):
+            self.values[slot] = v
+        self.pending = plan.initial_pending
+        self.dead = [False] * len(plan.nodes)
+        self.done_nodes = [False] * len(plan.nodes)
+        self.ready: deque[int] = deque(i for i, p in enumerate(self.pending) if p == 0)
+        self.completions: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.outstanding = 0
+        self.error: errors.OpError | None = None
+        self.completed = 0
+        self._cancel_token: int | None = None
+
+    # --- driving ------------------------------------------------------------------
+    def start(self) -> None:
+        cm = self.step.get_cancellation()
+        self._cancel_token = cm.register(lambda: self.completions.put((_CANCEL, None, None)))
+        if self._cancel_token is None:
+            self._fail(errors.CancelledError(None, None, "The step was cancelled before it started."))
+
+    def ready_nodes(self) -> list[PlanNode]:
+        return [self.plan.nodes[i] for i in self.ready]
+
+    @property
+    def finished(self) -> bool:
+        return self.error is not None or (not self.ready and self.outstanding == 0)
+
+    def run(self) -> list[Any]:
+        """Run to the end; returns the fetched values (as Session.run returns them)."""
+        self.start()
+        while True:
+            while self.ready and self.error is None:
+                self.run_one()
+            if self.error is not None or self.outstanding == 0:
+                break
+            self._wait_for_completion()
+        return self.finish()
+
+    def run_one(self, index: int | None = None) -> PlanNode:
+        """Run one ready node (the first, or the one with plan index `index`)."""
+        if index is None:
+            i = self.ready.popleft()
+        else:
+            self.ready.remove(index)
+            i = index
+        node = self.plan.nodes[i]
+        self._execute(node)
+        return node
+
+    def wait_one(self) -> None:
+        """Block until one outstanding asynchronous kernel completes."""
+        if self.outstanding:
+            self._wait_for_completion()
+
+    def finish(self) -> list[Any]:
+        """Collect the fetches (or raise the step's error, after undoing its writes)."""
+        self.step.get_cancellation().deregister(self._cancel_token)
+        if self.error is None and self.completed != len(self.plan.nodes):
+            stuck = [n.op.name for n in self.plan.nodes if not self.done_nodes[n.index]]
+            self._fail(errors.InternalError(
+                None, None, f"The step ended with {len(stuck)} ops not run, e.g. '{stuck[0]}'."
+            ))
+        if self.error is not None:
+            self.step.rollback()
+            raise self.error
+        out = []
+        for slot, ref, name in zip(self.plan.fetch_slots, self.plan.fetch_refs, self.plan.fetch_names):
+            v = self.values[slot]
+            if v is DEAD:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Fetched tensor '{name}' is dead: it was produced on a branch "
+                    "that was not taken."
+                )
+            out.append(fetch_value(v.read() if ref else v))
+        return out
+
+    # --- one node -----------------------------------------------------------------
+    def _execute(self, node: PlanNode) -> None:
+        values = self.values
+        is_cf = node.op.op_def is not None and node.op.op_def.is_control_flow
+        dead = self.dead[node.index]
+        args = []
+        for slot, read in node.inputs:
+            v = values[slot]
+            if v is DEAD:
+                dead = True
+                args.append(v)
+            else:
+                args.append(v.read() if read else v)
+        listener = self.listener
+        if dead and not is_cf:
+            if listener is not None:
+                listener(self._event("op_dead", node))
+            self._complete(node, [DEAD] * node.num_outputs, True)
+            return
+        kdef = node.kernel
+        if listener is not None:
+            listener(self._event("op_start", node))
+        if kdef.asynchronous:
+            self.outstanding += 1
+            idx = node.index
+
+            def done(outputs: Any = None, error: BaseException | None = None) -> None:
+                self.completions.put((idx, outputs, error))
+
+            try:
+                kdef.fn(node.ctx, self.step, done, *args)
+            except Exception as e:  # a kernel that fails before going asynchronous
+                self.outstanding -= 1
+                self._fail(op_error(e, node.op, node.ctx.device.name), node)
+            return
+        if kdef.expensive and self.pool is not None and (self.ready or self.outstanding):
+            self.outstanding += 1
+            idx = node.index
+
+            def work() -> None:
+                try:
+                    r = kdef.fn(node.ctx, self.step, *args) if kdef.needs_step else kdef.fn(node.ctx, *args)
+                    self.completions.put((idx, r, None))
+                except BaseException as e:
+                    self.completions.put((idx, None, e))
+
+            self.pool.submit(work)
+            return
+        try:
+            r = kdef.fn(node.ctx, self.step, *args) if kdef.needs_step else kdef.fn(node.ctx, *args)
+        except Exception as e:
+            self._fail(op_error(e, node.op, node.ctx.device.name), node)
+            return
+        self._complete_result(node, r)
+
+    def _complete_result(self, node: PlanNode, r: Any) -> None:
+        if node.num_outputs == 0:
+            outs: Any = ()
+        elif node.single_output:
+            outs = (r,)
+        else:
+            outs = r
+            if len(outs) != node.num_outputs:
+                self._fail(op_error(errors.InternalError(
+                    None, None, f"kernel returned {len(outs)} outputs, expected {node.num_outputs}"
+                ), node.op, node.ctx.device.name), node)
+                return
+        dead = any(o is DEAD for o in outs)
+        if self.listener is not None:
+            self.listener(self._event("op_end", node, outs))
+        self._complete(node, outs, dead)
+
+    def _complete(self, node: PlanNode, outs: Any, dead: bool) -> None:
+        values = self.values
+        for slot, v in zip(node.outputs, outs):
+            if slot >= 0:
+                values[slot] = v
+        self.done_nodes[node.index] = True
+        self.completed += 1
+        pending = self.pending
+        all_dead = dead and all(o is DEAD for o in outs)
+        for c in node.consumers:
+            if all_dead:
+                # Control edges from a dead op carry death too (as in TensorFlow).
+                self.dead[c] = self.dead[c] or not self._reads_any_output(c, node)
+            p = pending[c] - 1
+            pending[c] = p
+            if p == 0:
+                self.ready.append(c)
+
+    def _reads_any_output(self, consumer: int, producer: PlanNode) -> bool:
+        slots = {s for s in producer.outputs if s >= 0}
+        return any(s in slots for s, _ in self.plan.nodes[consumer].inputs)
+
+    def _wait_for_completion(self) -> None:
+        timeout = None
+        if self.deadline is not None:
+            timeout = self.deadline - time.monotonic()
+            if timeout <= 0:
+                self._fail(self._deadline_error())
+                return
+        try:
+            idx, outputs, error = self.completions.get(timeout=timeout)
+        except queue.Empty:
+            self._fail(self._deadline_error())
+            return
+        if idx is _CANCEL:
+            reason = self.step.get_cancellation().reason
+            self._fail(reason if isinstance(reason, errors.OpError) else errors.CancelledError(
+                None, None, "The step was cancelled (the session was closed or another op failed)."
+            ))
+            return
+        self.outstanding -= 1
+        node = self.plan.nodes[idx]
+        if error is not None:
+            self._fail(op_error(error, node.op, node.ctx.device.name), node)
+            return
+        self._complete_result(node, outputs)
+
+    def _deadline_error(self) -> errors.OpError:
+        waiting = [n.op.name for n in self.plan.nodes if not self.done_nodes[n.index] and self.pending[n.index] == 0]
+        return errors.DeadlineExceededError(
+            None, None,
+            "Timed out waiting for the step to finish (RunOptions.timeout_in_ms)"
+            + (f"; still waiting on: {', '.join(waiting[:5])}" if waiting else "") + ".",
+        )
+
+    def _fail(self, err: errors.OpError, node: PlanNode | None = None) -> None:
+        if self.error is None:
+            self.error = err
+            if self.listener is not None and node is not None:
+                self.listener(self._event("error", node, err))
+            self.step.get_cancellation().cancel(err)
+
+    def _event(self, kind: str, node: PlanNode, info: Any = None) -> ExecEvent:
+        return ExecEvent(
+            kind, self.step.step_id, node.op.name, node.op.type, node.ctx.device.name,
+            _now_us(), threading.get_ident(), info,
+        )

@@ -1,0 +1,295 @@
+"""The compiled plan of a step signature: read-only, shared by concurrent steps.
+
+`compile_plan` takes the pruned, placed ops and produces a `Plan`: one `PlanNode` per
+op (its kernel, its static `NodeContext`, where its inputs come from, whom it feeds)
+and value *slots* (one per produced or fed tensor).  Two ways run a plan:
+
+* the straight-line path: when no op is asynchronous or control flow, the plan is
+  also compiled into a generated Python function with one line per op, in
+  topological order (the approach of torch.fx's code generation).  A cached step then
+  costs one Python call per kernel and nothing else.  An exception is traced back to
+  its line, hence to its op, at no cost until it happens.
+* the dataflow executor (`flowlab.runtime.executor`): pending counts, a ready queue,
+  dead values, asynchronous kernels, a pool for expensive kernels, events, and
+  driving one op at a time.  Every plan can run this way.
+
+Reading a variable: an edge from a `Ref(T)` output into a plain input reads the
+variable's current array at the consumer (`VariableState.read`), so an
+uninitialized variable fails at the op that uses it, as in TensorFlow.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from flowlab import errors
+from flowlab.graph.tensor import Operation, Tensor
+from flowlab.kernels.registry import KernelDef, find_kernel
+from flowlab.runtime.device import Device
+from flowlab.runtime.step import Step
+
+
+class NodeContext:
+    """What a kernel knows about its node; built once per plan, never per step."""
+
+    __slots__ = ("op", "name", "op_type", "attrs", "device", "xp", "resources", "index")
+
+    def __init__(self, op: Operation, device: Device, index: int) -> None:
+        self.op = op
+        self.name = op.name
+        self.op_type = op.type
+        self.attrs = op._attrs
+        self.device = device
+        self.xp = device.xp
+        self.resources = device.resources
+        self.index = index
+
+    def error(self, cls: type[errors.OpError], message: str) -> errors.OpError:
+        """An error of `cls` for this node (the executor adds type, device and place)."""
+        return cls(None, self.op, message)
+
+    def __repr__(self) -> str:
+        return f"<NodeContext {self.op_type} '{self.name}' on {self.device.name}>"
+
+
+@dataclass
+class PlanNode:
+    index: int
+    op: Operation
+    kernel: KernelDef
+    ctx: NodeContext
+    # (slot, read_ref) per data input, in order.
+    inputs: list[tuple[int, bool]]
+    # Slot of each output (-1 where nobody needs it).
+    outputs: list[int]
+    num_outputs: int
+    single_output: bool  # the kernel returns one value, not a sequence
+    deps: list[int] = field(default_factory=list)  # producer node indices
+    consumers: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    """A compiled step.  Read-only after construction."""
+
+    graph_version: int
+    nodes: list[PlanNode]
+    num_slots: int
+    feed_slots: list[int]
+    fetch_slots: list[int]
+    fetch_refs: list[bool]
+    fetch_names: list[str]
+    straight_line: Any = None  # generated function (step, feeds) -> list, or None
+    line_to_node: dict[int, int] = field(default_factory=dict)
+    code: Any = None
+    source: str = ""
+
+    @property
+    def initial_pending(self) -> list[int]:
+        return [len(n.deps) for n in self.nodes]
+
+    def node_for_exception(self, exc: BaseException) -> PlanNode | None:
+        """The node whose line of the straight-line function raised `exc`."""
+        tb = exc.__traceback__
+        node = None
+        while tb is not None:
+            if tb.tb_frame.f_code is self.code:
+                node = self.nodes[self.line_to_node.get(tb.tb_lineno, -1)] if tb.tb_lineno in self.line_to_node else None
+            tb = tb.tb_next
+        return node
+
+
+def fetch_value(x: Any) -> Any:
+    """A fetched value as Session.run returns it: a NumPy scalar for 0-d, and never an
+    array the runtime still holds (read-only arrays are variable or constant storage)."""
+    if type(x) is np.ndarray:
+        if not x.ndim:
+            return x[()]
+        if not x.flags.writeable:
+            return x.copy()
+    return x
+
+
+_plan_ids = itertools.count()
+
+
+def compile_plan(
+    ops: list[Operation],
+    device_of: dict[str, Device],
+    feeds: list[Tensor],
+    fetches: list[Tensor],
+    graph_version: int,
+    straight_line: bool = True,
+) -> Plan:
+    """Build the plan for `ops` (topologically ordered, already pruned and placed)."""
+    slot_of: dict[tuple[int, int], int] = {}
+    counter = itertools.count()
+    feed_slots = []
+    for t in feeds:
+        key = (id(t.op), t.value_index)
+        if key not in slot_of:
+            slot_of[key] = next(counter)
+        feed_slots.append(slot_of[key])
+    fed = {(id(t.op), t.value_index) for t in feeds}
+
+    index_of = {id(op): i for i, op in enumerate(ops)}
+    # Which outputs someone needs: consumers in the plan, and fetches.
+    needed: set[tuple[int, int]] = set()
+    for op in ops:
+        for t in op._inputs:
+            needed.add((id(t.op), t.value_index))
+    for t in fetches:
+        needed.add((id(t.op), t.value_index))
+
+    nodes: list[PlanNode] = []
+    for i, op in enumerate(ops):
+        device = device_of[op.name]
+        kdef = find_kernel(op.type, device.device_type)
+        if kdef is None:
+            raise errors.NotFoundError(
+                None, op,
+                f"No kernel registered for op {op.type} '{op.name}' on {device.name}"
+                + (f" (defined at {op.defined_at()})" if op.defined_at() else ""),
+            )
+        outs = []
+        for t in op._outputs:
+            key = (id(op), t.value_index)
+            if key in fed:
+                outs.append(-1)  # a fed output: the feed wins, the kernel's value is dropped
+            elif key in needed:
+                slot_of[key] = next(counter)
+                outs.append(slot_of[key])
+            else:
+                outs.append(-1)
+        od = op.op_def
+        single = od is not None and len(od.outputs) == 1 and not od.outputs[0].is_list
+        nodes.append(
+            PlanNode(i, op, kdef, NodeContext(op, device, i), [], outs, len(op._outputs), single)
+        )
+
+    for node in nodes:
+        op = node.op
+        arg_is_ref = _input_ref_flags(op)
+        deps: set[int] = set()
+        for t, takes_ref in zip(op._inputs, arg_is_ref):
+            key = (id(t.op), t.value_index)
+            slot = slot_of.get(key)
+            if slot is None:
+                raise errors.InternalError(None, op, f"input {t.name} of '{op.name}' has no value slot")
+            read = t.dtype.is_ref_dtype and not takes_ref
+            node.inputs.append((slot, read))
+            if key not in fed:
+                deps.add(index_of[id(t.op)])
+        for c in op._control_inputs:
+            if id(c) in index_of:
+                deps.add(index_of[id(c)])
+        node.deps = sorted(deps)
+        for d in node.deps:
+            nodes[d].consumers.append(node.index)
+
+    fetch_slots = [slot_of[(id(t.op), t.value_index)] for t in fetches]
+    plan = Plan(
+        graph_version, nodes, next(counter), feed_slots, fetch_slots,
+        [t.dtype.is_ref_dtype for t in fetches], [t.name for t in fetches],
+    )
+    if straight_line and all(
+        not n.kernel.asynchronous and not (n.op.op_def is not None and n.op.op_def.is_control_flow)
+        for n in nodes
+    ):
+        _generate_straight_line(plan)
+    return plan
+
+
+def _input_ref_flags(op: Operation) -> list[bool]:
+    od = op.op_def
+    if od is None:
+        return [False] * len(op._inputs)
+    flags: list[bool] = []
+    for arg in od.inputs:
+        if arg.number_attr is not None:
+            n = int(op._attrs[arg.number_attr])
+        elif arg.type_list_attr is not None:
+            n = len(op._attrs[arg.type_list_attr])
+        else:
+            n = 1
+        flags.extend([arg.is_ref] * n)
+    return flags
+
+
+def _generate_straight_line(plan: Plan) -> None:
+    lines = ["def _step(step, feeds):"]
+    ns: dict[str, Any] = {"_fv": fetch_value}
+    line_to_node: dict[int, int] = {}
+    if plan.feed_slots:
+        lhs = ", ".join(f"s{s}" for s in plan.feed_slots)
+        lines.append(f"    {lhs}, = feeds")
+    for node in plan.nodes:
+        i = node.index
+        ns[f"k{i}"] = node.kernel.fn
+        ns[f"c{i}"] = node.ctx
+        args = [f"c{i}"]
+        if node.kernel.needs_step:
+            args.append("step")
+        args.extend(f"s{slot}.read()" if read else f"s{slot}" for slot, read in node.inputs)
+        call = f"k{i}({', '.join(args)})"
+        if node.num_outputs == 0 or all(s < 0 for s in node.outputs):
+            stmt = call
+        elif node.single_output:
+            stmt = f"s{node.outputs[0]} = {call}"
+        else:
+            names = [f"s{s}" if s >= 0 else "_" for s in node.outputs]
+            stmt = f"{', '.join(names)}, = {call}"
+        lines.append(f"    {stmt}")
+        line_to_node[len(lines)] = i
+    rets = []
+    for slot, ref in zip(plan.fetch_slots, plan.fetch_refs):
+        rets.append(f"_fv(s{slot}.read())" if ref else f"_fv(s{slot})")
+    lines.append(f"    return [{', '.join(rets)}]")
+    source = "\n".join(lines) + "\n"
+    filename = f"<flowlab plan {next(_plan_ids)}>"
+    code = compile(source, filename, "exec")
+    exec(code, ns)
+    fn = ns["_step"]
+    plan.straight_line = fn
+    plan.code = fn.__code__
+    plan.line_to_node = line_to_node
+    plan.source = source
+
+
+def op_error(exc: BaseException, op: Operation | None, device: str) -> errors.OpError:
+    """Turn a kernel's exception into the TensorFlow-class error that names the op."""
+    if isinstance(exc, errors.OpError):
+        if getattr(exc, "_flowlab_located", False):
+            return exc
+        cls: type[errors.OpError] = type(exc)
+        msg = exc.message
+        op = exc.op if exc.op is not None and op is None else op
+    elif isinstance(exc, (ValueError, IndexError, TypeError, ZeroDivisionError, KeyError, np.linalg.LinAlgError)):
+        cls, msg = errors.InvalidArgumentError, f"{type(exc).__name__}: {exc}"
+    elif isinstance(exc, MemoryError):
+        cls, msg = errors.ResourceExhaustedError, f"out of memory: {exc}"
+    else:
+        cls, msg = errors.UnknownError, f"{type(exc).__name__}: {exc}"
+    if op is not None:
+        where = op.defined_at()
+        msg = f"{op.type} '{op.name}' on {device}: {msg}" + (f" (defined at {where})" if where else "")
+    err = cls(None, op, msg)
+    err._flowlab_located = True  # type: ignore[attr-defined]
+    return err
+
+
+def run_straight_line(plan: Plan, step: Step, feed_values: list[Any]) -> list[Any]:
+    """Run the generated function; on failure undo the step's writes and raise the
+    error of the op that failed."""
+    try:
+        return plan.straight_line(step, feed_values)  # type: ignore[misc]
+    except Exception as e:
+        step.rollback()
+        node = plan.node_for_exception(e)
+        if node is None:
+            raise
+        raise op_error(e, node.op, node.ctx.device.name) from e

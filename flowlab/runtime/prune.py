@@ -1,0 +1,81 @@
+"""Prune: the ops a step needs (paper section 3.2, partial execution).
+
+Walk back from the fetched tensors and target ops through data and control inputs,
+cutting at fed tensors (any tensor can be fed; its producer is still run when some
+*other* of its outputs is needed).  The result is in a topological order; a cycle
+outside the loop machinery is an error naming an op on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from flowlab import errors
+from flowlab.graph.tensor import Operation, Tensor
+
+# Edges into these ops may close a cycle (the back edge of a while loop).
+_BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
+
+
+def prune(
+    fetches: Iterable[Tensor], targets: Iterable[Operation], feeds: Iterable[Tensor]
+) -> list[Operation]:
+    """The ops needed to compute `fetches` and run `targets`, inputs first."""
+    fed = {id(t) for t in feeds}
+    needed: dict[int, Operation] = {}
+    stack: list[Operation] = []
+    for t in fetches:
+        if id(t) not in fed:
+            stack.append(t.op)
+    stack.extend(targets)
+    while stack:
+        op = stack.pop()
+        if id(op) in needed:
+            continue
+        needed[id(op)] = op
+        for t in op._inputs:
+            if id(t) not in fed and id(t.op) not in needed:
+                stack.append(t.op)
+        for c in op._control_inputs:
+            if id(c) not in needed:
+                stack.append(c)
+    return topological_order(list(needed.values()), fed)
+
+
+def topological_order(ops: list[Operation], fed: set[int] | None = None) -> list[Operation]:
+    """Kahn's algorithm over `ops`, ties broken by creation order (stable plans)."""
+    fed = fed or set()
+    members = {id(op) for op in ops}
+    ops = sorted(ops, key=lambda o: o._id)
+    pending: dict[int, int] = {}
+    consumers: dict[int, list[Operation]] = {id(op): [] for op in ops}
+    for op in ops:
+        n = 0
+        if op.type not in _BACK_EDGE_OPS:
+            deps = {id(t.op) for t in op._inputs if id(t) not in fed and id(t.op) in members}
+            deps |= {id(c) for c in op._control_inputs if id(c) in members}
+            deps.discard(id(op))
+            for d in deps:
+                consumers[d].append(op)
+            n = len(deps)
+        pending[id(op)] = n
+    import heapq
+
+    ready = [(op._id, i, op) for i, op in enumerate(ops) if pending[id(op)] == 0]
+    heapq.heapify(ready)
+    order: list[Operation] = []
+    while ready:
+        _, _, op = heapq.heappop(ready)
+        order.append(op)
+        for c in consumers[id(op)]:
+            pending[id(c)] -= 1
+            if pending[id(c)] == 0:
+                heapq.heappush(ready, (c._id, len(order), c))
+    if len(order) != len(ops):
+        stuck = [op.name for op in ops if pending[id(op)] > 0]
+        raise errors.InvalidArgumentError(
+            None, None,
+            f"The graph has a cycle through op '{stuck[0]}' (and {len(stuck) - 1} more); "
+            "only while loops (NextIteration) may form cycles.",
+        )
+    return order

@@ -1,0 +1,451 @@
+"""The local Session: prune, place, compile, cache, execute (paper section 3.2).
+
+A Session owns its devices (and through them all variable and queue state), a cache
+of compiled plans keyed by (graph version, feeds, fetches, targets, path), and the set
+of running steps (so that `close()` can cancel them).  `run` is safe to call from
+many threads at once; a plan is read-only and each step has its own state.
+
+Paths: a plan whose ops are all plain kernels runs as a generated straight-line
+function; anything else (asynchronous or control-flow kernels, a listener, a full
+trace) runs on the dataflow executor.  Both give the same values.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from flowlab import errors
+from flowlab.graph import dtypes
+from flowlab.graph import graph as graph_mod
+from flowlab.graph.graph import Graph, get_default_graph
+from flowlab.graph.tensor import Operation, Tensor
+from flowlab.runtime.config import (
+    ConfigProto,
+    DeviceStepStats,
+    NodeExecStats,
+    RunMetadata,
+    RunOptions,
+)
+from flowlab.runtime.device import Device, local_devices
+from flowlab.runtime.executor import ExecEvent, Execution, Listener
+from flowlab.runtime.fetches import FetchMapper
+from flowlab.runtime.placement import Placement, place
+from flowlab.runtime.plan import Plan, compile_plan, run_straight_line
+from flowlab.runtime.prune import prune
+from flowlab.runtime.step import Step
+
+_MAX_CACHED_PLANS = 256
+
+
+class _DeviceAttributes:
+    def __init__(self, device: Device) -> None:
+        self.name = device.name
+        self.device_type = device.device_type
+        self.memory_limit_bytes = 0
+        self.incarnation = id(device)
+
+    def __repr__(self) -> str:
+        return f"_DeviceAttributes({self.name}, {self.device_type}, {self.memory_limit_bytes}, {self.incarnation})"
+
+
+class Session:
+    """Runs graphs: `sess.run(fetches, feed_dict)`.  Use as a context manager."""
+
+    def __init__(self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None) -> None:
+        if target not in ("", None):
+            raise errors.UnimplementedError(
+                None, None,
+                f"Session target {target!r} is not a local session; use "
+                "flowlab.distributed to run on a Dask cluster.",
+            )
+        self._graph = graph if graph is not None else get_default_graph()
+        self._config = config if config is not None else ConfigProto()
+        self._devices: list[Device] = local_devices(self._config.device_count)
+        self._plans: collections.OrderedDict[Any, Plan] = collections.OrderedDict()
+        self._plans_lock = threading.Lock()
+        self._placements: dict[Any, Placement] = {}
+        self._closed = False
+        self._active_steps: set[Step] = set()
+        self._steps_lock = threading.Lock()
+        n_threads = self._config.inter_op_parallelism_threads
+        self._pool = ThreadPoolExecutor(n_threads, "flowlab-op") if n_threads > 1 else None
+        self._listener: Listener | None = None
+        self._default_ctx: list[Any] = []
+        self._closed_reason = "Attempted to use a closed Session."
+
+    # --- properties -----------------------------------------------------------------
+    @property
+    def graph(self) -> Graph:
+        return self._graph
+
+    @property
+    def graph_def(self) -> dict[str, Any]:
+        return self._graph.as_graph_def()
+
+    @property
+    def sess_str(self) -> str:
+        return ""
+
+    @property
+    def devices(self) -> list[Device]:
+        return list(self._devices)
+
+    def list_devices(self) -> list[_DeviceAttributes]:
+        return [_DeviceAttributes(d) for d in self._devices]
+
+    def set_listener(self, listener: Listener | None) -> None:
+        """Receive `ExecEvent`s of every step (the profiler and live views use this)."""
+        self._listener = listener
+
+    # --- lifetime -------------------------------------------------------------------
+    def close(self) -> None:
+        """Cancel running steps and release all state (variables, queues)."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._steps_lock:
+            steps = list(self._active_steps)
+        for s in steps:
+            s.get_cancellation().cancel(errors.CancelledError(None, None, "Session has been closed."))
+        for d in self._devices:
+            d.resources.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
+    def __enter__(self) -> Session:
+        ctx = contextlib.ExitStack()
+        ctx.enter_context(self._graph.as_default())
+        ctx.enter_context(self.as_default())
+        self._default_ctx.append(ctx)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        ctx = self._default_ctx.pop()
+        ctx.close()
+        self.close()
+
+    @contextlib.contextmanager
+    def as_default(self) -> Iterator[Session]:
+        stack = _session_stack()
+        stack.append(self)
+        try:
+            yield self
+        finally:
+            stack.remove(self)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(self._closed_reason)
+
+    # --- running --------------------------------------------------------------------
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: dict[Any, Any] | None = None,
+        options: RunOptions | None = None,
+        run_metadata: RunMetadata | None = None,
+    ) -> Any:
+        """Compute `fetches` (any nesting of tensors, ops, names), feeding `feed_dict`."""
+        self._check_open()
+        mapper = FetchMapper(self._graph, fetches)
+        feed_tensors, feed_values = self._convert_feeds(feed_dict)
+        trace = options is not None and options.trace_level >= RunOptions.SOFTWARE_TRACE and run_metadata is not None
+        listener = self._listener
+        plan = self._plan_for(feed_tensors, mapper.tensors, mapper.targets)
+        values = self._execute(plan, feed_values, options, run_metadata if trace else None, listener)
+        return mapper.build(values)
+
+    def make_callable(
+        self, fetches: Any, feed_list: list[Any] | None = None, accept_options: bool = False
+    ) -> Callable[..., Any]:
+        """A function running this step with the feeds as positional arguments, with as
+        little per-call work as the runtime allows."""
+        self._check_open()
+        mapper = FetchMapper(self._graph, fetches)
+        feed_tensors = [self._graph.as_graph_element(f, allow_tensor=True, allow_operation=False) for f in feed_list or []]
+        plan = self._plan_for(feed_tensors, mapper.tensors, mapper.targets)
+        converters = [_feed_converter(t) for t in feed_tensors]
+        build = mapper.build
+        n = len(converters)
+        fn = plan.straight_line
+
+        if fn is not None and self._listener is None and not accept_options:
+            session = self
+            if n == 0:
+                def call0() -> Any:
+                    if session._closed:
+                        raise RuntimeError(session._closed_reason)
+                    return build(run_straight_line(plan, Step(session), ()))  # type: ignore[arg-type]
+
+                return call0
+
+            def call(*args: Any) -> Any:
+                if session._closed:
+                    raise RuntimeError(session._closed_reason)
+                if len(args) != n:
+                    raise TypeError(f"This callable takes {n} feed values, got {len(args)}.")
+                return build(run_straight_line(plan, Step(session), [c(a) for c, a in zip(converters, args)]))
+
+            return call
+
+        def call_general(*args: Any, options: RunOptions | None = None, run_metadata: RunMetadata | None = None) -> Any:
+            self._check_open()
+            if len(args) != n:
+                raise TypeError(f"This callable takes {n} feed values, got {len(args)}.")
+            vals = [c(a) for c, a in zip(converters, args)]
+            return build(self._execute(plan, vals, options, run_metadata, self._listener))
+
+        return call_general
+
+    def _execute(
+        self,
+        plan: Plan,
+        feed_values: list[Any],
+        options: RunOptions | None,
+        run_metadata: RunMetadata | None,
+        listener: Listener | None,
+    ) -> list[Any]:
+        timeout_ms = (options.timeout_in_ms if options is not None else 0) or self._config.operation_timeout_in_ms
+        if plan.straight_line is not None and listener is None and run_metadata is None:
+            return run_straight_line(plan, Step(self), feed_values)
+        deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
+        step = Step(self, deadline)
+        collector = _StatsCollector() if run_metadata is not None else None
+        if collector is not None and listener is not None:
+            outer = listener
+
+            def both(ev: ExecEvent) -> None:
+                collector(ev)
+                outer(ev)
+
+            listener = both
+        elif collector is not None:
+            listener = collector
+        with self._steps_lock:
+            self._active_steps.add(step)
+        try:
+            if self._closed:  # closed while this step was starting
+                raise errors.CancelledError(None, None, "Session has been closed.")
+            result = Execution(plan, step, feed_values, listener, self._pool, deadline).run()
+        finally:
+            with self._steps_lock:
+                self._active_steps.discard(step)
+        if collector is not None and run_metadata is not None:
+            collector.fill(run_metadata)
+        return result
+
+    def start_execution(
+        self, fetches: Any, feed_dict: dict[Any, Any] | None = None, listener: Listener | None = None
+    ) -> tuple[Execution, FetchMapper]:
+        """Start a step on the dataflow executor without running it, for driving it one
+        op at a time (the Stepper).  Call `execution.start()`, then `run_one()`."""
+        self._check_open()
+        mapper = FetchMapper(self._graph, fetches)
+        feed_tensors, feed_values = self._convert_feeds(feed_dict)
+        plan = self._plan_for(feed_tensors, mapper.tensors, mapper.targets)
+        return Execution(plan, Step(self), feed_values, listener), mapper
+
+    # --- feeds ----------------------------------------------------------------------
+    def _convert_feeds(self, feed_dict: dict[Any, Any] | None) -> tuple[list[Tensor], list[Any]]:
+        if not feed_dict:
+            return [], []
+        tensors: list[Tensor] = []
+        values: list[Any] = []
+        for key, value in feed_dict.items():
+            for t, v in _expand_feed(self._graph, key, value):
+                if isinstance(v, Tensor):
+                    raise TypeError(
+                        "The value of a feed cannot be a tf.Tensor object. Acceptable feed values "
+                        "include Python scalars, strings, lists, numpy ndarrays, or TensorHandles. "
+                        f"For reference, the tensor object was {v!r} which was passed to the "
+                        f"argument `feed_dict` with key {t!r}."
+                    )
+                tensors.append(t)
+                values.append(_feed_converter(t)(v))
+        return tensors, values
+
+    # --- plans ----------------------------------------------------------------------
+    def _plan_for(self, feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation]) -> Plan:
+        g = self._graph
+        key = (
+            g.version,
+            tuple(t.name for t in feeds),
+            tuple(t.name for t in fetches),
+            tuple(op.name for op in targets),
+        )
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        with self._plans_lock:
+            plan = self._plans.get(key)
+            if plan is not None:
+                return plan
+            for t in list(feeds) + list(fetches):
+                if t.graph is not g:
+                    raise ValueError(f"Tensor {t.name} is not an element of this session's graph.")
+            ops = prune(fetches, targets, feeds)
+            placement = place(ops, self._devices, self._config.allow_soft_placement)
+            if self._config.log_device_placement:
+                for op in ops:
+                    print(f"{op.name}: ({op.type}): {placement.device_of[op.name].name}")
+            plan = compile_plan(ops, placement.device_of, feeds, fetches, g.version)
+            plan.placement = placement  # type: ignore[attr-defined]
+            self._plans[key] = plan
+            while len(self._plans) > _MAX_CACHED_PLANS:
+                self._plans.popitem(last=False)
+            return plan
+
+    def __del__(self) -> None:
+        try:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+        except Exception:
+            pass
+
+
+def _expand_feed(graph: Graph, key: Any, value: Any) -> list[tuple[Tensor, Any]]:
+    if hasattr(key, "_feed_parts"):
+        return list(zip(key._feed_parts(), key._split_feed_value(value)))
+    try:
+        t = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
+    except (TypeError, ValueError, KeyError) as e:
+        raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
+    return [(t, value)]
+
+
+def _feed_converter(t: Tensor) -> Callable[[Any], Any]:
+    dt = t.dtype.base_dtype
+    shape = t.shape
+    if dt is dtypes.string:
+        def conv_str(v: Any) -> Any:
+            arr = np.asarray(v, dtype=object)
+            flat = [x.encode() if isinstance(x, str) else bytes(x) for x in arr.reshape(-1)]
+            out = np.empty(len(flat), dtype=object)
+            out[:] = flat
+            out = out.reshape(arr.shape)
+            _check_feed_shape(t, out.shape)
+            return out if out.ndim else out[()]
+
+        return conv_str
+    np_t = np.dtype(dt.as_numpy_dtype)
+    check = shape.ndims is not None and not all(d is None for d in shape.as_tuple())  # type: ignore[union-attr]
+    known_rank = shape.ndims is not None
+
+    def conv(v: Any) -> Any:
+        if type(v) is np.ndarray and v.dtype == np_t:
+            arr = v
+        else:
+            if isinstance(v, Tensor):
+                raise TypeError("The value of a feed cannot be a tf.Tensor object.")
+            try:
+                arr = np.asarray(v, dtype=np_t)
+            except (TypeError, ValueError) as e:
+                raise ValueError(
+                    f"Cannot feed value {v!r} for Tensor {t.name} of dtype {dt.name}: {e}"
+                ) from None
+        if known_rank and (check or arr.ndim != shape.ndims):
+            _check_feed_shape(t, arr.shape)
+        return arr
+
+    return conv
+
+
+def _check_feed_shape(t: Tensor, shape: tuple[int, ...]) -> None:
+    if not t.shape.is_compatible_with(shape):
+        raise ValueError(
+            f"Cannot feed value of shape {tuple(shape)} for Tensor {t.name}, which has shape "
+            f"{t.shape}"
+        )
+
+
+class _StatsCollector:
+    """Listener turning executor events into RunMetadata.step_stats."""
+
+    def __init__(self) -> None:
+        self._start: dict[str, ExecEvent] = {}
+        self._by_device: dict[str, list[NodeExecStats]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, ev: ExecEvent) -> None:
+        with self._lock:
+            if ev.kind == "op_start":
+                self._start[ev.node] = ev
+            elif ev.kind in ("op_end", "op_dead"):
+                st = self._start.pop(ev.node, ev)
+                start = int(st.time_us)
+                dur = int(ev.time_us - st.time_us)
+                ns = NodeExecStats(
+                    node_name=ev.node, op_type=ev.op_type, all_start_micros=start,
+                    op_start_rel_micros=0, op_end_rel_micros=dur, all_end_rel_micros=dur,
+                    timeline_label=f"{ev.node} = {ev.op_type}()", thread_id=ev.thread,
+                )
+                self._by_device.setdefault(ev.device, []).append(ns)
+
+    def fill(self, md: RunMetadata) -> None:
+        md.step_stats.dev_stats = [
+            DeviceStepStats(device=d, node_stats=s) for d, s in self._by_device.items()
+        ]
+
+
+# --- default session ---------------------------------------------------------------
+_local = threading.local()
+
+
+def _session_stack() -> list[Session]:
+    s = getattr(_local, "stack", None)
+    if s is None:
+        s = _local.stack = []
+    return s
+
+
+def get_default_session() -> Session | None:
+    s = _session_stack()
+    if s:
+        return s[-1]
+    return _interactive[-1] if _interactive else None
+
+
+_interactive: list[Session] = []
+
+
+class InteractiveSession(Session):
+    """A Session that installs itself as the default (for notebooks and shells)."""
+
+    def __init__(self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None) -> None:
+        super().__init__(target, graph, config)
+        _interactive.append(self)
+
+    def close(self) -> None:
+        super().close()
+        if self in _interactive:
+            _interactive.remove(self)
+
+
+def _eval_with_default_session(element: Any, feed_dict: Any, session: Session | None) -> Any:
+    if session is None:
+        session = get_default_session()
+        if session is None:
+            what = "Tensor.eval()" if isinstance(element, Tensor) else "Operation.run()"
+            raise ValueError(
+                f"Cannot evaluate tensor using `eval()`: No default session is registered. Use "
+                f"`with sess.as_default()` or pass an explicit session to {what}."
+                if isinstance(element, Tensor) else
+                "Cannot execute operation using `run()`: No default session is registered. Use "
+                "`with sess.as_default():` or pass an explicit session to `run(session=sess)`"
+            )
+    if session.graph is not element.graph:
+        raise ValueError(
+            "Cannot use the given session to evaluate tensor: the tensor's graph is different "
+            "from the session's graph."
+        )
+    return session.run(element, feed_dict)
+
+
+graph_mod._eval_function.append(_eval_with_default_session)

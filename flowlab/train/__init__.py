@@ -1,0 +1,1 @@
+"""`tf.train`: optimizers, savers, input pipelines (filled by later work)."""
