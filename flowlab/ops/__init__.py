@@ -12,3 +12,4 @@ from flowlab.ops import (  # noqa: F401
     variable_scope,
     variables,
 )
+from flowlab.ops import const_fold, gradient_registry  # noqa: F401,E402
