@@ -30,6 +30,28 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
+class _Dead:
+    """The value of an output on an untaken branch (dead-value propagation).
+
+    Kernels of control-flow ops (Switch, Merge) produce and inspect it; the executor
+    makes every other op with a DEAD input dead without calling its kernel."""
+
+    _instance: _Dead | None = None
+
+    def __new__(cls) -> _Dead:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "DEAD"
+
+    def __reduce__(self) -> Any:
+        return (_Dead, ())
+
+
+DEAD = _Dead()
+
 CPU = "CPU"
 GPU = "GPU"
 ALL = (CPU, GPU)

@@ -33,9 +33,7 @@ _GROUPS: dict[str, tuple[dtypes.DType, ...]] = {
     "numeric": dtypes.NUMERIC,
     "real": dtypes.REAL,
     "floating": dtypes.FLOATING,
-    "float": dtypes.FLOATING,
     "integer": dtypes.INTEGER,
-    "int": dtypes.INTEGER,
     "signed": dtypes.SIGNED + dtypes.FLOATING + dtypes.COMPLEX,
     "complex": dtypes.COMPLEX,
     "all": dtypes.ALL_TYPES,
@@ -171,7 +169,7 @@ def _is_dtype_name(t: str) -> bool:
         return False
 
 
-_ATTR = re.compile(r"^\s*(\w+)\s*:\s*(.+?)\s*(?:=\s*(.+?))?\s*$")
+_ATTR = re.compile(r"^\s*(\w+)\s*:\s*(.+?)\s*(?:(?<![<>])=(?!=)\s*(.+?))?\s*$")
 
 
 def parse_attr(spec: str) -> AttrDef:

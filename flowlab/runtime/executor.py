@@ -28,28 +28,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from flowlab import errors
+from flowlab.kernels.registry import DEAD
 from flowlab.runtime.plan import Plan, PlanNode, fetch_value, op_error
 from flowlab.runtime.step import Step
 
 
-class _Dead:
-    """The value of an output on an untaken branch (dead-value propagation)."""
-
-    _instance: _Dead | None = None
-
-    def __new__(cls) -> _Dead:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "DEAD"
-
-    def __reduce__(self) -> Any:
-        return (_Dead, ())
-
-
-DEAD = _Dead()
 
 
 @dataclass
