@@ -1,0 +1,100 @@
+"""Small ops that exist only for runtime tests: asynchronous, blocking, dead-value
+producing and failing kernels, so the executor's paths are tested without depending
+on the op families of later issues."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from flowlab import errors
+from flowlab.kernels.registry import DEAD
+from flowlab.kernels.registry import kernel
+from flowlab.ops.builder import apply_op
+from flowlab.ops.gradient_registry import not_differentiable
+from flowlab.ops.op_def import op_def
+
+
+def _same(op: Any) -> list[Any]:
+    return [op.inputs[0].shape]
+
+
+op_def("TestingPlus", inputs=["x: T", "y: T"], outputs=["z: T"], attrs=["T: numeric"],
+       shape_fn=lambda op: [op.inputs[0].shape])
+op_def("TestingAsyncCopy", inputs=["x: T"], outputs=["y: T"], attrs=["T: type", "delay: float = 0.01"],
+       shape_fn=_same)
+op_def("TestingBlock", inputs=["x: T"], outputs=["y: T"], attrs=["T: type"], shape_fn=_same)
+op_def("TestingFail", inputs=["x: T"], outputs=["y: T"], attrs=["T: type", "message: string = 'boom'"],
+       shape_fn=_same)
+op_def("TestingSwitch", inputs=["data: T", "pred: bool"], outputs=["output_false: T", "output_true: T"],
+       attrs=["T: type"], shape_fn=lambda op: [op.inputs[0].shape] * 2, control_flow=True)
+op_def("TestingMerge", inputs=["inputs: N * T"], outputs=["output: T"], attrs=["T: type", "N: int >= 1"],
+       shape_fn=lambda op: [op.inputs[0].shape], control_flow=True)
+for _t in ("TestingPlus", "TestingAsyncCopy", "TestingBlock", "TestingFail", "TestingSwitch", "TestingMerge"):
+    not_differentiable(_t)
+
+
+@kernel("TestingPlus")
+def _plus(ctx: Any, x: Any, y: Any) -> Any:
+    return np.add(x, y)
+
+
+@kernel("TestingAsyncCopy", asynchronous=True)
+def _async_copy(ctx: Any, step: Any, done: Any, x: Any) -> None:
+    threading.Timer(ctx.attrs["delay"], lambda: done(np.array(x, copy=True))).start()
+
+
+@kernel("TestingBlock", asynchronous=True)
+def _block(ctx: Any, step: Any, done: Any, x: Any) -> None:
+    """Waits until the step is cancelled (a stand-in for a Recv that never arrives)."""
+    token = step.get_cancellation().register(
+        lambda: done(error=errors.CancelledError(None, None, "TestingBlock cancelled"))
+    )
+    if token is None:
+        done(error=errors.CancelledError(None, None, "TestingBlock cancelled"))
+
+
+@kernel("TestingFail")
+def _fail(ctx: Any, x: Any) -> Any:
+    raise ValueError(ctx.attrs["message"])
+
+
+@kernel("TestingSwitch")
+def _switch(ctx: Any, data: Any, pred: Any) -> Any:
+    if data is DEAD or pred is DEAD:
+        return DEAD, DEAD
+    return (DEAD, data) if bool(pred) else (data, DEAD)
+
+
+@kernel("TestingMerge")
+def _merge(ctx: Any, *inputs: Any) -> Any:
+    for v in inputs:
+        if v is not DEAD:
+            return v
+    return DEAD
+
+
+def plus(x: Any, y: Any, name: str | None = None) -> Any:
+    return apply_op("TestingPlus", x=x, y=y, name=name or "TestingPlus")
+
+
+def async_copy(x: Any, delay: float = 0.01, name: str | None = None) -> Any:
+    return apply_op("TestingAsyncCopy", x=x, delay=delay, name=name or "TestingAsyncCopy")
+
+
+def block(x: Any, name: str | None = None) -> Any:
+    return apply_op("TestingBlock", x=x, name=name or "TestingBlock")
+
+
+def fail(x: Any, message: str = "boom", name: str | None = None) -> Any:
+    return apply_op("TestingFail", x=x, message=message, name=name or "TestingFail")
+
+
+def switch(data: Any, pred: Any, name: str | None = None) -> Any:
+    return apply_op("TestingSwitch", data=data, pred=pred, name=name or "TestingSwitch")
+
+
+def merge(inputs: Any, name: str | None = None) -> Any:
+    return apply_op("TestingMerge", inputs=inputs, name=name or "TestingMerge")
