@@ -37,5 +37,7 @@ def no_op(ctx: Any) -> None:
 
 @kernel("Const")
 def const(ctx: Any) -> Any:
-    # The stored array is read-only, so handing it out is safe (fetches copy it).
-    return ctx.attrs["value"]
+    # The stored array is read-only, so handing it out is safe (fetches copy it);
+    # 0-d values flow as NumPy scalars (cheap arithmetic), as everywhere in a step.
+    v = ctx.attrs["value"]
+    return v[()] if v.ndim == 0 else v

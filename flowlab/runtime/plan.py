@@ -114,6 +114,15 @@ def fetch_value(x: Any) -> Any:
     return x
 
 
+def const_value(arr: Any) -> Any:
+    """How a constant flows through a step: 0-d values as NumPy scalars, whose
+    arithmetic is several times cheaper than 0-d arrays'; others as the read-only
+    array stored in the graph."""
+    if type(arr) is np.ndarray and arr.ndim == 0:
+        return arr[()]
+    return arr
+
+
 _plan_ids = itertools.count()
 
 
@@ -229,6 +238,12 @@ def _generate_straight_line(plan: Plan) -> None:
         lines.append(f"    {lhs}, = feeds")
     for node in plan.nodes:
         i = node.index
+        if node.op.type == "Const" and node.outputs[0] >= 0:
+            # A constant is a value of the generated function, not a call per step.
+            ns[f"K{i}"] = const_value(node.op.get_attr("value"))
+            lines.append(f"    s{node.outputs[0]} = K{i}")
+            line_to_node[len(lines)] = i
+            continue
         ns[f"k{i}"] = node.kernel.fn
         ns[f"c{i}"] = node.ctx
         args = [f"c{i}"]

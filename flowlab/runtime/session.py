@@ -352,7 +352,8 @@ def _feed_converter(t: Tensor) -> Callable[[Any], Any]:
                 ) from None
         if known_rank and (check or arr.ndim != shape.ndims):
             _check_feed_shape(t, arr.shape)
-        return arr
+        # 0-d values flow through a step as NumPy scalars (see plan.const_value).
+        return arr[()] if arr.ndim == 0 else arr
 
     return conv
 
