@@ -10,15 +10,37 @@ from __future__ import annotations
 import sys as _sys
 import types as _types
 
-from flowlab import errors, kernels  # noqa: F401  (kernels: registers every kernel)
-from flowlab import nn, train  # noqa: F401
+from flowlab import errors, kernels, nn, train  # kernels: importing registers every kernel
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.dtypes import (  # noqa: F401
-    DType, as_dtype, bool, complex64, complex128, double, float16, float32, float64, half,
-    int8, int16, int32, int64, resource, string, uint8, uint16, uint32, uint64, variant,
+    DType,
+    as_dtype,
+    bool,
+    complex64,
+    complex128,
+    double,
+    float16,
+    float32,
+    float64,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    resource,
+    string,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    variant,
 )
 from flowlab.graph.graph import (
-    Graph, GraphKeys, get_default_graph, get_name_scope, reset_default_graph,
+    Graph,
+    GraphKeys,
+    get_default_graph,
+    get_name_scope,
+    reset_default_graph,
 )
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import Dimension, TensorShape, dimension_value
@@ -33,7 +55,12 @@ from flowlab.ops.state_ops import *  # noqa: F401,F403
 from flowlab.ops.variable_scope import *  # noqa: F401,F403
 from flowlab.ops.variables import *  # noqa: F401,F403
 from flowlab.runtime.config import (
-    ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions,
+    ConfigProto,
+    GPUOptions,
+    GraphOptions,
+    OptimizerOptions,
+    RunMetadata,
+    RunOptions,
 )
 from flowlab.runtime.session import InteractiveSession, Session, get_default_session
 
@@ -54,7 +81,7 @@ def control_dependencies(control_inputs: object):  # type: ignore[no-untyped-def
     return get_default_graph().control_dependencies(control_inputs)
 
 
-def colocate_with(op: object, ignore_existing: "bool" = False):  # type: ignore[no-untyped-def]
+def colocate_with(op: object, ignore_existing: bool = False):  # type: ignore[no-untyped-def]
     return get_default_graph().colocate_with(op, ignore_existing)
 
 
@@ -87,7 +114,7 @@ def disable_eager_execution() -> None:
     """Nothing to do: flowlab is always in graph mode."""
 
 
-def executing_eagerly() -> "bool":
+def executing_eagerly() -> bool:
     return False
 
 

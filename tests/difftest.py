@@ -10,7 +10,8 @@ feed_dict keys are that module's placeholders.  Values and dtypes must match.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

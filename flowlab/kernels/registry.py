@@ -27,8 +27,10 @@ Placement reads `supported_device_types(op_type)` to know where an op can run.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+
 
 class _Dead:
     """The value of an output on an untaken branch (dead-value propagation).

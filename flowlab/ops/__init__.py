@@ -1,8 +1,10 @@
 """Op declarations and their Python builders (one module per op family)."""
 
-from flowlab.ops import (  # noqa: F401
+from flowlab.ops import (  # noqa: F401  # noqa: F401,E402
     array_ops,
+    const_fold,
     core_ops,
+    gradient_registry,
     init_ops,
     math_ops,
     nn_ops,
@@ -12,4 +14,3 @@ from flowlab.ops import (  # noqa: F401
     variable_scope,
     variables,
 )
-from flowlab.ops import const_fold, gradient_registry  # noqa: F401,E402

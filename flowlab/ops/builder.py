@@ -10,7 +10,8 @@ both name the op, its type, the argument and where the caller is.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

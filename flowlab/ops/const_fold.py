@@ -12,7 +12,8 @@ values, ...), else None.  Op families register evaluators for their op types:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -14,7 +14,8 @@ table-driven gradient test walks the op registry and fails on anything else.
 from __future__ import annotations
 
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 GradientFn = Callable[..., Any]
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 import ast
 import re
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from flowlab.graph import dtypes
 

@@ -1,6 +1,13 @@
 """Devices, prune, placement, plans, the executor and the local Session."""
 
-from flowlab.runtime.config import ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions
+from flowlab.runtime.config import (
+    ConfigProto,
+    GPUOptions,
+    GraphOptions,
+    OptimizerOptions,
+    RunMetadata,
+    RunOptions,
+)
 from flowlab.runtime.session import InteractiveSession, Session, get_default_session
 
 __all__ = [

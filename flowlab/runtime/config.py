@@ -69,6 +69,15 @@ class GraphOptions(_Message):
 class ConfigProto(_Message):
     """Session configuration.  `device_count={"CPU": 4}` makes 4 virtual CPU devices."""
 
+    device_count: dict[str, int]
+    allow_soft_placement: bool
+    log_device_placement: bool
+    inter_op_parallelism_threads: int
+    intra_op_parallelism_threads: int
+    operation_timeout_in_ms: int
+    gpu_options: GPUOptions
+    graph_options: GraphOptions
+
     _fields = {
         "device_count": dict,
         "allow_soft_placement": False,
@@ -84,6 +93,8 @@ class ConfigProto(_Message):
 
 
 class RunOptions(_Message):
+    trace_level: int
+    timeout_in_ms: int
     NO_TRACE = 0
     SOFTWARE_TRACE = 1
     HARDWARE_TRACE = 2
@@ -116,10 +127,13 @@ class DeviceStepStats(_Message):
 
 
 class StepStats(_Message):
+    dev_stats: list[DeviceStepStats]
     _fields = {"dev_stats": list}
 
 
 class RunMetadata(_Message):
     """Filled by `Session.run(..., run_metadata=md)`; `step_stats` under FULL_TRACE."""
 
+    step_stats: StepStats
+    partition_graphs: list[Any]
     _fields = {"step_stats": StepStats, "partition_graphs": list, "cost_graph": None}

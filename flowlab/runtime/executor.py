@@ -24,15 +24,14 @@ import queue
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from flowlab import errors
 from flowlab.kernels.registry import DEAD
 from flowlab.runtime.plan import Plan, PlanNode, fetch_value, op_error
 from flowlab.runtime.step import Step
-
-
 
 
 @dataclass

@@ -9,7 +9,8 @@ function that puts the computed values back into the user's structure.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from flowlab.graph.graph import Graph
 from flowlab.graph.tensor import Operation, Tensor
@@ -49,10 +50,10 @@ class FetchMapper:
         if isinstance(fetch, dict):
             keys = list(fetch.keys())
             subs = [self._resolve(fetch[k]) for k in keys]
-            cls = type(fetch)
+            dict_cls: Any = type(fetch)
 
             def build_dict(vals: list[Any]) -> Any:
-                d = cls() if cls is not dict else {}
+                d = dict_cls()
                 for k, s in zip(keys, subs):
                     d[k] = s(vals)
                 return d

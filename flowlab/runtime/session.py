@@ -16,8 +16,9 @@ import collections
 import contextlib
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -327,9 +328,9 @@ def _feed_converter(t: Tensor) -> Callable[[Any], Any]:
         def conv_str(v: Any) -> Any:
             arr = np.asarray(v, dtype=object)
             flat = [x.encode() if isinstance(x, str) else bytes(x) for x in arr.reshape(-1)]
-            out = np.empty(len(flat), dtype=object)
-            out[:] = flat
-            out = out.reshape(arr.shape)
+            flat_arr = np.empty(len(flat), dtype=object)
+            flat_arr[:] = flat
+            out: Any = flat_arr.reshape(arr.shape)
             _check_feed_shape(t, out.shape)
             return out if out.ndim else out[()]
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _step_ids = itertools.count(1)
 

@@ -10,8 +10,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels.registry import DEAD
-from flowlab.kernels.registry import kernel
+from flowlab.kernels.registry import DEAD, kernel
 from flowlab.ops.builder import apply_op
 from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.op_def import op_def
