@@ -309,6 +309,47 @@ def random_shuffle(ctx: Any, value: Any) -> Any:
     return value[np.array(perm, dtype=np.int64)]
 
 
+@kernel("Multinomial", devices=CPU)
+def multinomial(ctx: Any, logits: Any, num_samples: Any) -> np.ndarray:
+    logits = np.asarray(logits)
+    if logits.ndim != 2:
+        raise errors.InvalidArgumentError(
+            None, None, f"logits should be a matrix, got shape {list(logits.shape)}"
+        )
+    if np.ndim(num_samples) != 0:
+        raise errors.InvalidArgumentError(
+            None, None, f"num_samples should be a scalar, got shape {list(np.shape(num_samples))}"
+        )
+    k = int(num_samples)
+    if k < 0:
+        raise errors.InvalidArgumentError(None, None, f"num_samples should be non-negative, got {k}")
+    batch, classes = logits.shape
+    if classes <= 0:
+        raise errors.InvalidArgumentError(
+            None, None, f"num_classes should be positive, got {classes}"
+        )
+    out_dtype = ctx.attrs["output_dtype"].as_numpy_dtype
+    out = np.zeros((batch, k), out_dtype)
+    if out.size == 0:
+        return out
+    # Two words (one double) per sample, rounded up to whole outputs (TensorFlow's
+    # reservation), then the rows in order from one word stream: what TensorFlow's CPU
+    # kernel does when it runs the batch as one shard (all but large batches).
+    gen = _generator(ctx).reserve_outputs(batch * ((k + 3) // 4 * 4) * 2, _RESERVED_PER_OUTPUT)
+    words = np.asarray(gen.generate(-(-batch * k * 2 // 4))).reshape(-1)[: batch * k * 2]
+    u = uint64_to_double(words[0::2], words[1::2]).reshape(batch, k)
+    x = logits.astype(np.float64)
+    finite = np.isfinite(x)
+    with np.errstate(invalid="ignore", over="ignore"):
+        row_max = np.where(finite, x, -np.inf).max(axis=1, keepdims=True)
+        row_max = np.where(np.isfinite(row_max), row_max, np.finfo(logits.dtype).min)
+        p = np.where(finite, np.exp(x - row_max), 0.0)
+    cdf = np.cumsum(p, axis=1)  # left to right, as the kernel's running total
+    for b in range(batch):
+        out[b] = np.searchsorted(cdf[b], u[b] * cdf[b, -1], side="right")
+    return out
+
+
 __all__ = [
     "logf", "sincosf", "uniform", "normal", "uniform_int", "truncated_normal",
     "box_muller_float", "box_muller_double", "block",
