@@ -1,1 +1,545 @@
-"""(being written)"""
+"""Kernels of the array op family (flowlab.ops.array_ops, flowlab.ops.slicing).
+
+Written once over `ctx.xp`.  Shape-like outputs (Shape, Size, Rank) and index
+validation use NumPy on the host.  Results may be views of inputs (Reshape, slices,
+Split), as TensorFlow's kernels share buffers; no kernel writes into an input.
+Bad runtime input raises InvalidArgumentError with TensorFlow's message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flowlab import errors
+from flowlab.kernels.registry import kernel
+from flowlab.ops.slicing import MASKS, strided_slice_plan
+
+
+def _bad(message: str) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(None, None, message)
+
+
+def _np_type(ctx: Any, attr: str) -> Any:
+    return ctx.attrs[attr].as_numpy_dtype
+
+
+def _dims(shape: Any) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def _ints(v: Any) -> list[int]:
+    return [int(x) for x in np.asarray(v).reshape(-1)]
+
+
+def _axis(a: Any, rank: int) -> int:
+    a = int(a)
+    return a + rank if a < 0 else a
+
+
+# --- shapes ---------------------------------------------------------------------------
+@kernel("Shape")
+def shape(ctx: Any, x: Any) -> Any:
+    return np.array(np.shape(x), dtype=_np_type(ctx, "out_type"))
+
+
+@kernel("ShapeN")
+def shape_n(ctx: Any, *xs: Any) -> Any:
+    dt = _np_type(ctx, "out_type")
+    return [np.array(np.shape(x), dtype=dt) for x in xs]
+
+
+@kernel("Size")
+def size(ctx: Any, x: Any) -> Any:
+    return _np_type(ctx, "out_type")(np.size(x))
+
+
+@kernel("Rank")
+def rank(ctx: Any, x: Any) -> Any:
+    return np.int32(np.ndim(x))
+
+
+@kernel("Reshape")
+def reshape(ctx: Any, x: Any, shape: Any) -> Any:
+    s = np.asarray(shape)
+    if s.ndim != 1:
+        raise _bad(f"sizes input must be 1-D, not {_dims(s.shape)}")
+    dims = _ints(s)
+    unknown = [i for i, d in enumerate(dims) if d == -1]
+    if len(unknown) > 1:
+        raise _bad(f"Only one input size may be -1, not both {unknown[0]} and {unknown[1]}")
+    for i, d in enumerate(dims):
+        if d < -1:
+            raise _bad(f"Size {i} must be non-negative, not {d}")
+    n = int(np.size(x))
+    known = int(np.prod([d for d in dims if d != -1], dtype=np.int64))
+    if unknown:
+        if known == 0 or n % known:
+            if known == 0 and n == 0:
+                dims[unknown[0]] = 0
+            else:
+                raise _bad(f"Input to reshape is a tensor with {n} values, but the requested shape "
+                           f"requires a multiple of {known}")
+        else:
+            dims[unknown[0]] = n // known
+    elif known != n:
+        raise _bad(f"Input to reshape is a tensor with {n} values, but the requested shape has {known}")
+    return ctx.xp.reshape(x, dims)
+
+
+@kernel("Transpose")
+def transpose(ctx: Any, x: Any, perm: Any) -> Any:
+    p = _ints(perm)
+    r = np.ndim(x)
+    if len(p) != r:
+        raise _bad(f"transpose expects a vector of size {r}. But input(1) is a vector of size {len(p)}")
+    for d in p:
+        if not 0 <= d < r:
+            raise _bad(f"{d} is out of range [0 .. {r})")
+    missing = sorted(set(range(r)) - set(p))
+    if missing:
+        raise _bad(f"{missing[0]} is missing from {{{','.join(str(d) for d in p)}}}.")
+    return ctx.xp.transpose(x, p)
+
+
+# --- joining and splitting -----------------------------------------------------------------
+@kernel("ConcatV2")
+def concat_v2(ctx: Any, *args: Any) -> Any:
+    values, axis = args[:-1], args[-1]
+    s0 = np.shape(values[0])
+    r = len(s0)
+    if r == 0:
+        raise _bad("ConcatOp : Can't concatenate scalars (use tf.stack instead)")
+    a = int(axis)
+    if not -r <= a < r:
+        raise _bad(f"ConcatOp : Expected concatenating dimensions in the range [{-r}, {r}), but got {a}")
+    a %= r
+    for i, v in enumerate(values[1:], 1):
+        s = np.shape(v)
+        if len(s) != r:
+            raise _bad(f"ConcatOp : Ranks of all input tensors should match: shape[0] = {_dims(s0)} "
+                       f"vs. shape[{i}] = {_dims(s)}")
+        for j in range(r):
+            if j != a and s[j] != s0[j]:
+                raise _bad(f"ConcatOp : Dimension {j} in both shapes must be equal: shape[0] = "
+                           f"{_dims(s0)} vs. shape[{i}] = {_dims(s)}")
+    return ctx.xp.concatenate(values, axis=a)
+
+
+@kernel("Pack")
+def pack(ctx: Any, *values: Any) -> Any:
+    s0 = np.shape(values[0])
+    for i, v in enumerate(values[1:], 1):
+        if np.shape(v) != s0:
+            raise _bad(f"Shapes of all inputs must match: values[0].shape = {_dims(s0)} != "
+                       f"values[{i}].shape = {_dims(np.shape(v))}")
+    a = ctx.attrs["axis"]
+    r = len(s0) + 1
+    if not -r <= a < r:
+        raise _bad(f"axis = {a} not in [{-r}, {r})")
+    return ctx.xp.stack(values, axis=a % r)
+
+
+@kernel("Unpack")
+def unpack(ctx: Any, x: Any) -> Any:
+    s = np.shape(x)
+    a = ctx.attrs["axis"]
+    num = ctx.attrs["num"]
+    if not -len(s) <= a < len(s):
+        raise _bad(f"axis = {a} not in [{-len(s)}, {len(s)})")
+    a %= len(s)
+    if s[a] != num:
+        raise _bad(f"Input shape axis {a} must equal {num}, got shape {_dims(s)}")
+    return [ctx.xp.take(x, i, axis=a) for i in range(num)]
+
+
+def _split_axis(x: Any, axis: Any) -> int:
+    r = np.ndim(x)
+    a = int(axis)
+    if not -r <= a < r:
+        raise _bad(f"-input rank(-{r}) <= split_dim < input rank ({r}), but got {a}")
+    return a % r
+
+
+@kernel("Split")
+def split(ctx: Any, axis: Any, x: Any) -> Any:
+    a = _split_axis(x, axis)
+    n = ctx.attrs["num_split"]
+    d = np.shape(x)[a]
+    if d % n:
+        raise _bad(f"Number of ways to split should evenly divide the split dimension, but got "
+                   f"split_dim {a} (size = {d}) and num_split {n}")
+    return list(ctx.xp.split(x, n, axis=a))
+
+
+@kernel("SplitV")
+def split_v(ctx: Any, x: Any, size_splits: Any, axis: Any) -> Any:
+    a = _split_axis(x, axis)
+    sizes = _ints(size_splits)
+    d = np.shape(x)[a]
+    n = ctx.attrs["num_split"]
+    if len(sizes) != n:
+        raise _bad(f"Length of size_splits should be equal to num_split: {len(sizes)} vs {n}")
+    unknown = [i for i, s in enumerate(sizes) if s == -1]
+    if len(unknown) > 1:
+        raise _bad(f"There can only be one -1 in the input. {_dims(sizes)}")
+    known = sum(s for s in sizes if s != -1)
+    if unknown and known <= d:
+        sizes[unknown[0]] = d - known
+    elif unknown or known != d or any(s < 0 for s in sizes):
+        raise _bad("Determined shape must either match input shape along split_dim exactly if "
+                   "fully specified, or be less than the size of the input along split_dim if not "
+                   f"fully specified.  Got: {known}")
+    return list(ctx.xp.split(x, np.cumsum(sizes)[:-1].tolist(), axis=a))
+
+
+# --- creation -------------------------------------------------------------------------
+@kernel("Fill")
+def fill(ctx: Any, dims: Any, value: Any) -> Any:
+    if np.ndim(dims) != 1:
+        raise _bad(f"dims must be a vector, got shape {_dims(np.shape(dims))}")
+    if np.ndim(value) != 0:
+        raise _bad(f"value must be a scalar, got shape {_dims(np.shape(value))}")
+    d = _ints(dims)
+    for x in d:
+        if x < 0:
+            raise _bad(f"Dimension {x} must be >= 0")
+    v = np.asarray(value)
+    return ctx.xp.full(d, v, dtype=v.dtype)
+
+
+@kernel("ZerosLike")
+def zeros_like(ctx: Any, x: Any) -> Any:
+    x = np.asarray(x) if np.ndim(x) == 0 else x
+    if x.dtype == object:
+        return np.full(x.shape, b"", dtype=object)
+    return ctx.xp.zeros_like(x)
+
+
+@kernel("OnesLike")
+def ones_like(ctx: Any, x: Any) -> Any:
+    x = np.asarray(x) if np.ndim(x) == 0 else x
+    return ctx.xp.ones_like(x)
+
+
+# --- dimensions -------------------------------------------------------------------------
+@kernel("ExpandDims")
+def expand_dims(ctx: Any, x: Any, dim: Any) -> Any:
+    d = _ints(dim)
+    if len(d) != 1:
+        raise _bad(f"'dim' must be a tensor with a single value, got {d}")
+    r = np.ndim(x)
+    if not -r - 1 <= d[0] <= r:
+        raise _bad(f"Tried to expand dim index {d[0]} for tensor with {r} dimensions.")
+    return ctx.xp.expand_dims(x, d[0] % (r + 1))
+
+
+@kernel("Squeeze")
+def squeeze(ctx: Any, x: Any) -> Any:
+    s = np.shape(x)
+    r = len(s)
+    axes = set()
+    for a in ctx.attrs["squeeze_dims"]:
+        if not -r <= a < r:
+            raise _bad(f"Tried to squeeze dim index {a} for tensor with {r} dimensions.")
+        a %= r
+        if s[a] != 1:
+            raise _bad(f"Can not squeeze dim[{a}], expected a dimension of 1, got {s[a]}")
+        axes.add(a)
+    if not ctx.attrs["squeeze_dims"]:
+        axes = {i for i, d in enumerate(s) if d == 1}
+    return ctx.xp.reshape(x, [d for i, d in enumerate(s) if i not in axes])
+
+
+@kernel("Tile")
+def tile(ctx: Any, x: Any, multiples: Any) -> Any:
+    m = _ints(multiples)
+    r = np.ndim(x)
+    if len(m) != r:
+        raise _bad(f"Expected multiples argument to be a vector of length {r} but got length {len(m)}")
+    for i, v in enumerate(m):
+        if v < 0:
+            raise _bad(f"Expected multiples[{i}] >= 0, but got {v}")
+    return ctx.xp.tile(x, m) if r else x
+
+
+def _paddings(x: Any, paddings: Any) -> np.ndarray:
+    p = np.asarray(paddings)
+    r = np.ndim(x)
+    if p.ndim != 2 or p.shape != (r, 2):
+        raise _bad(f"The first dimension of paddings must be the rank of inputs{_dims(p.shape)} "
+                   f"{_dims(np.shape(x))}")
+    if (p < 0).any():
+        i = int(np.argwhere(p < 0)[0][0])
+        raise _bad(f"Paddings must be non-negative: {p[i, 0]} {p[i, 1]}")
+    return p.astype(np.int64)
+
+
+@kernel("Pad")
+def pad(ctx: Any, x: Any, paddings: Any) -> Any:
+    p = _paddings(x, paddings)
+    x = ctx.xp.asarray(x)
+    if x.dtype == object:
+        return np.pad(x, p.tolist(), constant_values=b"")
+    return ctx.xp.pad(x, p.tolist())
+
+
+@kernel("PadV2")
+def pad_v2(ctx: Any, x: Any, paddings: Any, constant_values: Any) -> Any:
+    p = _paddings(x, paddings)
+    if np.ndim(constant_values) != 0:
+        raise _bad(f"constant_values must be a scalar. Found: {_dims(np.shape(constant_values))}")
+    return ctx.xp.pad(ctx.xp.asarray(x), p.tolist(), constant_values=constant_values)
+
+
+@kernel("MirrorPad")
+def mirror_pad(ctx: Any, x: Any, paddings: Any) -> Any:
+    p = _paddings(x, paddings)
+    mode = ctx.attrs["mode"]
+    off = 1 if mode == "REFLECT" else 0
+    for i, d in enumerate(np.shape(x)):
+        if p[i, 0] > d - off or p[i, 1] > d - off:
+            if off:
+                raise _bad(f"paddings must be less than the dimension size: {p[i, 0]}, {p[i, 1]} "
+                           f"not less than {d}")
+            raise _bad(f"paddings must be no greater than the dimension size: {p[i, 0]}, {p[i, 1]} "
+                       f"greater than {d}")
+    return ctx.xp.pad(ctx.xp.asarray(x), p.tolist(), mode=mode.lower())
+
+
+@kernel("ReverseV2")
+def reverse_v2(ctx: Any, x: Any, axis: Any) -> Any:
+    r = np.ndim(x)
+    axes = []
+    for i, a in enumerate(_ints(axis)):
+        if not -r <= a < r:
+            raise _bad(f"'axis'[{i}] = {a} is out of valid range [0, {r - 1}]")
+        if a % r in axes:
+            raise _bad(f"axis {a % r} specified more than once.")
+        axes.append(a % r)
+    return ctx.xp.flip(x, axis=tuple(axes)) if axes else x
+
+
+# --- selection --------------------------------------------------------------------------
+@kernel("Where")
+def where(ctx: Any, x: Any) -> Any:
+    return ctx.xp.argwhere(ctx.xp.asarray(x)).astype(np.int64)
+
+
+@kernel("Select")
+def select(ctx: Any, c: Any, t: Any, e: Any) -> Any:
+    xp = ctx.xp
+    ts, es, cs = np.shape(t), np.shape(e), np.shape(c)
+    if ts != es:
+        raise _bad(f"'then' and 'else' must have the same size.  but received: {_dims(ts)} vs. {_dims(es)}")
+    if cs == ts or len(cs) == 0:
+        return xp.where(c, t, e)
+    if len(cs) == 1 and len(ts) >= 1:
+        if cs[0] != ts[0]:
+            raise _bad(f"Number of batches of 'then' must match size of 'cond', but saw: {ts[0]} vs. {cs[0]}")
+        return xp.where(xp.reshape(c, cs + (1,) * (len(ts) - 1)), t, e)
+    raise _bad(f"'cond' must be a scalar, vector or have the shape of 'then': {_dims(cs)} vs. {_dims(ts)}")
+
+
+@kernel("SelectV2")
+def select_v2(ctx: Any, c: Any, t: Any, e: Any) -> Any:
+    try:
+        np.broadcast_shapes(np.shape(c), np.shape(t), np.shape(e))
+    except ValueError:
+        raise _bad(f"condition {_dims(np.shape(c))}, then {_dims(np.shape(t))}, and else "
+                   f"{_dims(np.shape(e))} must be broadcastable") from None
+    return ctx.xp.where(c, t, e)
+
+
+@kernel("OneHot")
+def one_hot(ctx: Any, indices: Any, depth: Any, on: Any, off: Any) -> Any:
+    xp = ctx.xp
+    d = int(depth)
+    if d < 0:
+        raise _bad(f"depth must be non-negative, got: {d}")
+    for v, what in ((on, "on_value"), (off, "off_value")):
+        if np.ndim(v) != 0:
+            raise _bad(f"{what} must be a scalar, but got: {_dims(np.shape(v))}")
+    idx = xp.asarray(indices)
+    r = idx.ndim
+    a = ctx.attrs["axis"]
+    a = r if a == -1 else a
+    if not 0 <= a <= r:
+        raise _bad(f"Expected axis to be -1 or between [0, {r + 1}).  But received: {ctx.attrs['axis']}")
+    hot = idx[..., None] == xp.arange(d, dtype=idx.dtype if idx.dtype.kind == "i" else np.int64)
+    on_a, off_a = xp.asarray(on), xp.asarray(off)
+    out = xp.where(hot, on_a, off_a).astype(on_a.dtype, copy=False)
+    return xp.moveaxis(out, -1, a) if a != r else out
+
+
+# --- slicing ---------------------------------------------------------------------------
+@kernel("Slice")
+def slice_(ctx: Any, x: Any, begin: Any, size: Any) -> Any:
+    s = np.shape(x)
+    b, sz = _ints(begin), _ints(size)
+    if len(b) != len(s) or len(sz) != len(s):
+        raise _bad(f"Expected begin and size arguments to be 1-D tensors of size {len(s)}, but got "
+                   f"shapes [{len(b)}] and [{len(sz)}] instead.")
+    index = []
+    for i, d in enumerate(s):
+        if not 0 <= b[i] <= d:
+            raise _bad(f"Expected begin[{i}] in [0, {d}], but got {b[i]}")
+        n = d - b[i] if sz[i] == -1 else sz[i]
+        if not 0 <= n <= d - b[i]:
+            raise _bad(f"Expected size[{i}] in [0, {d - b[i]}], but got {sz[i]}")
+        index.append(slice(b[i], b[i] + n))
+    return x[tuple(index)] if index else x
+
+
+@kernel("StridedSlice")
+def strided_slice(ctx: Any, x: Any, begin: Any, end: Any, strides: Any) -> Any:
+    b, e, st = _ints(begin), _ints(end), _ints(strides)
+    if not len(b) == len(e) == len(st):
+        raise _bad("Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
+                   f"[{len(b)}], [{len(e)}], and [{len(st)}] instead.")
+    masks = {m: ctx.attrs[m] for m in MASKS}
+    s = np.shape(x)
+    try:
+        plan = strided_slice_plan(len(s), len(b), masks)
+    except ValueError as err:
+        raise _bad(str(err)) from None
+    index: list[Any] = []
+    for kind, i, dim in plan:
+        if kind == "full":
+            index.append(slice(None))
+        elif kind == "new":
+            index.append(None)
+        elif kind == "shrink":
+            if not -s[dim] <= b[i] < s[dim]:
+                raise _bad(f"slice index {b[i]} of dimension {dim} out of bounds.")
+            index.append(b[i])
+        else:
+            if st[i] == 0:
+                raise _bad(f"strides[{i}] must be non-zero")
+            index.append(slice(None if masks["begin_mask"] >> i & 1 else b[i],
+                               None if masks["end_mask"] >> i & 1 else e[i], st[i]))
+    return ctx.xp.asarray(x)[tuple(index)]
+
+
+def _bad_index_position(bad: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(v) for v in np.argwhere(bad)[0])
+
+
+@kernel("GatherV2")
+def gather_v2(ctx: Any, params: Any, indices: Any, axis: Any) -> Any:
+    xp = ctx.xp
+    p = xp.asarray(params)
+    idx = np.asarray(indices)
+    r = p.ndim
+    a = int(axis)
+    if not -r <= a < r:
+        raise _bad(f"Expected axis in the range [{-r}, {r}), but got {a}")
+    a %= r
+    bd = ctx.attrs["batch_dims"]
+    if bd < 0:
+        bd += idx.ndim
+    limit = p.shape[a]
+    bad = (idx < 0) | (idx >= limit)
+    if bad.any():
+        pos = _bad_index_position(bad)
+        raise _bad(f"indices[{','.join(str(v) for v in pos)}] = {idx[pos]} is not in [0, {limit})")
+    if bd == 0:
+        return xp.take(p, idx, axis=a)
+    lead = p.shape[:bd]
+    nb = int(np.prod(lead, dtype=np.int64))
+    pf = p.reshape((nb,) + p.shape[bd:])
+    ix = idx.reshape((nb,) + idx.shape[bd:])
+    parts = [xp.take(pf[i], ix[i], axis=a - bd) for i in range(nb)]
+    out_tail = p.shape[bd:a] + idx.shape[bd:] + p.shape[a + 1:]
+    if not parts:
+        return xp.zeros(lead + out_tail, dtype=p.dtype)
+    return xp.stack(parts).reshape(lead + out_tail)
+
+
+@kernel("GatherNd")
+def gather_nd(ctx: Any, params: Any, indices: Any) -> Any:
+    p = ctx.xp.asarray(params)
+    idx = np.asarray(indices)
+    k = idx.shape[-1]
+    flat = idx.reshape(-1, k)
+    limits = np.array(p.shape[:k])
+    bad = ((flat < 0) | (flat >= limits)).any(axis=1)
+    if bad.any():
+        i = int(np.argwhere(bad)[0][0])
+        raise _bad(f"indices{list(np.unravel_index(i, idx.shape[:-1]))} = "
+                   f"[{', '.join(str(int(v)) for v in flat[i])}] does not index into param shape "
+                   f"{_dims(p.shape)}, node name: {ctx.name}")
+    out = p[tuple(flat.T)] if k else ctx.xp.broadcast_to(p, (flat.shape[0],) + p.shape)
+    return out.reshape(idx.shape[:-1] + p.shape[k:])
+
+
+@kernel("ScatterNd")
+def scatter_nd(ctx: Any, indices: Any, updates: Any, shape: Any) -> Any:
+    xp = ctx.xp
+    out_shape = tuple(_ints(shape))
+    idx = np.asarray(indices)
+    u = xp.asarray(updates)
+    k = idx.shape[-1] if idx.ndim else 0
+    flat = idx.reshape(-1, k)
+    want = idx.shape[:-1] + out_shape[k:]
+    if u.shape != want:
+        raise _bad(f"Dimensions [0,{idx.ndim - 1}) of indices[shape={_dims(idx.shape)}] must match "
+                   f"dimensions [0,{u.ndim - len(out_shape) + k}) of updates[shape={_dims(u.shape)}]")
+    limits = np.array(out_shape[:k])
+    bad = ((flat < 0) | (flat >= limits)).any(axis=1)
+    if bad.any():
+        i = int(np.argwhere(bad)[0][0])
+        raise _bad(f"indices[{i}] = [{', '.join(str(int(v)) for v in flat[i])}] does not index into "
+                   f"shape {_dims(out_shape)}")
+    out = xp.zeros(out_shape, dtype=u.dtype)
+    if u.dtype == np.bool_:
+        hit = xp.zeros(out_shape, dtype=np.bool_)
+        xp.logical_or.at(hit, tuple(flat.T), u.reshape((flat.shape[0],) + out_shape[k:]))
+        return hit
+    xp.add.at(out, tuple(flat.T), u.reshape((flat.shape[0],) + out_shape[k:]))
+    return out
+
+
+@kernel("DynamicPartition")
+def dynamic_partition(ctx: Any, data: Any, partitions: Any) -> Any:
+    d = ctx.xp.asarray(data)
+    p = np.asarray(partitions)
+    n = ctx.attrs["num_partitions"]
+    if d.shape[: p.ndim] != p.shape:
+        raise _bad(f"data.shape must start with partitions.shape, got data.shape = {_dims(d.shape)}, "
+                   f"partitions.shape = {_dims(p.shape)}")
+    bad = (p < 0) | (p >= n)
+    if bad.any():
+        pos = _bad_index_position(bad)
+        raise _bad(f"partitions{_dims(pos)} = {p[pos]} is not in [0, {n})")
+    flat = d.reshape((-1,) + d.shape[p.ndim:])
+    pf = p.reshape(-1)
+    return [flat[pf == i] for i in range(n)]
+
+
+@kernel("DynamicStitch")
+def dynamic_stitch(ctx: Any, *args: Any) -> Any:
+    xp = ctx.xp
+    n = len(args) // 2
+    idx = [np.asarray(i) for i in args[:n]]
+    data = [xp.asarray(x) for x in args[n:]]
+    inner = None
+    for i, (ix, dx) in enumerate(zip(idx, data)):
+        if dx.shape[: ix.ndim] != ix.shape:
+            raise _bad(f"data[{i}].shape = {_dims(dx.shape)} does not start with indices[{i}].shape = "
+                       f"{_dims(ix.shape)}")
+        tail = dx.shape[ix.ndim:]
+        if inner is None:
+            inner = tail
+        elif tail != inner:
+            raise _bad(f"Need data[0].shape[{idx[0].ndim}:] = {_dims(inner)} to match data[{i}].shape"
+                       f"[{ix.ndim}:] = {_dims(tail)}")
+    first = max([int(ix.max()) for ix in idx if ix.size] or [-1]) + 1
+    for i, ix in enumerate(idx):
+        if ix.size and ix.min() < 0:
+            raise _bad(f"indices[{i}] contains a negative index: {int(ix.min())}")
+    out = xp.zeros((first,) + tuple(inner or ()), dtype=data[0].dtype)
+    for ix, dx in zip(idx, data):
+        out[ix.reshape(-1)] = dx.reshape((-1,) + tuple(inner or ()))
+    return out
