@@ -1,3 +1,236 @@
-"""(being written)"""
+"""Mutable state ops: VariableV2 and the ops that read or write a variable in place.
 
-__all__: list[str] = []
+A `VariableV2` op outputs a *reference* (`Ref(T)`, dtype `float32_ref`): at run time
+its kernel hands out the `VariableState` that lives in the device's resource manager
+(paper section 3.1, "Stateful operations: variables").  Ops whose input is declared
+`Ref(T)` (Assign, AssignAdd, Scatter*, CountUpTo, IsVariableInitialized) receive that
+state object and update it; every other consumer gets the variable's current array
+(the runtime reads it).  Updates return the reference again (`output_ref`), so
+fetching `tf.assign(v, x)` gives the new value, as in TensorFlow 1.x.
+
+All writes store a new array (never mutate the stored one) through the step's undo
+log, so a failed step leaves the variables as they were.  `use_locking=True` makes a
+read-modify-write atomic with respect to other steps; without it concurrent updates
+may race (Hogwild!), as the paper intends.
+
+The same op names, attrs and defaults as TensorFlow: `Assign` and `ScatterUpdate`
+lock by default, the arithmetic updates do not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flowlab.graph import dtypes
+from flowlab.graph.tensor import Operation, Tensor
+from flowlab.graph.tensor_shape import TensorShape, as_shape
+from flowlab.ops.builder import apply_op
+from flowlab.ops.gradient_registry import not_differentiable
+from flowlab.ops.op_def import op_def
+
+__all__ = [
+    "assign", "assign_add", "assign_sub", "scatter_update", "scatter_add", "scatter_sub",
+    "scatter_mul", "scatter_div", "scatter_min", "scatter_max", "is_variable_initialized",
+    "count_up_to",
+]
+
+
+# --- shape functions ---------------------------------------------------------------
+def shape_str(s: TensorShape) -> str:
+    """A shape as TensorFlow's shape inference prints it: `[2,?]`, or `?`."""
+    if s.ndims is None:
+        return "?"
+    return "[" + ",".join("?" if d is None else str(d) for d in s.as_tuple()) + "]"  # type: ignore[union-attr]
+
+
+def merge_shapes(a: TensorShape, b: TensorShape) -> TensorShape:
+    """Merge two partial shapes with TensorFlow's shape-inference messages."""
+    if a.ndims is None:
+        return b
+    if b.ndims is None:
+        return a
+    if a.ndims != b.ndims:
+        raise ValueError(f"Shapes must be equal rank, but are {a.ndims} and {b.ndims}")
+    dims = []
+    for i, (x, y) in enumerate(zip(a.as_tuple(), b.as_tuple())):  # type: ignore[arg-type]
+        if x is not None and y is not None and x != y:
+            raise ValueError(
+                f"Dimension {i} in both shapes must be equal, but are {x} and {y}. "
+                f"Shapes are {shape_str(a)} and {shape_str(b)}."
+            )
+        dims.append(x if x is not None else y)
+    return TensorShape(dims)
+
+
+def _variable_shape(op: Operation) -> list[TensorShape]:
+    return [TensorShape(op.get_attr("shape"))]
+
+
+def _assign_shape(op: Operation) -> list[TensorShape]:
+    ref, value = op.inputs[0].shape, op.inputs[1].shape
+    if op.get_attr("validate_shape"):
+        merge_shapes(ref, value)
+    return [value]
+
+
+def _update_shape(op: Operation) -> list[TensorShape]:
+    return [merge_shapes(op.inputs[0].shape, op.inputs[1].shape)]
+
+
+def _scatter_shape(op: Operation) -> list[TensorShape]:
+    var, idx, upd = (t.shape for t in op.inputs)
+    if var.ndims == 0:
+        raise ValueError("Shape must be at least rank 1 but is rank 0")
+    if upd.ndims != 0 and var.ndims is not None and idx.ndims is not None:
+        merge_shapes(upd, TensorShape(idx.as_tuple() + var.as_tuple()[1:]))  # type: ignore[operator,index]
+    return [var]
+
+
+def _scalar_ref_shape(op: Operation) -> list[TensorShape]:
+    s = op.inputs[0].shape
+    if s.ndims not in (None, 0):
+        raise ValueError(f"Shape must be rank 0 but is rank {s.ndims}")
+    return [TensorShape([])]
+
+
+# --- declarations ------------------------------------------------------------------
+op_def(
+    "VariableV2", outputs=["ref: Ref(dtype)"],
+    attrs=["shape: shape", "dtype: type", "container: string = ''", "shared_name: string = ''"],
+    shape_fn=_variable_shape, stateful=True,
+    doc="A mutable tensor that persists across steps; outputs a reference to it.",
+)
+op_def(
+    "Assign", inputs=["ref: Ref(T)", "value: T"], outputs=["output_ref: Ref(T)"],
+    attrs=["T: type", "validate_shape: bool = true", "use_locking: bool = true"],
+    shape_fn=_assign_shape, stateful=True, doc="ref = value.",
+)
+for _name, _doc in (("AssignAdd", "ref += value."), ("AssignSub", "ref -= value.")):
+    op_def(
+        _name, inputs=["ref: Ref(T)", "value: T"], outputs=["output_ref: Ref(T)"],
+        attrs=["T: numeric", "use_locking: bool = false"],
+        shape_fn=_update_shape, stateful=True, doc=_doc,
+    )
+_SCATTER = {
+    "ScatterUpdate": ("type", "true", "ref[indices, ...] = updates."),
+    "ScatterAdd": ("numeric", "false", "ref[indices, ...] += updates (duplicates accumulate)."),
+    "ScatterSub": ("numeric", "false", "ref[indices, ...] -= updates (duplicates accumulate)."),
+    "ScatterMul": ("numeric", "false", "ref[indices, ...] *= updates (duplicates multiply)."),
+    "ScatterDiv": ("numeric", "false", "ref[indices, ...] /= updates (duplicates divide)."),
+    "ScatterMin": ("real", "false", "ref[indices, ...] = min(ref[indices, ...], updates)."),
+    "ScatterMax": ("real", "false", "ref[indices, ...] = max(ref[indices, ...], updates)."),
+}
+for _name, (_types, _lock, _doc) in _SCATTER.items():
+    op_def(
+        _name, inputs=["ref: Ref(T)", "indices: Tindices", "updates: T"],
+        outputs=["output_ref: Ref(T)"],
+        attrs=[f"T: {_types}", "Tindices: {int32, int64}", f"use_locking: bool = {_lock}"],
+        shape_fn=_scatter_shape, stateful=True, doc=_doc,
+    )
+op_def(
+    "IsVariableInitialized", inputs=["ref: Ref(dtype)"], outputs=["is_initialized: bool"],
+    attrs=["dtype: type"], shape_fn=lambda op: [TensorShape([])], stateful=True,
+    doc="Whether the variable has been assigned a value.",
+)
+op_def(
+    "CountUpTo", inputs=["ref: Ref(T)"], outputs=["output: T"],
+    attrs=["limit: int", "T: {int32, int64}"], shape_fn=_scalar_ref_shape, stateful=True,
+    doc="Increment a scalar variable until it reaches `limit`; outputs the old value.",
+)
+
+for _name in ["VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized",
+              "CountUpTo", *_SCATTER]:
+    not_differentiable(_name)
+
+
+# --- builders ----------------------------------------------------------------------
+def variable_op_v2(
+    shape: Any, dtype: Any, name: str = "Variable", container: str = "", shared_name: str = ""
+) -> Tensor:
+    """The raw `VariableV2` op (a reference tensor); `tf.Variable` is the usual way."""
+    s = as_shape(shape) if shape is not None else TensorShape(None)
+    return apply_op(
+        "VariableV2", shape=s.as_tuple(), dtype=dtypes.as_dtype(dtype).base_dtype,
+        container=container, shared_name=shared_name, name=name,
+    )
+
+
+def assign(
+    ref: Any, value: Any, validate_shape: bool | None = None, use_locking: bool | None = None,
+    name: str | None = None,
+) -> Tensor:
+    """`ref = value`; returns the reference, which evaluates to the new value.
+
+        v = tf.Variable([1.0, 2.0])
+        sess.run(tf.assign(v, [3.0, 4.0]))  # array([3., 4.], dtype=float32)
+    """
+    return apply_op(
+        "Assign", ref=ref, value=value, validate_shape=validate_shape, use_locking=use_locking,
+        name=name or "Assign",
+    )
+
+
+def assign_add(ref: Any, value: Any, use_locking: bool | None = None, name: str | None = None) -> Tensor:
+    """`ref += value` (same shapes, no broadcasting); returns the reference."""
+    return apply_op("AssignAdd", ref=ref, value=value, use_locking=use_locking, name=name or "AssignAdd")
+
+
+def assign_sub(ref: Any, value: Any, use_locking: bool | None = None, name: str | None = None) -> Tensor:
+    """`ref -= value` (same shapes, no broadcasting); returns the reference."""
+    return apply_op("AssignSub", ref=ref, value=value, use_locking=use_locking, name=name or "AssignSub")
+
+
+def _scatter(op_type: str, ref: Any, indices: Any, updates: Any, use_locking: Any, name: str | None) -> Tensor:
+    return apply_op(
+        op_type, ref=ref, indices=indices, updates=updates, use_locking=use_locking,
+        name=name or op_type,
+    )
+
+
+def scatter_update(ref: Any, indices: Any, updates: Any, use_locking: bool = True, name: str | None = None) -> Tensor:
+    """`ref[indices, ...] = updates` (rows along the first dimension).
+
+        sess.run(tf.scatter_update(v, [0, 2], [10.0, 30.0]))
+    """
+    return _scatter("ScatterUpdate", ref, indices, updates, use_locking, name)
+
+
+def scatter_add(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
+    """`ref[indices, ...] += updates`; repeated indices accumulate."""
+    return _scatter("ScatterAdd", ref, indices, updates, use_locking, name)
+
+
+def scatter_sub(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
+    """`ref[indices, ...] -= updates`; repeated indices accumulate."""
+    return _scatter("ScatterSub", ref, indices, updates, use_locking, name)
+
+
+def scatter_mul(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
+    """`ref[indices, ...] *= updates`."""
+    return _scatter("ScatterMul", ref, indices, updates, use_locking, name)
+
+
+def scatter_div(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
+    """`ref[indices, ...] /= updates` (integers divide truncating toward zero)."""
+    return _scatter("ScatterDiv", ref, indices, updates, use_locking, name)
+
+
+def scatter_min(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
+    """`ref[indices, ...] = minimum(ref[indices, ...], updates)`."""
+    return _scatter("ScatterMin", ref, indices, updates, use_locking, name)
+
+
+def scatter_max(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
+    """`ref[indices, ...] = maximum(ref[indices, ...], updates)`."""
+    return _scatter("ScatterMax", ref, indices, updates, use_locking, name)
+
+
+def is_variable_initialized(variable: Any, name: str | None = None) -> Tensor:
+    """A scalar bool: whether `variable` holds a value in the running session."""
+    return apply_op("IsVariableInitialized", ref=variable, name=name or "IsVariableInitialized")
+
+
+def count_up_to(ref: Any, limit: int, name: str | None = None) -> Tensor:
+    """Increment the scalar int variable `ref` and output its value before the
+    increment; fails with OutOfRangeError once it has reached `limit`."""
+    return apply_op("CountUpTo", ref=ref, limit=limit, name=name or "CountUpTo")
