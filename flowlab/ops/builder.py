@@ -210,17 +210,19 @@ def _convert_arg(
             return ts
         want = arg.fixed_type or inferred.get(arg.type_attr)  # type: ignore[arg-type]
         if want is None:
-            # The first Tensor in the list decides, as TensorFlow does.
-            for v in value:
-                if isinstance(v, Tensor) or hasattr(v, "_as_graph_element"):
-                    want = _to_tensor(od, name, arg, v, None).dtype.base_dtype
-                    break
-        ts = []
-        for i, v in enumerate(value):
-            t = _to_tensor(od, name, arg, v, want, index=i)
-            if want is None:
-                want = t.dtype.base_dtype
-            ts.append(t)
+            # Nothing fixes the type yet: each element converts on its own, and all
+            # must agree (TensorFlow's rule; `add_n([1, x_f32])` is an error).
+            ts = [_to_tensor(od, name, arg, v, None, index=i) for i, v in enumerate(value)]
+            types = [t.dtype.base_dtype for t in ts]
+            if any(t is not types[0] for t in types):
+                raise TypeError(
+                    f"Tensors in list passed to '{arg.name}' of '{od.name}' Op have types "
+                    f"[{', '.join(t.name for t in types)}] that don't all match."
+                )
+            if arg.type_attr is not None and ts:
+                inferred[arg.type_attr] = types[0]
+            return ts
+        ts = [_to_tensor(od, name, arg, v, want, index=i) for i, v in enumerate(value)]
         if arg.type_attr is not None:
             inferred[arg.type_attr] = want
         return ts

@@ -40,23 +40,50 @@ def to_numpy(value: Any, dtype: dtypes.DType | None = None, what: str = "value")
     if dtype in (dtypes.resource, dtypes.variant):
         raise TypeError(f"Cannot make a constant of dtype {dtype.name}.")
     np_t = dtype.as_numpy_dtype
-    src = value if isinstance(value, np.ndarray) else np.asarray(value)
-    if src.dtype.kind in ("U", "S", "O") and src.size:
-        raise TypeError(f"Expected {dtype.name}, got {value!r} of type '{type(value).__name__}' instead.")
-    if dtype.is_integer or dtype.is_bool:
-        if src.dtype.kind == "f" and not np.all(np.isfinite(src) & (np.floor(src) == src)):
-            raise TypeError(
-                f"Expected {dtype.name}, got {_short(value)} of type '{type(value).__name__}' instead."
-            )
-        if src.dtype.kind == "c":
-            raise TypeError(f"Expected {dtype.name}, got {_short(value)} (complex) instead.")
-    if dtype.is_integer and src.dtype.kind in ("i", "u") and src.size:
-        info = np.iinfo(np_t)
-        if src.min() < info.min or src.max() > info.max:
-            raise ValueError(f"Value {_short(value)} does not fit in {dtype.name}.")
-    if (dtype.is_floating or dtype.is_integer) and src.dtype.kind == "c":
-        raise TypeError(f"Expected {dtype.name}, got {_short(value)} (complex) instead.")
-    return np.array(src, dtype=np_t)
+    if isinstance(value, (np.ndarray, np.generic)):
+        # NumPy values are cast as NumPy casts them (TensorFlow does the same).
+        with np.errstate(all="ignore"):
+            return np.asarray(value).astype(np_t)
+    # Python values are checked element by element: no float -> int, no int -> bool.
+    src = np.asarray(value)
+    if src.dtype.kind in ("U", "S") or (src.dtype == object and src.size):
+        bad = next((v for v in _flat(value) if not isinstance(v, _ACCEPTS[_kind(dtype)])), None)
+        raise TypeError(f"Expected {dtype.name}, but got {_short(bad)} of type '{type(bad).__name__}'.")
+    accepted = _ACCEPTS[_kind(dtype)]
+    for v in _flat(value):
+        if not isinstance(v, accepted):
+            raise TypeError(f"Expected {dtype.name}, but got {_short(v)} of type '{type(v).__name__}'.")
+    with np.errstate(all="ignore"):
+        if dtype.is_integer and src.dtype.kind in ("i", "u"):
+            # Out-of-range Python ints wrap around, as TensorFlow's conversion does.
+            return np.array(value, dtype=object).astype(np.int64).astype(np_t) if src.dtype == object else src.astype(np_t)
+        return src.astype(np_t)
+
+
+_ACCEPTS = {
+    "bool": (bool, np.bool_),
+    "int": (bool, int, np.bool_, np.integer),
+    "float": (bool, int, float, np.bool_, np.integer, np.floating),
+    "complex": (bool, int, float, complex, np.bool_, np.number),
+}
+
+
+def _kind(dtype: dtypes.DType) -> str:
+    if dtype.is_bool:
+        return "bool"
+    if dtype.is_integer:
+        return "int"
+    if dtype.is_complex:
+        return "complex"
+    return "float"
+
+
+def _flat(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _flat(v)
+    else:
+        yield value
 
 
 def _short(value: Any) -> str:
@@ -91,7 +118,7 @@ def constant(
             arr = np.concatenate([flat, np.repeat(flat[-1:], n - arr.size)]).reshape(shape)
         else:
             raise ValueError(
-                f"Too many elements provided. Needed at most {n}, but received {arr.size}"
+                f"Too many elements provided. Takes at most {n}, but got {arr.size}."
             )
     return make_const(arr, name)
 

@@ -118,7 +118,7 @@ def op_def(
         for ref in (arg.type_attr, arg.number_attr, arg.type_list_attr):
             if ref is not None and ref not in attr_defs:
                 raise ValueError(f"Op '{name}': argument '{arg.name}' uses undeclared attr '{ref}'")
-    frame = traceback.extract_stack(limit=3)[0]
+    frame = traceback.extract_stack(limit=2)[0]
     d = OpDef(
         name, in_defs, out_defs, attr_defs, shape_fn, stateful, control_flow, doc,
         f"{frame.filename}:{frame.lineno}",
