@@ -314,7 +314,7 @@ def reverse_v2(ctx: Any, x: Any, axis: Any) -> Any:
     axes = []
     for i, a in enumerate(_ints(axis)):
         if not -r <= a < r:
-            raise _bad(f"'axis'[{i}] = {a} is out of valid range [0, {r - 1}]")
+            raise _bad(f"'axis'[{i}] = {a} is out of valid range [0, {r - 1}")
         if a % r in axes:
             raise _bad(f"axis {a % r} specified more than once.")
         axes.append(a % r)
@@ -467,7 +467,8 @@ def gather_nd(ctx: Any, params: Any, indices: Any) -> Any:
     bad = ((flat < 0) | (flat >= limits)).any(axis=1)
     if bad.any():
         i = int(np.argwhere(bad)[0][0])
-        raise _bad(f"indices{list(np.unravel_index(i, idx.shape[:-1]))} = "
+        pos = ",".join(str(int(v)) for v in np.unravel_index(i, idx.shape[:-1]))
+        raise _bad(f"indices[{pos}] = "
                    f"[{', '.join(str(int(v)) for v in flat[i])}] does not index into param shape "
                    f"{_dims(p.shape)}, node name: {ctx.name}")
     out = p[tuple(flat.T)] if k else ctx.xp.broadcast_to(p, (flat.shape[0],) + p.shape)

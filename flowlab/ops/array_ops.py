@@ -213,9 +213,6 @@ def _reshape_fn(op: Operation) -> list[Any]:
     if out.ndims is None:
         return [out]
     dims = out.as_list()
-    vals = _int_list(s)
-    if vals is not None and sum(1 for v in vals if v == -1) > 1:
-        raise ValueError("Cannot infer multiple unknown dimensions in shape " + str(vals))
     ind = _dims(x)
     if ind is None:
         return [TensorShape(dims)]
@@ -232,12 +229,9 @@ def _reshape_fn(op: Operation) -> list[Any]:
         if known_out > 0:
             if known_in % known_out:
                 raise ValueError(
-                    f"Cannot reshape a tensor with {known_in} elements to shape {shape_str} "
-                    f"({known_out} elements)"
+                    f"Dimension size must be evenly divisible by {known_out} but is {known_in}"
                 )
             dims[unknown_out[0]] = known_in // known_out
-        elif known_in == 0 and vals is not None:
-            pass
     elif len(unknown_out) == 1 and len(unknown_in) == 1 and known_in == known_out:
         dims[unknown_out[0]] = ind[unknown_in[0]]
     return [TensorShape(dims)]
@@ -254,8 +248,9 @@ def _transpose_fn(op: Operation) -> list[Any]:
         r = len(ind) if ind is not None else n
         return [TensorShape(None if r is None else [None] * r)]
     r = len(perm)
-    if sorted(q % r if r else q for q in perm) != list(range(r)) or any(not -r <= q < r for q in perm):
-        raise ValueError(f"perm {perm} is not a permutation of [0, {r})")
+    for q in perm:
+        if not -r <= q < r:
+            raise ValueError(f"perm dim {q} is out of range of input rank {r}")
     if ind is None:
         return [TensorShape([None] * r)]
     return [TensorShape([ind[q] for q in perm])]
@@ -277,7 +272,7 @@ def _concat_fn(op: Operation) -> list[Any]:
         return [TensorShape([None] * r)]
     a = int(a)
     if not -r <= a < r:
-        raise ValueError(f"ConcatOp : Expected concatenating dimensions in the range [{-r}, {r}), but got {a}")
+        raise ValueError(f"Shape must be at least rank {(a if a >= 0 else -a - 1) + 1} but is rank {r}")
     a %= r
     out: list[int | None] = [None] * r
     total: int | None = 0
@@ -297,13 +292,23 @@ def _concat_fn(op: Operation) -> list[Any]:
     return [TensorShape(out)]
 
 
+def _shape_str(s: TensorShape) -> str:
+    if s.ndims is None:
+        return "?"
+    return "[" + ",".join("?" if d is None else str(d) for d in s.as_list()) + "]"
+
+
 def _merge_all(shapes: list[TensorShape]) -> TensorShape:
     out = TensorShape(None)
     for s in shapes:
-        try:
-            out = out.merge_with(s)
-        except ValueError:
-            raise ValueError(f"Shapes must be equal rank, or compatible: {out} and {s}") from None
+        if out.ndims is not None and s.ndims is not None:
+            if out.ndims != s.ndims:
+                raise ValueError(f"Shapes must be equal rank, but are {out.ndims} and {s.ndims}")
+            for i, (a, b) in enumerate(zip(out.as_list(), s.as_list())):
+                if a is not None and b is not None and a != b:
+                    raise ValueError(f"Dimension {i} in both shapes must be equal, but are {a} and "
+                                     f"{b}. Shapes are {_shape_str(out)} and {_shape_str(s)}.")
+        out = out.merge_with(s)
     return out
 
 
@@ -378,9 +383,8 @@ def _split_v_fn(op: Operation) -> list[Any]:
             sizes[unknown[0]] = d[a] - known
         elif not unknown and known != d[a] or unknown:
             raise ValueError(
-                f"Determined shape must either match input shape along split_dim exactly if "
-                f"fully specified, or be less than the size of the input along split_dim if "
-                f"not fully specified.  Got: {known}"
+                f"can't split axis of size {d[a]} into pieces of size "
+                f"[{','.join(str(v) for v in sizes)}]"
             )
     return [TensorShape(d[:a] + [None if s == -1 else s] + d[a + 1:]) for s in sizes]
 
@@ -393,7 +397,7 @@ def _fill_fn(op: Operation) -> list[Any]:
         raise ValueError(f"Shape must be rank 1 but is rank {dims_t.shape.ndims}")
     vals = _int_list(dims_t)
     if vals is not None and any(x < 0 for x in vals):
-        raise ValueError(f"Fill dimensions must be >= 0, got {vals}")
+        raise ValueError("Fill dimensions must be >= 0")
     return [constant_value_as_shape(dims_t)]
 
 
@@ -406,7 +410,7 @@ def _expand_dims_fn(op: Operation) -> list[Any]:
         raise ValueError(f"'dim' must be a tensor with a single value, got {a}")
     r = len(d) + 1
     if not -r <= a[0] < r:
-        raise ValueError(f"Tried to expand dim index {a[0]} for tensor with {len(d)} dimensions.")
+        raise ValueError(f"dim {a[0]} not in the interval [{-r}, {r - 1}].")
     i = a[0] % r
     return [TensorShape(d[:i] + [1] + d[i:])]
 
@@ -420,7 +424,7 @@ def _squeeze_fn(op: Operation) -> list[Any]:
     norm = set()
     for a in axes:
         if not -r <= a < max(r, 1):
-            raise ValueError(f"Tried to squeeze dim index {a} for tensor with {r} dimensions.")
+            raise ValueError(f"squeeze_dims[{axes.index(a)}] not in [{-r},{r}).")
         norm.add(a % r)
     out: list[int | None] = []
     for i, x in enumerate(d):
@@ -442,7 +446,7 @@ def _tile_fn(op: Operation) -> list[Any]:
     m_t = op.inputs[1]
     n = m_t.shape[0].value if m_t.shape.ndims == 1 else None
     if d is not None and n is not None and n != len(d):
-        raise ValueError(f"Shape must be rank {n} but is rank {len(d)}")
+        raise ValueError(f"Shape must be rank {len(d)} but is rank {n}")
     m = constant_value_as_shape(m_t)
     r = len(d) if d is not None else n
     if r is None:
@@ -471,14 +475,6 @@ def _pad_fn(op: Operation) -> list[Any]:
     pv = np.asarray(pv).reshape(len(d), 2)
     if (pv < 0).any():
         raise ValueError(f"The 1st dimension of paddings must be non-negative: {pv.tolist()}")
-    if op.type == "MirrorPad":
-        off = 0 if op.get_attr("mode") == "SYMMETRIC" else 1
-        for i, x in enumerate(d):
-            if x is not None and (pv[i] > x - off).any():
-                raise ValueError(
-                    f"paddings must be no greater than the dimension size: {pv[i, 0]}, {pv[i, 1]} "
-                    f"greater than {x}" + ("" if off == 0 else " - 1")
-                )
     return [TensorShape([None if x is None else x + int(pv[i].sum()) for i, x in enumerate(d)])]
 
 
@@ -493,29 +489,30 @@ def _where_fn(op: Operation) -> list[Any]:
 
 def _select_fn(op: Operation) -> list[Any]:
     c, t, e = (x.shape for x in op.inputs)
-    try:
-        out = t.merge_with(e)
-    except ValueError:
-        raise ValueError(f"Dimensions must be equal, but are {t} and {e}") from None
-    if c.ndims is None or out.ndims is None:
-        return [out]
-    if c.ndims == 0:
+    out = _merge_all([t, e])
+    if c.ndims is None or out.ndims is None or c.ndims == 0:
         return [out]
     if c.ndims == 1 and out.ndims > 1:
-        if not c[0].is_compatible_with(out[0]):
-            raise ValueError(f"Dimensions must be equal, but are {c[0]} and {out[0]}")
+        _merge_all([c, out[:1]])
         return [out]
-    if not c.is_compatible_with(out):
-        raise ValueError(f"Shapes must be equal rank, but are {c.ndims} and {out.ndims}"
-                         if c.ndims != out.ndims else f"Dimensions must be equal: {c} and {out}")
-    return [out.merge_with(c)]
+    return [_merge_all([out, c])]
 
 
 def _select_v2_fn(op: Operation) -> list[Any]:
     from flowlab.graph.tensor_shape import broadcast_shapes
 
     c, t, e = (x.shape for x in op.inputs)
-    return [broadcast_shapes(broadcast_shapes(t, e), c)]
+    try:
+        return [broadcast_shapes(broadcast_shapes(t, e), c)]
+    except ValueError:
+        pass
+    pairs = [(t, e), (c, t), (c, e)]
+    for a, b in pairs:
+        x, y = a.as_list()[::-1], b.as_list()[::-1]
+        for p, q in zip(x, y):
+            if p not in (None, 1) and q not in (None, 1) and p != q:
+                raise ValueError(f"Dimensions must be equal, but are {p} and {q}")
+    raise ValueError(f"Incompatible shapes: {c}, {t}, {e}")
 
 
 def _one_hot_fn(op: Operation) -> list[Any]:
@@ -525,7 +522,9 @@ def _one_hot_fn(op: Operation) -> list[Any]:
             raise ValueError(f"Shape must be rank 0 but is rank {op.inputs[i].shape.ndims}")
     depth = constant_value(op.inputs[1])
     if depth is not None and int(depth) < 0:
-        raise ValueError(f"depth must be non-negative, got: {int(depth)}")
+        raise ValueError(
+            f"Dimension size, given by scalar input 1, must be non-negative but is {int(depth)}"
+        )
     if d is None:
         return [TensorShape(None)]
     a = op.get_attr("axis")
@@ -541,7 +540,7 @@ def _reverse_fn(op: Operation) -> list[Any]:
     if d is not None and a is not None:
         for x in a:
             if not -len(d) <= x < len(d):
-                raise ValueError(f"'axis'[0] = {x} is out of valid range [{-len(d)}, {len(d) - 1}]")
+                raise ValueError(f"'axis'[0] = {x} is out of valid range [0, {len(d) - 1}")
     return [op.inputs[0].shape]
 
 
@@ -831,7 +830,11 @@ def _filled(shape: Any, value: Any, dtype: Any, name: str | None, default: str) 
                 dims = as_shape(shape)
                 if dims.is_fully_defined() and not isinstance(shape, (int, np.integer)) \
                         and np.prod(dims.as_list(), dtype=np.int64) < 1000:
-                    return constant(value, dtype=dt, shape=dims.as_list(), name=scope)
+                    arr = np.full(dims.as_list(), value, dtype=dt.as_numpy_dtype
+                                  if dt is not dtypes.string else object)
+                    arr.flags.writeable = False
+                    # A scope name ("zeros/") names the Const itself, as TensorFlow does.
+                    return apply_op("Const", value=arr, dtype=dt, name=scope)
                 shape_t = constant(dims.as_list(), dtype=dtypes.int64 if any(
                     d >= 2**31 for d in dims.as_list()) else dtypes.int32, name="shape_as_tensor")
             except (TypeError, ValueError):

@@ -24,6 +24,7 @@ from flowlab.ops.array_ops import (
     _int_list,
     _name_scope,
     _register_folding,
+    _shape_str,
     _to_tensor,
     concat,
     reshape,
@@ -163,11 +164,9 @@ def _slice_fn(op: Operation) -> list[Any]:
         di = d[i] if d is not None else None
         bi = b[i] if b is not None else None
         si = sz[i] if sz is not None else None
-        if bi is not None and di is not None and not 0 <= bi <= di:
-            raise ValueError(f"Expected begin[{i}] in [0, {di}], but got {bi}")
         if si is not None and si != -1:
-            if si < -1 or (bi is not None and di is not None and bi + si > di):
-                raise ValueError(f"Expected size[{i}] in [0, {None if di is None else di - (bi or 0)}], but got {si}")
+            if si < -1:
+                raise ValueError(f"Expected size[{i}] >= -1, but got {si}")
             out.append(si)
         elif si == -1 and bi is not None and di is not None:
             out.append(di - bi)
@@ -207,7 +206,8 @@ def _gather_nd_fn(op: Operation) -> list[Any]:
         return [TensorShape(None)]
     if k > len(p):
         raise ValueError(f"indices.shape[-1] must be <= params.rank, but saw indices shape: "
-                         f"{op.inputs[1].shape} and params shape: {op.inputs[0].shape}")
+                         f"{_shape_str(op.inputs[1].shape)} and params shape: "
+                         f"{_shape_str(op.inputs[0].shape)}")
     return [TensorShape(i[:-1] + p[k:])]
 
 
@@ -216,12 +216,21 @@ def _scatter_nd_fn(op: Operation) -> list[Any]:
 
     out = constant_value_as_shape(op.inputs[2])
     i, u = _dims(op.inputs[0]), _dims(op.inputs[1])
-    if out.ndims is not None and i is not None and u is not None and i and i[-1] is not None:
-        want = TensorShape(i[:-1]).concatenate(out[i[-1]:])
-        if not want.is_compatible_with(TensorShape(u)):
-            raise ValueError(f"The inner {out.ndims - i[-1]} dimensions of output.shape={out} must "
-                             f"match the inner {len(u) - len(i) + 1} dimensions of "
-                             f"updates.shape={TensorShape(u)}")
+    if i is not None and u is not None and i:
+        outer = TensorShape(i[:-1])
+        if len(u) < len(outer) or not outer.is_compatible_with(TensorShape(u[: len(outer)])):
+            k = len(outer)
+            raise ValueError(
+                f"Dimensions [0,{k}) of indices[shape={_shape_str(TensorShape(i))}] = "
+                f"{_shape_str(outer)} must match dimensions [0,{k}) of updates[shape="
+                f"{_shape_str(TensorShape(u))}] = {_shape_str(TensorShape(u[:k]))}")
+        if out.ndims is not None and i[-1] is not None:
+            want = outer.concatenate(out[i[-1]:])
+            if not want.is_compatible_with(TensorShape(u)):
+                raise ValueError(
+                    f"Dimensions [{i[-1]},{out.ndims}) of input[shape={_shape_str(out)}] must "
+                    f"match dimensions [{len(outer)},{len(u)}) of updates[shape="
+                    f"{_shape_str(TensorShape(u))}]")
     return [out]
 
 
@@ -230,9 +239,11 @@ def _dynamic_partition_fn(op: Operation) -> list[Any]:
     n = op.get_attr("num_partitions")
     if d is None or p is None:
         return [TensorShape(None)] * n
-    if not TensorShape(d[: len(p)]).is_compatible_with(TensorShape(p)):
-        raise ValueError(f"Dimensions must be equal: partitions {TensorShape(p)} is not a prefix "
-                         f"of data {TensorShape(d)}")
+    for a, b in zip(d, p):
+        if a is not None and b is not None and a != b:
+            raise ValueError(f"Dimensions must be equal, but are {a} and {b}")
+    if len(p) > len(d):
+        raise ValueError(f"Shape must be at least rank {len(p)} but is rank {len(d)}")
     return [TensorShape([None] + d[len(p):])] * n
 
 
