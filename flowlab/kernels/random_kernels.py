@@ -292,11 +292,9 @@ def random_uniform_int(ctx: Any, shape: Any, minval: Any, maxval: Any) -> np.nda
 
 @kernel("RandomShuffle", devices=CPU)
 def random_shuffle(ctx: Any, value: Any) -> Any:
+    if np.ndim(value) == 0:
+        return value  # TensorFlow hands a scalar back unchanged
     value = np.asarray(value)
-    if value.ndim < 1:
-        raise errors.InvalidArgumentError(
-            None, None, f"input must be at least 1-D, got shape {list(value.shape)}"
-        )
     n = value.shape[0]
     if n <= 1:
         return value

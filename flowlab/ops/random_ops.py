@@ -29,7 +29,7 @@ import numpy as np
 from flowlab.graph import dtypes
 from flowlab.graph.graph import get_default_graph
 from flowlab.graph.tensor import Operation, Tensor
-from flowlab.graph.tensor_shape import TensorShape, dimension_value
+from flowlab.graph.tensor_shape import Dimension, TensorShape, dimension_value
 from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.const_fold import constant_value
 from flowlab.ops.gradient_registry import not_differentiable
@@ -168,7 +168,8 @@ def _shape_tensor(shape: Any) -> Tensor:
     if isinstance(shape, (tuple, list)):
         if not shape:
             return convert_to_tensor(shape, dtype=dtypes.int32, name="shape")
-        shape = tuple(dimension_value(d) for d in shape)
+        # Unwrap Dimension objects only; anything else is converted as it is.
+        shape = tuple(dimension_value(d) if isinstance(d, Dimension) else d for d in shape)
     return convert_to_tensor(shape, name="shape")
 
 
@@ -279,7 +280,12 @@ def random_uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any =
 def random_shuffle(value: Any, seed: int | None = None, name: str | None = None) -> Tensor:
     """`value` with its first dimension randomly permuted (`tf.random_shuffle`)."""
     seeds = _seed_attrs(seed)
-    return apply_op("RandomShuffle", name=name or "RandomShuffle", value=value, **seeds)
+    g = get_default_graph()
+    # Inputs are converted inside the op's own scope ("RandomShuffle/value"), as
+    # TensorFlow's generated wrappers do.
+    with g.name_scope(name or "RandomShuffle") as scope:
+        value = convert_to_tensor(value, name="value")
+        return apply_op("RandomShuffle", name=scope, value=value, **seeds)
 
 
 def _categorical(scope: str, logits: Any, num_samples: Any, dtype: Any, seed: int | None,
@@ -294,8 +300,10 @@ def _categorical(scope: str, logits: Any, num_samples: Any, dtype: Any, seed: in
                 "(tf.int32, tf.int64)."
             )
         seeds = _seed_attrs(seed)
-        return apply_op("Multinomial", name="Multinomial", logits=logits,
-                        num_samples=num_samples, output_dtype=dt, **seeds)
+        with g.name_scope("Multinomial") as op_scope:
+            num_samples = convert_to_tensor(num_samples, dtype=dtypes.int32, name="num_samples")
+            return apply_op("Multinomial", name=op_scope, logits=logits,
+                            num_samples=num_samples, output_dtype=dt, **seeds)
 
 
 def multinomial(logits: Any, num_samples: Any, seed: int | None = None, name: str | None = None,
