@@ -1,0 +1,701 @@
+"""The nn op family: activations, softmax, BiasAdd, L2Loss, cross entropies, InTopKV2
+and the composites (sigmoid/weighted cross entropy, xw_plus_b, l2_normalize,
+moments) -- values against NumPy references and against TensorFlow, dtypes, edge
+cases (empty tensors, +-1000 logits, nan/inf), build-time and runtime errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import flowlab as fl
+from flowlab.ops.builder import apply_op
+from flowlab.ops.gradient_registry import get_gradient_function
+from tests.difftest import assert_same, assert_same_error
+
+FLOATS = [np.float32, np.float64]
+EDGES = [np.nan, -np.inf, np.inf, -1000.0, -20.0, -14.0, -1.0, -1e-8, -0.0, 0.0, 1e-8, 0.5, 1.0, 6.0, 7.0, 14.0, 20.0, 1000.0]
+
+
+def feed(tf, value, dtype=None, shape="same"):
+    """A placeholder fed with `value` (TensorFlow constant-folds constants otherwise)."""
+    value = np.asarray(value, dtype=dtype)
+    p = tf.placeholder(value.dtype, shape=value.shape if shape == "same" else shape)
+    return p, {p: value}
+
+
+def run(fetches, feed_dict=None):
+    with fl.Session() as s:
+        return s.run(fetches, feed_dict)
+
+
+def raw(tf, op_type, **kwargs):
+    """A raw op: `tf.raw_ops.X` in TensorFlow, `apply_op("X")` in flowlab."""
+    if tf is fl:
+        return apply_op(op_type, **kwargs)
+    return getattr(tf.raw_ops, op_type)(**kwargs)
+
+
+# --- activations --------------------------------------------------------------------
+def _selu(x):
+    return np.where(x < 0, 1.7580993408473768599 * (np.exp(np.minimum(x, 0)) - 1), 1.0507009873554805 * x)
+
+
+NUMPY_ACTIVATIONS = {
+    "relu": lambda x: np.maximum(x, 0),
+    "relu6": lambda x: np.minimum(np.maximum(x, 0), 6),
+    "elu": lambda x: np.where(x < 0, np.expm1(np.minimum(x, 0)), x),
+    "selu": _selu,
+    "leaky_relu": lambda x: np.where(x > 0, x, 0.2 * x),
+    "softplus": lambda x: np.logaddexp(0, x),
+    "softsign": lambda x: x / (1 + np.abs(x)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_ACTIVATIONS))
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_activation_values_against_numpy(name, dtype):
+    x = np.array(EDGES, dtype)
+    out = run(getattr(fl.nn, name)(fl.constant(x)))
+    assert out.dtype == dtype and out.shape == x.shape
+    with np.errstate(all="ignore"):
+        want = NUMPY_ACTIVATIONS[name](x.astype(np.float64))
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_ACTIVATIONS))
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_activations_against_tensorflow(tf1, name, dtype):
+    def build(tf):
+        p, fd = feed(tf, EDGES, dtype)
+        return getattr(tf.nn, name)(p), fd
+
+    # Exact for the piecewise-linear ones; exp and log1p may differ by an ulp (Eigen's).
+    exact = name in ("relu", "relu6", "leaky_relu")
+    assert_same(tf1, build, rtol=0 if exact else 1e-6, atol=0 if exact else 1e-30)
+
+
+@pytest.mark.parametrize("name", ["relu", "relu6"])
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.float16])
+def test_relu_other_dtypes(tf1, name, dtype):
+    def build(tf):
+        p, fd = feed(tf, np.array([-3, 0, 4, 6, 9, 100]).astype(dtype))
+        return getattr(tf.nn, name)(p), fd
+
+    assert_same(tf1, build, rtol=0, atol=0)
+
+
+def test_activation_op_types_and_default_names():
+    x = fl.placeholder(fl.float32, [None, 3])
+    for fn, op_type in [
+        (fl.nn.relu, "Relu"), (fl.nn.relu6, "Relu6"), (fl.nn.elu, "Elu"), (fl.nn.selu, "Selu"),
+        (fl.nn.leaky_relu, "LeakyRelu"), (fl.nn.softplus, "Softplus"), (fl.nn.softsign, "Softsign"),
+        (fl.nn.softmax, "Softmax"), (fl.nn.log_softmax, "LogSoftmax"), (fl.nn.l2_loss, "L2Loss"),
+    ]:
+        y = fn(x)
+        assert (y.op.type, y.op.name) == (op_type, op_type)
+        assert fn(x, name="act").op.name.startswith("act")
+    assert fl.nn.relu(x).shape.as_list() == [None, 3]
+    assert fl.nn.l2_loss(x).shape.as_list() == []
+
+
+def test_leaky_relu_alpha_attr_and_select_semantics(tf1):
+    y = fl.nn.leaky_relu(fl.placeholder(fl.float64), alpha=0.3)
+    assert y.op.get_attr("alpha") == float(np.float32(0.3))  # a 32-bit float attr, as in TF
+
+    def build(tf):
+        p, fd = feed(tf, [np.nan, -np.inf, -1.0, -0.0, 2.0], np.float64)
+        return [tf.nn.leaky_relu(p), tf.nn.leaky_relu(p, alpha=2.0), tf.nn.leaky_relu(p, alpha=-0.5)], fd
+
+    out = assert_same(tf1, build, rtol=0, atol=0)
+    assert out[1][2] == -2.0  # alpha > 1: a select, not max(x, alpha * x)
+
+
+def test_leaky_relu_casts_integers_to_float32(tf1):
+    assert_same(tf1, lambda tf: tf.nn.leaky_relu(tf.constant([-5, 0, 3])))
+
+
+def test_softplus_thresholds_match_tensorflow(tf1):
+    # TensorFlow switches to x (or exp(x)) past log(eps) + 2: 13.94 for float32.
+    xs = np.concatenate([np.linspace(-40, 40, 161), [13.9, 13.95, 36.0, 37.0, 80.0]])
+
+    def build(tf):
+        a, fa = feed(tf, xs, np.float32)
+        b, fb = feed(tf, xs, np.float64)
+        return [tf.nn.softplus(a), tf.nn.softplus(b)], {**fa, **fb}
+
+    assert_same(tf1, build, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("name", ["elu", "selu", "softplus", "softsign", "softmax", "l2_loss"])
+def test_float_only_activations_reject_integers(name):
+    with pytest.raises(TypeError, match="DataType int32 not in list of allowed values"):
+        getattr(fl.nn, name)(fl.constant([1, 2]))
+
+
+def test_relu_rejects_bool():
+    with pytest.raises(TypeError, match="'features' has DataType bool"):
+        fl.nn.relu(fl.constant([True]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(hnp.arrays(st.sampled_from(FLOATS), hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4),
+                  elements=st.floats(-50, 50, width=32)))
+def test_relu_softplus_softmax_property(x):
+    fl.reset_default_graph()
+    t = fl.constant(x)
+    relu, softplus, sm = run([fl.nn.relu(t), fl.nn.softplus(t), fl.nn.softmax(t)])
+    assert relu.dtype == softplus.dtype == sm.dtype == x.dtype
+    np.testing.assert_array_equal(relu, np.maximum(x, 0))
+    assert np.all(softplus >= relu) and np.all(softplus - relu <= np.log(2) + 1e-6)
+    if x.size:
+        np.testing.assert_allclose(sm.sum(axis=-1), 1, rtol=1e-5)
+
+
+# --- softmax ------------------------------------------------------------------------
+def _np_softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax_large_logits_are_stable(tf1, dtype):
+    logits = np.array([[1000.0, -1000.0, 0.0], [-1000.0, -1000.0, -1000.0], [1.0, 2.0, 3.0]], dtype)
+
+    def build(tf):
+        p, fd = feed(tf, logits)
+        return [tf.nn.softmax(p), tf.nn.log_softmax(p)], fd
+
+    sm, lsm = assert_same(tf1, build)
+    np.testing.assert_allclose(sm, _np_softmax(logits.astype(np.float64)), rtol=1e-6)
+    assert lsm[0].tolist() == [0.0, -2000.0, -1000.0]
+    assert not np.isnan(sm).any() and not np.isnan(lsm).any()
+
+
+def test_softmax_nan_and_inf_rows(tf1):
+    def build(tf):
+        p, fd = feed(tf, [[np.nan, 1, 2], [np.inf, 1, 2], [-np.inf] * 3, [-np.inf, 0, 0]], np.float32)
+        return [tf.nn.softmax(p), tf.nn.log_softmax(p)], fd
+
+    assert_same(tf1, build)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -2, -3, 2, -1])
+def test_softmax_along_other_axes(tf1, axis):
+    x = np.random.RandomState(0).randn(2, 3, 4).astype(np.float32) * 10
+
+    def build(tf):
+        p, fd = feed(tf, x)
+        return [tf.nn.softmax(p, axis=axis), tf.nn.log_softmax(p, axis)], fd
+
+    sm, _ = assert_same(tf1, build)
+    np.testing.assert_allclose(sm, _np_softmax(x, axis), rtol=1e-5)
+
+
+def test_softmax_dim_keyword_and_static_shape(tf1):
+    assert_same(tf1, lambda tf: tf.nn.softmax(tf.constant([[1.0, 2.0], [3.0, 5.0]]), dim=0))
+    y = fl.nn.softmax(fl.placeholder(fl.float32, [None, 2, 5]), dim=1)
+    assert y.shape.as_list() == [None, 2, 5]
+    with pytest.raises(ValueError, match="Cannot specify both 'axis' and 'dim'"):
+        fl.nn.softmax(fl.constant([1.0]), axis=0, dim=0)
+
+
+def test_softmax_axis_out_of_range(tf1):
+    tf_err, fl_err = assert_same_error(tf1, lambda tf: tf.nn.softmax(tf.zeros([2, 3]), axis=2))
+    assert "`dim` must be in the range [-2, 2) where 2 is the number of dimensions" in str(fl_err)
+
+
+@pytest.mark.parametrize("shape", [(2, 0), (0, 3), (0,)])
+def test_softmax_empty(tf1, shape):
+    def build(tf):
+        p, fd = feed(tf, np.zeros(shape, np.float32))
+        return [tf.nn.softmax(p), tf.nn.log_softmax(p)], fd
+
+    assert_same(tf1, build)
+
+
+def test_softmax_scalar_errors(tf1):
+    with pytest.raises(ValueError, match=r"Shape must be at least rank 1 but is rank 0 for 'Softmax'"):
+        fl.nn.softmax(fl.constant(1.0))
+
+    def build(tf):
+        p, fd = feed(tf, 1.0, np.float32, shape=None)
+        return tf.nn.log_softmax(p), fd
+
+    _, err = assert_same_error(tf1, build)
+    assert "logits must have >= 1 dimension, got []" in str(err)
+
+
+def test_softmax_float16():
+    out = run(fl.nn.softmax(fl.constant([1.0, 2.0, 3.0], fl.float16)))
+    assert out.dtype == np.float16
+    np.testing.assert_allclose(out, [0.09, 0.2446, 0.665], rtol=2e-3)
+
+
+# --- BiasAdd ------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.complex64])
+def test_bias_add_nhwc(tf1, dtype):
+    v = (np.arange(24).reshape(2, 3, 4) - 5).astype(dtype)
+    b = np.array([1, -2, 3, 10], dtype)
+
+    def build(tf):
+        p, fd = feed(tf, v)
+        return tf.nn.bias_add(p, b), fd
+
+    out = assert_same(tf1, build, rtol=0, atol=0)
+    np.testing.assert_array_equal(out, v + b)
+
+
+@pytest.mark.parametrize("fmt", ["NCHW", "NCW", "NCDHW"])
+def test_bias_add_nchw(tf1, fmt):
+    v = np.arange(2 * 3 * 2 * 2, dtype=np.float32).reshape(2, 3, 2, 2)
+    b = np.array([100.0, 200.0, 300.0], np.float32)
+
+    def build(tf):
+        p, fd = feed(tf, v)
+        return [tf.nn.bias_add(p, b, data_format=fmt), tf.nn.bias_add(p[:, :, 0], b, data_format=fmt)], fd
+
+    out, _ = assert_same(tf1, build, rtol=0, atol=0)
+    np.testing.assert_array_equal(out, v + b[:, None, None])
+
+
+def test_bias_add_names_and_static_shape():
+    y = fl.nn.bias_add(fl.placeholder(fl.float32, [None, None]), fl.constant([1.0, 2.0]))
+    assert (y.op.type, y.op.name, y.op.get_attr("data_format")) == ("BiasAdd", "BiasAdd", "NHWC")
+    assert y.shape.as_list() == [None, 2]
+    z = fl.nn.bias_add(fl.placeholder(fl.float32, [None, None, 7]), [1.0, 2.0, 3.0], data_format="NCHW")
+    assert z.shape.as_list() == [None, 3, 7] and z.op.get_attr("data_format") == "NCHW"
+    assert fl.nn.bias_add(y, [1.0, 2.0], name="out").op.name == "out"
+
+
+@pytest.mark.parametrize(
+    "value, bias, fmt, message",
+    [
+        ([2, 3], [3, 1], None, r"Shape must be rank 1 but is rank 2 for 'BiasAdd' \(op: 'BiasAdd'\)"),
+        ([2, 3], [4], None, "Dimensions must be equal, but are 3 and 4 for 'BiasAdd'"),
+        ([3], [3], None, "Shape must be at least rank 2 but is rank 1 for 'BiasAdd'"),
+        ([2, 3], [3], "NCHW", "Shape must be at least rank 3 but is rank 2 for 'BiasAdd'"),
+        ([2, 3, 4], [4], "NCHW", "Dimensions must be equal, but are 3 and 4"),
+    ],
+)
+def test_bias_add_build_errors(tf1, value, bias, fmt, message):
+    with pytest.raises(ValueError, match=message):
+        fl.nn.bias_add(fl.zeros(value), fl.zeros(bias), data_format=fmt)
+    with pytest.raises(ValueError):
+        tf1.nn.bias_add(tf1.zeros(value), tf1.zeros(bias), data_format=fmt)
+
+
+def test_bias_add_argument_errors():
+    with pytest.raises(ValueError, match="`data_format` must be of the form `N...C` or `NC...`"):
+        fl.nn.bias_add(fl.zeros([2, 3]), fl.zeros([3]), data_format="XYZ")
+    with pytest.raises(ValueError, match="requested dtype float32 for Tensor with dtype int32"):
+        fl.nn.bias_add(fl.zeros([2, 3]), fl.constant([1, 2, 3]))
+
+
+@pytest.mark.parametrize(
+    "value, bias, message",
+    [
+        (np.zeros([2, 3]), np.zeros([4]), r"Must provide as many biases as the last dimension of the input "
+                                          r"tensor: \[4\] vs. \[2,3\]"),
+        (np.zeros([3]), np.zeros([3]), r"Input tensor must be at least 2D: \[3\]"),
+        (np.zeros([2, 3]), np.zeros([3, 1]), r"Biases must be 1D: \[3,1\]"),
+    ],
+)
+def test_bias_add_runtime_errors(tf1, value, bias, message):
+    def build(tf):
+        v, fv = feed(tf, value, np.float32, shape=None)
+        b, fb = feed(tf, bias, np.float32, shape=None)
+        return tf.nn.bias_add(v, b), {**fv, **fb}
+
+    _, err = assert_same_error(tf1, build)
+    assert isinstance(err, fl.errors.InvalidArgumentError)
+    assert err.message and __import__("re").search(message, str(err))
+
+
+# --- L2Loss -------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", FLOATS + [np.float16])
+@pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 3, 4)])
+def test_l2_loss(tf1, dtype, shape):
+    x = np.asarray(np.random.RandomState(1).randn(*shape) * 3).astype(dtype)
+
+    def build(tf):
+        p, fd = feed(tf, x)
+        return tf.nn.l2_loss(p), fd
+
+    out = assert_same(tf1, build, rtol=2e-3 if dtype == np.float16 else 1e-6)
+    np.testing.assert_allclose(out, np.sum(x.astype(np.float64) ** 2) / 2, rtol=3e-3)
+
+
+def test_l2_loss_overflows_in_float16_like_tensorflow(tf1):
+    assert_same(tf1, lambda tf: tf.nn.l2_loss(tf.constant([300.0, 400.0], tf.float16)))
+    assert run(fl.nn.l2_loss(fl.constant([3.0, 4.0]))) == np.float32(12.5)
+
+
+# --- softmax cross entropy ----------------------------------------------------------
+def _np_xent(labels, logits, axis=-1):
+    m = logits.max(axis=axis, keepdims=True)
+    lse = np.log(np.exp(logits - m).sum(axis=axis, keepdims=True)) + m
+    return -(labels * (logits - lse)).sum(axis=axis)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("fn", ["softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2"])
+def test_softmax_xent_values(tf1, dtype, fn):
+    rs = np.random.RandomState(2)
+    logits = (rs.randn(4, 5) * 3).astype(dtype)
+    logits[0] = [1000, -1000, 0, 5, -5]
+    labels = rs.dirichlet(np.ones(5), 4).astype(dtype)
+    labels[1] = [0, 0, 1, 0, 0]
+
+    def build(tf):
+        x, fx = feed(tf, logits)
+        z, fz = feed(tf, labels)
+        return getattr(tf.nn, fn)(labels=z, logits=x), {**fx, **fz}
+
+    out = assert_same(tf1, build)
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out, _np_xent(labels.astype(np.float64), logits.astype(np.float64)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_softmax_xent_3d_and_axis(tf1, axis):
+    rs = np.random.RandomState(3)
+    logits = rs.randn(2, 3, 4).astype(np.float32)
+    labels = rs.dirichlet(np.ones(3 if axis in (1, -2) else 2), (2, 4) if axis in (1, -2) else (3, 4))
+    labels = np.moveaxis(labels, -1, axis).astype(np.float32)
+
+    def build(tf):
+        x, fx = feed(tf, logits)
+        z, fz = feed(tf, labels)
+        return [
+            tf.nn.softmax_cross_entropy_with_logits_v2(labels=z, logits=x, axis=axis),
+            tf.nn.softmax_cross_entropy_with_logits(labels=z, logits=x, dim=axis),
+            tf.nn.softmax_cross_entropy_with_logits_v2(labels=tf.nn.softmax(x), logits=x),
+        ], {**fx, **fz}
+
+    out = assert_same(tf1, build)
+    np.testing.assert_allclose(out[0], _np_xent(labels, logits, axis), rtol=1e-5)
+
+
+def test_softmax_xent_negative_axis():
+    # TensorFlow 2.21 fails to build this (its Range gets a negative limit); flowlab
+    # computes the loss along the axis.
+    rs = np.random.RandomState(3)
+    logits = rs.randn(2, 3, 4)
+    labels = np.moveaxis(rs.dirichlet(np.ones(3), (2, 4)), -1, 1)
+    loss = fl.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits, axis=-2)
+    assert loss.shape.as_list() == [2, 4]
+    np.testing.assert_allclose(run(loss), _np_xent(labels, logits, 1), rtol=1e-12)
+
+
+def test_softmax_xent_unknown_shapes(tf1):
+    logits = np.random.RandomState(4).randn(2, 3, 5).astype(np.float64)
+    labels = np.full((2, 3, 5), 0.2)
+
+    def build(tf):
+        x, fx = feed(tf, logits, shape=None)
+        z, fz = feed(tf, labels, shape=[None, None, None])
+        return tf.nn.softmax_cross_entropy_with_logits_v2(labels=z, logits=x), {**fx, **fz}
+
+    assert_same(tf1, build)
+
+
+def test_softmax_xent_names_shapes_and_labels_cast():
+    x = fl.placeholder(fl.float32, [None, 5])
+    loss = fl.nn.softmax_cross_entropy_with_logits_v2(labels=[[0.0, 1, 0, 0, 0]], logits=x)
+    assert (loss.op.type, loss.op.name) == ("SoftmaxCrossEntropyWithLogits", "softmax_cross_entropy_with_logits")
+    assert loss.shape.as_list() == [None]
+    v1 = fl.nn.softmax_cross_entropy_with_logits(labels=fl.zeros([3, 5]), logits=x)
+    assert v1.op.name == "softmax_cross_entropy_with_logits_sg"
+    assert v1.op.inputs[1].op.type == "StopGradient"
+    assert fl.nn.softmax_cross_entropy_with_logits_v2(
+        labels=fl.zeros([2, 3, 5], fl.float64), logits=fl.zeros([2, 3, 5], fl.float64)
+    ).shape.as_list() == [2, 3]
+    with pytest.raises(ValueError, match="Both `labels` and `logits` must be provided"):
+        fl.nn.softmax_cross_entropy_with_logits_v2(logits=x)
+    with pytest.raises(ValueError, match="named arguments"):
+        fl.nn.softmax_cross_entropy_with_logits(x, x)
+
+
+def test_softmax_xent_shape_mismatch(tf1):
+    with pytest.raises(ValueError, match="Dimensions must be equal, but are 5 and 4 for "
+                                         "'softmax_cross_entropy_with_logits'"):
+        fl.nn.softmax_cross_entropy_with_logits_v2(labels=fl.zeros([2, 4]), logits=fl.zeros([2, 5]))
+
+    def build(tf):
+        x, fx = feed(tf, np.zeros([2, 5], np.float32), shape=[None, None])
+        z, fz = feed(tf, np.zeros([2, 4], np.float32), shape=[None, None])
+        return tf.nn.softmax_cross_entropy_with_logits_v2(labels=z, logits=x), {**fx, **fz}
+
+    _, err = assert_same_error(tf1, build)
+    assert "logits and labels must be broadcastable: logits_size=[2,5] labels_size=[2,4]" in str(err)
+
+
+@pytest.mark.parametrize(
+    "fshape, lshape", [((2, 5), (1, 5)), ((1, 5), (3, 5)), ((5,), (2, 5)), ((2, 5), (5,)), ((0, 3), (0, 3)),
+                       ((2, 0), (2, 0))]
+)
+def test_softmax_xent_raw_op_broadcasting(tf1, fshape, lshape):
+    rs = np.random.RandomState(5)
+    f, z = rs.randn(*fshape).astype(np.float32), rs.rand(*lshape).astype(np.float32)
+    assert_same(tf1, lambda tf: raw(tf, "SoftmaxCrossEntropyWithLogits", features=f, labels=z))
+
+
+def test_softmax_xent_raw_op_rank_errors(tf1):
+    with pytest.raises(ValueError, match="Shape must be broadcasted with rank 2, but is rank 3"):
+        apply_op("SoftmaxCrossEntropyWithLogits", features=fl.zeros([1, 2, 5]), labels=fl.zeros([1, 2, 5]))
+
+    def build(tf):
+        x, fx = feed(tf, np.zeros([5], np.float32), shape=None)
+        return raw(tf, "SoftmaxCrossEntropyWithLogits", features=x, labels=x), fx
+
+    _, err = assert_same_error(tf1, build)
+    assert "logits and labels must be either 2-dimensional, or broadcasted to be 2-dimensional" in str(err)
+
+
+def test_softmax_xent_infinite_logits(tf1):
+    def build(tf):
+        x, fx = feed(tf, [[-np.inf, 0.0], [-np.inf, 0.0], [1000.0, -1000.0]], np.float32)
+        z, fz = feed(tf, [[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]], np.float32)
+        return raw(tf, "SoftmaxCrossEntropyWithLogits", features=x, labels=z), {**fx, **fz}
+
+    (loss, _) = assert_same(tf1, build)
+    assert loss[0] == np.inf and np.isnan(loss[1]) and loss[2] == 2000.0
+
+
+# --- sparse softmax cross entropy ---------------------------------------------------
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("ltype", [np.int32, np.int64])
+def test_sparse_xent_values(tf1, dtype, ltype):
+    rs = np.random.RandomState(6)
+    logits = (rs.randn(4, 5) * 4).astype(dtype)
+    logits[0] = [1000, -1000, 0, 3, 4]
+    labels = np.array([1, 0, 4, 2], ltype)
+
+    def build(tf):
+        x, fx = feed(tf, logits)
+        z, fz = feed(tf, labels)
+        return [tf.nn.sparse_softmax_cross_entropy_with_logits(labels=z, logits=x),
+                raw(tf, "SparseSoftmaxCrossEntropyWithLogits", features=x, labels=z)], {**fx, **fz}
+
+    loss, (raw_loss, backprop) = assert_same(tf1, build)
+    assert loss[0] == 2000.0
+    np.testing.assert_allclose(loss, _np_xent(np.eye(5)[labels], logits.astype(np.float64)), rtol=1e-5)
+    np.testing.assert_allclose(backprop, _np_softmax(logits.astype(np.float64)) - np.eye(5)[labels], atol=1e-6)
+
+
+def test_sparse_xent_higher_rank_and_unknown_shapes(tf1):
+    rs = np.random.RandomState(7)
+    logits = rs.randn(2, 3, 4)
+    labels = np.array([[1, 2, 3], [0, 0, 2]])
+
+    def build(tf):
+        x, fx = feed(tf, logits)
+        z, fz = feed(tf, labels)
+        xu, fxu = feed(tf, logits, shape=[None, None, None])
+        zu, fzu = feed(tf, labels, shape=[None, None])
+        return [tf.nn.sparse_softmax_cross_entropy_with_logits(labels=z, logits=x),
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=zu, logits=xu)], {**fx, **fz, **fxu, **fzu}
+
+    assert_same(tf1, build)
+    y = fl.nn.sparse_softmax_cross_entropy_with_logits(labels=fl.zeros([2, 3], fl.int32), logits=fl.zeros([2, 3, 4]))
+    assert y.shape.as_list() == [2, 3] and y.dtype == fl.float32
+
+
+def test_sparse_xent_names_and_shapes():
+    x = fl.placeholder(fl.float32, [None, 5])
+    y = fl.nn.sparse_softmax_cross_entropy_with_logits(labels=fl.placeholder(fl.int64, [None]), logits=x)
+    assert y.op.type == "SparseSoftmaxCrossEntropyWithLogits"
+    assert y.op.name == "SparseSoftmaxCrossEntropyWithLogits/SparseSoftmaxCrossEntropyWithLogits"
+    assert y.op.get_attr("Tlabels") == fl.int64 and y.shape.as_list() == [None]
+    assert y.op.outputs[1].shape.as_list() == [None, 5]
+
+
+@pytest.mark.parametrize(
+    "labels, message",
+    [
+        ([7, 1], r"Received a label value of 7 which is outside the valid range of \[0, 5\).  Label values: 7 1"),
+        ([-1, 1], r"Received a label value of -1 which is outside the valid range of \[0, 5\)"),
+        ([9, -1], r"Received a label value of -1 which"),
+    ],
+)
+def test_sparse_xent_label_out_of_range(tf1, labels, message):
+    def build(tf):
+        z, fz = feed(tf, labels, np.int32, shape=[None])
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=z, logits=tf.zeros([2, 5])), fz
+
+    _, err = assert_same_error(tf1, build)
+    assert isinstance(err, fl.errors.InvalidArgumentError)
+    assert __import__("re").search(message, str(err))
+
+
+def test_sparse_xent_build_errors():
+    with pytest.raises(ValueError, match=r"`labels.shape.rank` must equal `logits.shape.rank - 1`"):
+        fl.nn.sparse_softmax_cross_entropy_with_logits(labels=[[1]], logits=fl.zeros([2, 5]))
+    with pytest.raises(ValueError, match=r"`labels.shape` must equal `logits.shape` except for the last"):
+        fl.nn.sparse_softmax_cross_entropy_with_logits(labels=[1, 2, 3], logits=fl.zeros([2, 5]))
+    with pytest.raises(ValueError, match="`logits` cannot be a scalar"):
+        fl.nn.sparse_softmax_cross_entropy_with_logits(labels=1, logits=1.0)
+    with pytest.raises(ValueError, match="Dimensions must be equal, but are 2 and 3 for "
+                                         "'SparseSoftmaxCrossEntropyWithLogits.*' \\(op: "):
+        apply_op("SparseSoftmaxCrossEntropyWithLogits", features=fl.zeros([2, 5]), labels=[1, 2, 3])
+    with pytest.raises(TypeError, match="'labels' has DataType float32"):
+        apply_op("SparseSoftmaxCrossEntropyWithLogits", features=fl.zeros([2, 5]), labels=fl.zeros([2]))
+
+
+@pytest.mark.parametrize(
+    "fshape, lshape, message",
+    [
+        ((5,), (1,), r"logits must be 2-D, but got shape \[5\]"),
+        ((2, 5), (2, 1), r"labels must be 1-D, but got shape \[2,1\]"),
+        ((2, 5), (3,), r"logits and labels must have the same first dimension, got logits shape \[2,5\] "
+                       r"and labels shape \[3\]"),
+        ((2, 0), (2,), r"Must have at least one class, but got logits shape \[2,0\]"),
+    ],
+)
+def test_sparse_xent_raw_runtime_errors(tf1, fshape, lshape, message):
+    def build(tf):
+        x, fx = feed(tf, np.zeros(fshape, np.float32), shape=None)
+        z, fz = feed(tf, np.zeros(lshape, np.int32), shape=None)
+        return raw(tf, "SparseSoftmaxCrossEntropyWithLogits", features=x, labels=z), {**fx, **fz}
+
+    _, err = assert_same_error(tf1, build)
+    assert __import__("re").search(message, str(err))
+
+
+def test_sparse_xent_empty_batch(tf1):
+    assert_same(tf1, lambda tf: raw(tf, "SparseSoftmaxCrossEntropyWithLogits",
+                                    features=np.zeros([0, 3], np.float32), labels=np.zeros([0], np.int32)))
+
+
+# --- sigmoid and weighted cross entropy ---------------------------------------------
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_sigmoid_xent(tf1, dtype):
+    x = np.array([[1000, -1000, 0, 1], [-1, 0, 30, -30]], dtype)
+    z = np.array([[0, 1, 0.5, 1], [0, 1, 0.25, 1]], dtype)
+
+    def build(tf):
+        a, fa = feed(tf, x)
+        b, fb = feed(tf, z)
+        return tf.nn.sigmoid_cross_entropy_with_logits(labels=b, logits=a), {**fa, **fb}
+
+    out = assert_same(tf1, build)
+    xd, zd = x.astype(np.float64), z.astype(np.float64)
+    np.testing.assert_allclose(out, np.maximum(xd, 0) - xd * zd + np.log1p(np.exp(-np.abs(xd))), rtol=1e-6)
+    assert out[0, 0] == 1000 and out[0, 1] == 1000
+
+
+def test_sigmoid_xent_structure_and_errors():
+    y = fl.nn.sigmoid_cross_entropy_with_logits(labels=fl.zeros([2, 3]), logits=fl.ones([2, 3]))
+    assert (y.op.type, y.op.name) == ("AddV2", "logistic_loss")
+    types = {op.type for op in fl.get_default_graph().get_operations()}
+    assert {"Select", "GreaterEqual", "Log1p", "Exp"} <= types  # TensorFlow's composite
+    with pytest.raises(ValueError, match=r"`logits` and `labels` must have the same shape, received \(\(3, 2\) vs \(2, 3\)\)"):
+        fl.nn.sigmoid_cross_entropy_with_logits(labels=fl.zeros([2, 3]), logits=fl.zeros([3, 2]))
+    with pytest.raises(ValueError, match="Both `labels` and `logits` must be provided"):
+        fl.nn.sigmoid_cross_entropy_with_logits(logits=fl.zeros([3, 2]))
+
+
+def test_weighted_xent(tf1):
+    x = np.array([1000.0, -1000.0, 0.0, 2.0, -3.0], np.float32)
+    z = np.array([0.0, 1.0, 0.5, 1.0, 0.0], np.float32)
+
+    def build(tf):
+        a, fa = feed(tf, x)
+        b, fb = feed(tf, z)
+        return [tf.nn.weighted_cross_entropy_with_logits(labels=b, logits=a, pos_weight=3.0),
+                tf.nn.weighted_cross_entropy_with_logits(targets=b, logits=a, pos_weight=0.5)], {**fa, **fb}
+
+    assert_same(tf1, build)
+
+
+# --- xw_plus_b, l2_normalize, moments -----------------------------------------------
+def test_xw_plus_b(tf1):
+    rs = np.random.RandomState(8)
+    x, w, b = rs.randn(3, 4), rs.randn(4, 2), rs.randn(2)
+    out = assert_same(tf1, lambda tf: tf.nn.xw_plus_b(x, w, b))
+    np.testing.assert_allclose(out, x @ w + b)
+    y = fl.nn.xw_plus_b(fl.placeholder(fl.float32, [None, 4]), fl.zeros([4, 2]), fl.zeros([2]))
+    assert (y.op.type, y.op.name, y.shape.as_list()) == ("BiasAdd", "xw_plus_b", [None, 2])
+    assert y.op.inputs[0].op.name == "xw_plus_b/MatMul"
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, [0, 1], -1])
+def test_l2_normalize(tf1, axis):
+    x = np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 0.0]], np.float32)
+    assert_same(tf1, lambda tf: tf.nn.l2_normalize(x, axis))
+    assert_same(tf1, lambda tf: tf.nn.l2_normalize(x.astype(np.float64), dim=axis, epsilon=1e-3))
+
+
+@pytest.mark.parametrize("axes", [[0], [1], [0, 1], [-1]])
+@pytest.mark.parametrize("keep", [False, True])
+def test_moments(tf1, axes, keep):
+    x = np.random.RandomState(9).randn(4, 3).astype(np.float32) * 5 + 2
+    mean, var = assert_same(tf1, lambda tf: list(tf.nn.moments(tf.constant(x), axes, keep_dims=keep)), rtol=1e-5)
+    np.testing.assert_allclose(mean, x.mean(axis=tuple(axes), keepdims=keep), rtol=1e-5)
+    np.testing.assert_allclose(var, x.var(axis=tuple(axes), keepdims=keep), rtol=1e-4)
+
+
+def test_moments_float16_and_names(tf1):
+    x = np.array([[1.0, 2.0], [3.0, 5.0]], np.float16)
+    assert_same(tf1, lambda tf: list(tf.nn.moments(tf.constant(x), [0], keepdims=True)), rtol=1e-3)
+    mean, var = fl.nn.moments(fl.placeholder(fl.float32, [None, 3]), [0])
+    assert mean.shape.as_list() == [3] and var.shape.as_list() == [3]
+    names = [op.name for op in fl.get_default_graph().get_operations()]
+    assert "moments/mean" in names and "moments/variance" in names
+
+
+# --- InTopKV2 -----------------------------------------------------------------------
+def test_in_top_k_values(tf1):
+    preds = np.array([[0.1, 0.5, 0.5, 0.2], [np.nan, 1, 2, 3], [np.inf, 1, 2, 3], [1, 1, 1, 1],
+                      [1, np.nan, 2, 3], [4, 3, 2, 1]], np.float32)
+
+    def build(tf):
+        p, fp = feed(tf, preds)
+        t32, ft = feed(tf, [2, 0, 0, 3, 3, 1], np.int32)
+        t64 = tf.constant([1, 3, 1, 3, 3, -1], tf.int64)
+        return [tf.nn.in_top_k(p, t32, 1), tf.nn.in_top_k(p, t32, 2), tf.nn.in_top_k(p, t64, 2),
+                tf.nn.in_top_k(p, t32, 0), tf.nn.in_top_k(p, t32, 9), tf.nn.in_top_k(p, t32, -1)], {**fp, **ft}
+
+    out = assert_same(tf1, build)
+    assert out[0].tolist() == [True, False, False, True, False, False]
+    assert out[1].tolist() == [True, False, False, True, False, True]
+
+
+def test_in_top_k_build(tf1):
+    y = fl.nn.in_top_k(fl.placeholder(fl.float32, [None, 3]), fl.placeholder(fl.int32, [None]), 1)
+    assert (y.op.type, y.op.name, y.dtype, y.shape.as_list()) == ("InTopKV2", "in_top_k/InTopKV2", fl.bool, [None])
+    assert get_gradient_function("InTopKV2") is None
+    with pytest.raises(ValueError, match="Shape must be rank 2 but is rank 1 for 'in_top_k_1/InTopKV2'"):
+        fl.nn.in_top_k(fl.zeros([3]), [1], 1)
+    with pytest.raises(ValueError, match="Dimensions must be equal, but are 2 and 3"):
+        fl.nn.in_top_k(fl.zeros([2, 3]), [1, 2, 2], 1)
+    with pytest.raises(TypeError, match="'predictions' .*float64"):
+        fl.nn.in_top_k(fl.zeros([2, 3], fl.float64), [1, 2], 1)
+
+
+@pytest.mark.parametrize(
+    "pshape, tshape, message",
+    [
+        ((3,), (1,), "predictions must be 2-dimensional"),
+        ((2, 3), (2, 1), "targets must be 1-dimensional"),
+        ((2, 3), (3,), "First dimension of predictions 2 must match length of targets 3"),
+    ],
+)
+def test_in_top_k_runtime_errors(tf1, pshape, tshape, message):
+    def build(tf):
+        p, fp = feed(tf, np.zeros(pshape, np.float32), shape=None)
+        t, ft = feed(tf, np.zeros(tshape, np.int32), shape=None)
+        return tf.nn.in_top_k(p, t, 1), {**fp, **ft}
+
+    _, err = assert_same_error(tf1, build)
+    assert message in str(err)
+
+
+# --- the namespace ------------------------------------------------------------------
+def test_nn_namespace_reexports_math_activations(tf1):
+    x = np.array([-2.0, 0.0, 3.0], np.float32)
+    assert_same(tf1, lambda tf: [tf.nn.sigmoid(x), tf.nn.tanh(x)])
