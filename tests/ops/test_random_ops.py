@@ -190,7 +190,7 @@ def test_float32_bitwise_like_tensorflow(tf1, fn, shape):
 @pytest.mark.parametrize("fn", ["random_normal", "random_uniform", "truncated_normal"])
 def test_other_float_dtypes_bitwise_like_tensorflow(tf1, fn, dtype):
     for shape in ([5], [17, 33]):
-        _same_bits(tf1, lambda tf: getattr(tf, fn)(shape, dtype=getattr(tf, dtype), seed=3))
+        _same_bits(tf1, lambda tf, s=shape: getattr(tf, fn)(s, dtype=getattr(tf, dtype), seed=3))
 
 
 def test_large_sample_bitwise_like_tensorflow(tf1):
