@@ -30,6 +30,7 @@ from typing import Any
 
 from flowlab import errors
 from flowlab.kernels.registry import DEAD
+from flowlab.runtime.fp_errors import enter_quiet, exit_quiet, quietly
 from flowlab.runtime.plan import Plan, PlanNode, fetch_value, op_error
 from flowlab.runtime.step import Step
 
@@ -103,14 +104,18 @@ class Execution:
 
     def run(self) -> list[Any]:
         """Run to the end; returns the fetched values (as Session.run returns them)."""
-        self.start()
-        while True:
-            while self.ready and self.error is None:
-                self.run_one()
-            if self.error is not None or self.outstanding == 0:
-                break
-            self._wait_for_completion()
-        return self.finish()
+        token = enter_quiet()
+        try:
+            self.start()
+            while True:
+                while self.ready and self.error is None:
+                    self.run_one()
+                if self.error is not None or self.outstanding == 0:
+                    break
+                self._wait_for_completion()
+            return self.finish()
+        finally:
+            exit_quiet(token)
 
     def run_one(self, index: int | None = None) -> PlanNode:
         """Run one ready node (the first, or the one with plan index `index`)."""
@@ -189,6 +194,7 @@ class Execution:
             self.outstanding += 1
             idx = node.index
 
+            @quietly
             def work() -> None:
                 try:
                     r = kdef.fn(node.ctx, self.step, *args) if kdef.needs_step else kdef.fn(node.ctx, *args)

@@ -30,6 +30,7 @@ from flowlab import errors
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.kernels.registry import KernelDef, find_kernel
 from flowlab.runtime.device import Device
+from flowlab.runtime.fp_errors import enter_quiet, exit_quiet
 from flowlab.runtime.step import Step
 
 
@@ -300,6 +301,7 @@ def op_error(exc: BaseException, op: Operation | None, device: str) -> errors.Op
 def run_straight_line(plan: Plan, step: Step, feed_values: list[Any]) -> list[Any]:
     """Run the generated function; on failure undo the step's writes and raise the
     error of the op that failed."""
+    token = enter_quiet()
     try:
         return plan.straight_line(step, feed_values)  # type: ignore[misc]
     except Exception as e:
@@ -308,3 +310,5 @@ def run_straight_line(plan: Plan, step: Step, feed_values: list[Any]) -> list[An
         if node is None:
             raise
         raise op_error(e, node.op, node.ctx.device.name) from e
+    finally:
+        exit_quiet(token)

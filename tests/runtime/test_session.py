@@ -261,3 +261,19 @@ def test_config_rejects_unknown_fields():
     cfg = fl.ConfigProto()
     cfg.gpu_options.allow_growth = True
     assert cfg.gpu_options.allow_growth is True
+
+
+def test_floating_point_errors_are_silent_inside_steps_only():
+    import warnings
+
+    x = fl.placeholder(fl.float32, [2])
+    y = fl.log(x) + fl.constant(1.0) / x
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with fl.Session() as s:
+            out = s.run(y, {x: [0.0, 1.0]})
+            s.set_listener(lambda e: None)
+            out2 = s.run(y, {x: [0.0, 1.0]})
+    assert np.isnan(out[0]) or np.isinf(out[0])
+    np.testing.assert_array_equal(out, out2)
+    assert np.geterr()["divide"] == "warn"  # the user's settings are untouched
