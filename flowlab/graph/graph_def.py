@@ -123,7 +123,7 @@ def _tensor_to_json(value: Any) -> dict[str, Any]:
         data: Any = [base64.b64encode(v).decode("ascii") for v in flat]
         dt = dtypes.string
     else:
-        dt = dtypes.as_dtype(arr.dtype)
+        dt = dtypes.as_dtype(arr.dtype.newbyteorder("="))
         raw = np.ascontiguousarray(arr, dtype=_le(arr.dtype)).tobytes()
         data = base64.b64encode(raw).decode("ascii")
     return {"dtype": dtype_to_json(dt), "shape": [int(d) for d in arr.shape], "data": data}

@@ -18,8 +18,8 @@ a NextIteration into a Merge, which are wired once the NextIteration exists.
 Loading never executes code (no pickle, no eval).  Everything that can be checked
 before creating ops is checked first (structure, op types, attrs, inputs, dtypes,
 cycles, input_map and return_elements), so bad input raises ValueError naming the
-node and adds nothing; if a shape function still fails, the ops already created by
-this call are removed again.
+node before any op exists; if a shape function still fails, the ops already created
+by this call are removed again, so a failed import leaves the graph as it was.
 """
 
 from __future__ import annotations
@@ -90,13 +90,20 @@ def import_graph_def(
     g = get_default_graph()
     g._check_not_finalized()
     outer_control = g._control_inputs_for([])
-    with g.name_scope(name if name is not None else "import") as scope:
-        prefix = scope[:-1] if scope else ""
-        mapped = _convert_input_map(name, input_map, g)
-
-    plan = _Plan(g, nodes, mapped, prefix)
-    wanted = plan.resolve_returns(returns)
-    plan.create(outer_control)
+    names_in_use = dict(g._names_in_use)
+    n_before = len(g._ops)
+    try:
+        with g.name_scope(name if name is not None else "import") as scope:
+            prefix = scope[:-1] if scope else ""
+            mapped = _convert_input_map(name, input_map, g)
+        plan = _Plan(g, nodes, mapped, prefix)
+        wanted = plan.resolve_returns(returns)
+        plan.create(outer_control)
+    except BaseException:
+        # Leave the graph as it was: no op (not even a converted input_map value)
+        # and no name of this call remains.
+        discard_ops(g, g.get_operations()[n_before:], names_in_use)
+        raise
     if wanted is None:
         return None
     out: list[Any] = []
@@ -438,27 +445,18 @@ class _Plan:
     # -- creation
     def create(self, outer_control: list[Operation]) -> None:
         g = self.g
-        names_in_use = dict(g._names_in_use)
-        made: list[Operation] = []
-        try:
-            with g.control_dependencies(None), g.colocate_with(None):
-                for n in self.order:
-                    op = self._create_one(n)
-                    made.append(op)
-                    self.created[n.spec.name] = op
-            for n, j, src, idx in self.back_edges:
-                self.created[n.spec.name]._update_input(j, self.created[src].outputs[idx])
+        with g.control_dependencies(None), g.colocate_with(None, ignore_existing=True):
             for n in self.order:
-                op = self.created[n.spec.name]
-                for c in n.controls:
-                    op._add_control_input(self.created[c] if isinstance(c, str) else c)
-                for c in outer_control:
-                    op._add_control_input(c)
-            self._colocate()
-        except BaseException:
-            discard_ops(g, made, names_in_use)
-            self.created.clear()
-            raise
+                self.created[n.spec.name] = self._create_one(n)
+        for n, j, src, idx in self.back_edges:
+            self.created[n.spec.name]._update_input(j, self.created[src].outputs[idx])
+        for n in self.order:
+            op = self.created[n.spec.name]
+            for c in n.controls:
+                op._add_control_input(self.created[c] if isinstance(c, str) else c)
+            for c in outer_control:
+                op._add_control_input(c)
+        self._colocate()
 
     def _create_one(self, n: _Node) -> Operation:
         inputs: list[Tensor] = []
