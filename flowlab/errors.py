@@ -62,12 +62,17 @@ class OpError(Exception):
     def error_code(self) -> int:
         return self._error_code
 
+    @property
+    def experimental_payloads(self) -> dict[str, bytes]:
+        return {}
+
     def __str__(self) -> str:
         return self._message
 
     def __reduce__(self) -> Any:
-        # Errors cross process boundaries (Dask) as class + message only.
-        return type(self), (None, None, self._message)
+        # Errors cross process boundaries (Dask) as class, message and code only: the
+        # op and node_def belong to the sender's graph.
+        return type(self), (None, None, self._message, self._error_code)
 
 
 def _error_class(name: str, code: int, doc: str) -> type[OpError]:
@@ -124,11 +129,23 @@ _CODE_TO_CLASS = {
 
 
 def exception_type_from_error_code(code: int) -> type[OpError]:
+    """The OpError subclass for a canonical code (KeyError for OK or unknown codes)."""
     return _CODE_TO_CLASS[code]
 
 
-def error_code_from_exception_type(cls: type[OpError]) -> int:
-    return cls.error_code_default
+def error_code_from_exception_type(cls: type) -> int:
+    """The canonical code of an OpError subclass; UNKNOWN for any other class."""
+    if isinstance(cls, type) and issubclass(cls, OpError) and cls is not OpError:
+        return cls.error_code_default
+    return UNKNOWN
+
+
+class OperatorNotAllowedInGraphError(TypeError):
+    """A Python operation a symbolic graph Tensor cannot support (`bool(t)`, `iter(t)`).
+
+    A TypeError, as TensorFlow's class of the same name (which tf.errors does not
+    export either).
+    """
 
 
 __all__ = [

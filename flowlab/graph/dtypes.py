@@ -43,14 +43,15 @@ __all__ = [
 class DType:
     """An element type; compare with `==` or `is` (instances are interned)."""
 
-    __slots__ = ("name", "_np", "_is_ref", "_base", "_ref", "__weakref__")
+    __slots__ = ("name", "_np", "_is_ref", "_base", "_ref", "_enum", "__weakref__")
 
-    def __init__(self, name: str, np_dtype: Any, is_ref: bool = False) -> None:
+    def __init__(self, name: str, np_dtype: Any, is_ref: bool = False, enum: int = 0) -> None:
         self.name = name
         self._np = np_dtype
         self._is_ref = is_ref
         self._base: DType = self
         self._ref: DType | None = None
+        self._enum = enum
 
     # --- TensorFlow 1.x properties -------------------------------------------------
     @property
@@ -63,13 +64,19 @@ class DType:
         return self._base
 
     @property
+    def as_datatype_enum(self) -> int:
+        """TensorFlow's `DataType` enum value (`DT_FLOAT` = 1, refs add 100)."""
+        return self._enum
+
+    @property
     def real_dtype(self) -> DType:
+        """float32/float64 for complex64/complex128; the dtype itself otherwise."""
         b = self._base
         if b is complex64:
             return float32
         if b is complex128:
             return float64
-        return b
+        return self
 
     @property
     def is_ref_dtype(self) -> bool:
@@ -110,9 +117,14 @@ class DType:
         return self.is_floating or self.is_integer or self.is_complex
 
     @property
+    def is_quantized(self) -> bool:
+        return False
+
+    @property
     def size(self) -> int:
+        """Bytes per element; 0 for string, resource and variant (as TensorFlow)."""
         if self._base in (string, resource, variant):
-            return 1
+            return 0
         return np.dtype(self._np).itemsize
 
     @property
@@ -122,8 +134,6 @@ class DType:
             return np.finfo(b._np).min
         if b.is_integer:
             return np.iinfo(b._np).min
-        if b is bool:
-            return False
         raise TypeError(f"cannot find minimum value of {self.name}")
 
     @property
@@ -133,13 +143,13 @@ class DType:
             return np.finfo(b._np).max
         if b.is_integer:
             return np.iinfo(b._np).max
-        if b is bool:
-            return True
         raise TypeError(f"cannot find maximum value of {self.name}")
 
     def is_compatible_with(self, other: Any) -> bool:
+        """Whether a value of type `other` may be used where `self` is expected:
+        the same type, or `other` is the reference twin of `self` (not the reverse)."""
         other = as_dtype(other)
-        return self._base is other._base
+        return self is other or self is other._base
 
     def __repr__(self) -> str:
         return f"tf.{self.name}"
@@ -167,31 +177,31 @@ class DType:
         return as_dtype, (self.name,)
 
 
-def _make(name: str, np_dtype: Any) -> DType:
-    d = DType(name, np_dtype)
-    r = DType(name + "_ref", np_dtype, is_ref=True)
+def _make(name: str, np_dtype: Any, enum: int) -> DType:
+    d = DType(name, np_dtype, enum=enum)
+    r = DType(name + "_ref", np_dtype, is_ref=True, enum=enum + 100)
     r._base = d
     d._ref = r
     return d
 
 
-bool = _make("bool", np.bool_)  # noqa: A001 - TensorFlow's public name
-int8 = _make("int8", np.int8)
-int16 = _make("int16", np.int16)
-int32 = _make("int32", np.int32)
-int64 = _make("int64", np.int64)
-uint8 = _make("uint8", np.uint8)
-uint16 = _make("uint16", np.uint16)
-uint32 = _make("uint32", np.uint32)
-uint64 = _make("uint64", np.uint64)
-float16 = _make("float16", np.float16)
-float32 = _make("float32", np.float32)
-float64 = _make("float64", np.float64)
-complex64 = _make("complex64", np.complex64)
-complex128 = _make("complex128", np.complex128)
-string = _make("string", object)
-resource = _make("resource", None)
-variant = _make("variant", None)
+bool = _make("bool", np.bool_, 10)  # noqa: A001 - TensorFlow's public name
+int8 = _make("int8", np.int8, 6)
+int16 = _make("int16", np.int16, 5)
+int32 = _make("int32", np.int32, 3)
+int64 = _make("int64", np.int64, 9)
+uint8 = _make("uint8", np.uint8, 4)
+uint16 = _make("uint16", np.uint16, 17)
+uint32 = _make("uint32", np.uint32, 22)
+uint64 = _make("uint64", np.uint64, 23)
+float16 = _make("float16", np.float16, 19)
+float32 = _make("float32", np.float32, 1)
+float64 = _make("float64", np.float64, 2)
+complex64 = _make("complex64", np.complex64, 8)
+complex128 = _make("complex128", np.complex128, 18)
+string = _make("string", object, 7)
+resource = _make("resource", None, 20)
+variant = _make("variant", None, 21)
 half = float16
 double = float64
 
@@ -204,8 +214,14 @@ _BY_NAME: dict[str, DType] = {}
 for _d in _ALL:
     _BY_NAME[_d.name] = _d
     _BY_NAME[_d._as_ref().name] = _d._as_ref()
-_BY_NAME["half"] = float16
-_BY_NAME["double"] = float64
+# TensorFlow's proto-style aliases.
+for _alias, _d in (("half", float16), ("float", float32), ("double", float64)):
+    _BY_NAME[_alias] = _d
+    _BY_NAME[_alias + "_ref"] = _d._as_ref()
+_BY_ENUM: dict[int, DType] = {}
+for _d in _ALL:
+    _BY_ENUM[_d._enum] = _d
+    _BY_ENUM[_d._as_ref()._enum] = _d._as_ref()
 _BY_NP: dict[Any, DType] = {np.dtype(d._np): d for d in _ALL if d._np not in (None, object)}
 
 # Groups used by op definitions (`attrs=["T: numeric"]`).
@@ -219,7 +235,12 @@ ALL_TYPES = _ALL
 
 
 def as_dtype(type_value: Any) -> DType:
-    """Convert a DType, name, NumPy dtype or Python type to the interned DType."""
+    """Convert a DType, name, enum, NumPy dtype or Python type to the interned DType.
+
+    As TensorFlow: `float` gives float32 and `bool` bool, while `int`, `str`,
+    `bytes` and `complex` are ambiguous and rejected (TypeError); NumPy string and
+    object dtypes give `string`.
+    """
     if isinstance(type_value, DType):
         return type_value
     if isinstance(type_value, str):
@@ -228,16 +249,18 @@ def as_dtype(type_value: Any) -> DType:
             return d
     elif type_value is float:
         return float32
-    elif type_value is int:
-        return int32
     elif type_value is builtins.bool:
         return bool
-    elif type_value in (bytes, str):
-        return string
-    else:
+    elif any(type_value is t for t in (int, bytes, str, complex)):
+        pass
+    elif isinstance(type_value, int) and not isinstance(type_value, builtins.bool):
+        d = _BY_ENUM.get(type_value)
+        if d is not None:
+            return d
+    elif type_value is not None:
         try:
             npd = np.dtype(type_value)
-        except TypeError:
+        except (TypeError, ValueError):
             npd = None
         if npd is not None:
             if npd.kind in ("S", "U", "O"):
@@ -245,7 +268,7 @@ def as_dtype(type_value: Any) -> DType:
             d = _BY_NP.get(npd)
             if d is not None:
                 return d
-    raise TypeError(f"Cannot convert {type_value!r} to a flowlab DType.")
+    raise TypeError(f"Cannot convert the argument `type_value`: {type_value!r} to a DType.")
 
 
 _PY_BOOL = builtins.bool
@@ -254,15 +277,31 @@ _PY_BOOL = builtins.bool
 def dtype_of_value(value: Any) -> DType:
     """The DType TensorFlow infers for a Python or NumPy value (tf.constant rules).
 
-    Python floats become float32 and ints int32 (int64 if they do not fit), as in
-    TensorFlow 1.x; NumPy arrays keep their dtype (float64 stays float64).
+    Python floats become float32 and ints int32 (int64 if they do not fit, uint64
+    beyond that), as in TensorFlow 1.x; NumPy arrays and scalars keep their dtype
+    (float64 stays float64), while a list mixing NumPy scalars and Python numbers
+    follows NumPy's promotion with float64 -> float32 and int64 -> int32 when the
+    values fit.  None is a ValueError; values TensorFlow cannot convert (a list
+    mixing strings and numbers, None inside a list, arbitrary objects, ints past
+    64 bits) are TypeErrors.
     """
-    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+    if value is None:
+        raise ValueError("None values not supported.")
+    if isinstance(value, (np.ndarray, np.generic)):
+        if value.dtype.kind == "O":
+            _check_strings(value, np.asarray(value).reshape(-1).tolist())
+            return string
         return as_dtype(value.dtype)
     if isinstance(value, _PY_BOOL):
         return bool
     if isinstance(value, int):
-        return int32 if -(2**31) <= value < 2**31 else int64
+        if -(2**31) <= value < 2**31:
+            return int32
+        if -(2**63) <= value < 2**63:
+            return int64
+        if 0 <= value < 2**64:
+            return uint64
+        raise _cannot_convert(value)
     if isinstance(value, float):
         return float32
     if isinstance(value, complex):
@@ -270,12 +309,35 @@ def dtype_of_value(value: Any) -> DType:
     if isinstance(value, (bytes, str)):
         return string
     arr = np.asarray(value)
+    kind = arr.dtype.kind
+    if kind in ("U", "S", "O"):
+        _check_strings(value, _leaves(value))
+        return string
     if arr.dtype == np.float64:
         return float32
     if arr.dtype == np.int64:
         if arr.size and (arr.min() < -(2**31) or arr.max() >= 2**31):
             return int64
         return int32
-    if arr.dtype.kind in ("U", "S", "O"):
-        return string
     return as_dtype(arr.dtype)
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    if isinstance(value, np.ndarray):
+        return value.reshape(-1).tolist()
+    return [value]
+
+
+def _check_strings(value: Any, leaves: list[Any]) -> None:
+    if not all(isinstance(v, (bytes, str)) for v in leaves):
+        raise _cannot_convert(value)
+
+
+def _cannot_convert(value: Any) -> TypeError:
+    return TypeError(
+        f"Failed to convert elements of {value!r} to Tensor. Consider casting elements to a "
+        "supported type. See https://www.tensorflow.org/api_docs/python/tf/dtypes for "
+        "supported TF dtypes."
+    )

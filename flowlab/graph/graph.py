@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from flowlab.graph import dtypes as _dtypes
 from flowlab.graph.device_spec import DeviceSpec, canonical_name
@@ -60,6 +61,14 @@ class GraphKeys:
     COND_CONTEXT = "cond_context"
     WHILE_CONTEXT = "while_context"
     VARIABLES = GLOBAL_VARIABLES
+    _STREAMING_MODEL_PORTS = "streaming_model_ports"
+    _SUMMARY_COLLECTION = "_SUMMARY_V2"
+    # Every collection that holds variables (TensorFlow's list, in its order).
+    _VARIABLE_COLLECTIONS = [
+        GLOBAL_VARIABLES, LOCAL_VARIABLES, METRIC_VARIABLES, MODEL_VARIABLES,
+        TRAINABLE_VARIABLES, MOVING_AVERAGE_VARIABLES, CONCATENATED_VARIABLES,
+        TRAINABLE_RESOURCE_VARIABLES,
+    ]
 
 
 class _ControlDependencies:
@@ -143,34 +152,52 @@ class Graph:
         stack = self._state().name_stack
         if stack:
             name = stack + "/" + name
+        # Names are compared case-insensitively ("foo" and "Foo" collide), as
+        # TensorFlow does, but keep the caller's spelling.
         key = name.lower()
-        i = self._names_in_use.get(key, 0)
-        if mark_as_used:
-            self._names_in_use[key] = i + 1
-        if i > 0:
-            base = key
-            while f"{base}_{i}" in self._names_in_use:
-                i += 1
+        with self._lock:
+            i = self._names_in_use.get(key, 0)
             if mark_as_used:
-                self._names_in_use[f"{base}_{i}"] = 1
-            name = f"{name}_{i}"
+                self._names_in_use[key] = i + 1
+            if i > 0:
+                while f"{key}_{i}" in self._names_in_use:
+                    i += 1
+                if mark_as_used:
+                    # Reserve "name_i" itself, so a later unique_name("name_i") moves on.
+                    self._names_in_use[f"{key}_{i}"] = 1
+                name = f"{name}_{i}"
         return name
 
     @contextlib.contextmanager
     def name_scope(self, name: str | None) -> Iterator[str]:
         """Open a name scope; yields the scope string (`"outer/inner/"`).
 
-        A name ending in "/" re-enters that exact scope; None or "" resets to the root.
+        A new name is made unique (`"scope_1"` on reuse); a name ending in "/"
+        re-enters that exact scope; None or "" resets to the root.  A root scope
+        must be a valid op name (`[A-Za-z0-9.]` first); a nested one may also start
+        with `_`, `-`, `/` or `\\`.  Invalid names are a ValueError.
         """
         st = self._state()
         old = st.name_stack
+        if isinstance(name, bytes):
+            name = name.decode()
+        if name:
+            if old:
+                if not _VALID_SCOPE_NAME.match(name):
+                    raise ValueError(
+                        f"'{name}' is not a valid scope name. A scope name has to match the "
+                        f"following pattern: {_VALID_SCOPE_NAME.pattern}"
+                    )
+            elif not _VALID_OP_NAME.match(name):
+                raise ValueError(
+                    f"'{name}' is not a valid root scope name. A root scope name has to match "
+                    f"the following pattern: {_VALID_OP_NAME.pattern}"
+                )
         if not name:
             new = ""
         elif name.endswith("/"):
             new = name[:-1]
         else:
-            if not _VALID_SCOPE.match(name):
-                raise ValueError(f"'{name}' is not a valid scope name")
             new = self.unique_name(name)
         st.name_stack = new
         try:
@@ -185,7 +212,7 @@ class Graph:
         function `op -> device`, or None to clear the outer requests."""
         st = self._state()
         d = device_name_or_function
-        if d is not None and not callable(d):
+        if d is not None and not (callable(d) and not isinstance(d, DeviceSpec)):
             d = DeviceSpec.from_string(d)  # parse now: a bad name fails here
         st.device_stack.append(d)
         try:
@@ -204,8 +231,14 @@ class Graph:
                 break
         for d in reversed(stack[start:]):
             if callable(d) and not isinstance(d, DeviceSpec):
+                # A function replaces what the inner scopes chose (TensorFlow's rule).
                 result = d(op)
-                op._set_device(result if result is not None else op.device)
+                if not isinstance(result, (str, bytes, DeviceSpec)):
+                    raise TypeError(
+                        f"The device function {d!r} returned {result!r} for op '{op.name}'; "
+                        "it must return a device string or DeviceSpec ('' for no request)."
+                    )
+                op._set_device(result.decode() if isinstance(result, bytes) else result)
             else:
                 current = DeviceSpec.from_string(op.device or None)
                 op._device = d.make_merged_spec(current).to_string()
@@ -213,9 +246,17 @@ class Graph:
     # --- colocation ---------------------------------------------------------------
     @contextlib.contextmanager
     def colocate_with(self, op: Any, ignore_existing: bool = False) -> Iterator[None]:
-        """Place ops created in the block with `op` (device scopes are ignored)."""
+        """Place ops created in the block with `op` (device scopes are ignored).
+
+        `ignore_existing=True` drops the enclosing colocations; `op=None` (which
+        requires it) clears them.
+        """
         st = self._state()
         if op is None:
+            if not ignore_existing:
+                raise ValueError(
+                    "Trying to reset colocation (op is None) but ignore_existing is not True"
+                )
             old = st.colocation_stack
             st.colocation_stack = []
             try:
@@ -237,8 +278,13 @@ class Graph:
     # --- control dependencies -----------------------------------------------------
     @contextlib.contextmanager
     def control_dependencies(self, control_inputs: Any) -> Iterator[None]:
-        """Ops created in the block run after `control_inputs` (ops or tensors).
-        None clears the outer blocks."""
+        """Ops created in the block run after `control_inputs` (ops, tensors, their
+        names, or objects with `_as_graph_element`, such as variables).
+
+        None clears the outer blocks.  An op created in the block gets no control
+        input that one of its data inputs already implies: when it consumes an op
+        created in the same block, or the control input itself.
+        """
         st = self._state()
         if control_inputs is None:
             old = st.control_stack
@@ -250,17 +296,15 @@ class Graph:
             return
         ops: list[Operation] = []
         for c in control_inputs:
-            if hasattr(c, "_as_graph_element") and not isinstance(c, (Tensor, Operation)):
-                c = c._as_graph_element()
+            if (
+                not isinstance(c, (Tensor, Operation, str))
+                and not hasattr(c, "_as_graph_element")
+                and isinstance(getattr(c, "op", None), Operation)
+            ):
+                c = c.op  # e.g. IndexedSlices-like wrappers
+            c = self.as_graph_element(c)
             if isinstance(c, Tensor):
                 c = c.op
-            elif not isinstance(c, Operation):
-                if hasattr(c, "op") and isinstance(c.op, Operation):
-                    c = c.op
-                else:
-                    raise TypeError(f"Control input must be an Operation or Tensor, got {c!r}")
-            if c.graph is not self:
-                raise ValueError(f"Control input {c.name} is from a different graph.")
             if c not in ops:
                 ops.append(c)
         ctl = _ControlDependencies(ops)
@@ -299,6 +343,11 @@ class Graph:
         do not fit never appears in it.
         """
         self._check_not_finalized()
+        if not _VALID_OP_NAME.match(name):
+            raise ValueError(
+                f"'{name}' is not a valid node name. Accepted names conform to Regex "
+                f"/{_VALID_OP_NAME.pattern}/"
+            )
         for t in inputs:
             if t.graph is not self:
                 raise ValueError(
@@ -349,61 +398,80 @@ class Graph:
         return list(self._ops)
 
     def get_operation_by_name(self, name: str) -> Operation:
+        """The op called `name`; KeyError if absent, ValueError for a tensor name."""
         if not isinstance(name, str):
             raise TypeError(f"Operation names are strings (or similar), not {type(name).__name__}.")
-        if ":" in name:
-            raise ValueError(
-                f"Name '{name}' appears to refer to a Tensor, not an Operation. "
-                "Use get_tensor_by_name."
-            )
-        try:
-            return self._by_name[name]
-        except KeyError:
-            raise KeyError(f"The name '{name}' refers to an Operation not in the graph.") from None
+        return self.as_graph_element(name, allow_tensor=False, allow_operation=True)
 
     def get_tensor_by_name(self, name: str) -> Tensor:
+        """The tensor `"op:i"`; KeyError if absent, ValueError for a malformed name."""
         if not isinstance(name, str):
             raise TypeError(f"Tensor names are strings (or similar), not {type(name).__name__}.")
-        op_name, sep, idx = name.rpartition(":")
-        if not sep or not idx.isdigit():
-            raise ValueError(
-                f"The name '{name}' looks like an (invalid) Operation name, not a Tensor. "
-                "Tensor names must be of the form \"<op_name>:<output_index>\"."
-            )
-        try:
-            op = self._by_name[op_name]
-        except KeyError:
-            raise KeyError(
-                f"The name '{name}' refers to a Tensor which does not exist. The operation, "
-                f"'{op_name}', does not exist in the graph."
-            ) from None
-        i = int(idx)
-        if i >= len(op._outputs):
-            raise KeyError(
-                f"The name '{name}' refers to a Tensor which does not exist. The operation, "
-                f"'{op_name}', exists but only has {len(op._outputs)} outputs."
-            )
-        return op._outputs[i]
+        return self.as_graph_element(name, allow_tensor=True, allow_operation=False)
 
-    def as_graph_element(self, obj: Any, allow_tensor: bool = True, allow_operation: bool = True) -> Any:
-        """Resolve a Tensor, Operation, name, or object with `_as_graph_element`."""
-        if hasattr(obj, "_as_graph_element") and not isinstance(obj, (Tensor, Operation)):
-            obj = obj._as_graph_element()
+    def as_graph_element(
+        self, obj: Any, allow_tensor: bool = True, allow_operation: bool = True
+    ) -> Any:
+        """Resolve a Tensor, Operation, name, or object with `_as_graph_element`.
+
+        Errors and messages are TensorFlow's: TypeError for an unconvertible object,
+        ValueError for an element of another graph or a malformed name, KeyError for
+        a name that is not in the graph.
+        """
+        with self._lock:
+            return self._as_graph_element_locked(obj, allow_tensor, allow_operation)
+
+    def _as_graph_element_locked(self, obj: Any, allow_tensor: bool, allow_operation: bool) -> Any:
+        kinds = " or ".join(
+            k for k, a in (("Tensor", allow_tensor), ("Operation", allow_operation)) if a
+        )
+        conv = getattr(obj, "_as_graph_element", None)
+        if conv is not None and not isinstance(obj, (Tensor, Operation)):
+            obj = conv()
+        if isinstance(obj, str):
+            name = obj
+            if ":" in name and allow_tensor:
+                try:
+                    op_name, out = name.split(":")
+                    out_n = int(out)
+                except ValueError:
+                    raise ValueError(
+                        f"The name {name!r} looks a like a Tensor name, but is not a valid one. "
+                        'Tensor names must be of the form "<op_name>:<output_index>".'
+                    ) from None
+                op = self._by_name.get(op_name)
+                if op is None:
+                    raise KeyError(
+                        f"The name {name!r} refers to a Tensor which does not exist. The "
+                        f"operation, {op_name!r}, does not exist in the graph."
+                    )
+                try:
+                    return op._outputs[out_n]
+                except IndexError:
+                    raise KeyError(
+                        f"The name {name!r} refers to a Tensor which does not exist. The "
+                        f"operation, {op_name!r}, exists but only has {len(op._outputs)} outputs."
+                    ) from None
+            if ":" in name:
+                raise ValueError(f"Name {name!r} appears to refer to a Tensor, not a {kinds}.")
+            if allow_operation:
+                op = self._by_name.get(name)
+                if op is None:
+                    raise KeyError(f"The name {name!r} refers to an Operation not in the graph.")
+                return op
+            if name in self._by_name:
+                msg = f"The name {name!r} refers to an Operation, not a {kinds}."
+            else:
+                msg = f"The name {name!r} looks like an (invalid) Operation name, not a {kinds}."
+            raise ValueError(msg + ' Tensor names must be of the form "<op_name>:<output_index>".')
         if isinstance(obj, Tensor) and allow_tensor:
             if obj.graph is not self:
-                raise ValueError(f"Tensor {obj.name} is not an element of this graph.")
+                raise ValueError(f"Tensor {obj} is not an element of this graph.")
             return obj
         if isinstance(obj, Operation) and allow_operation:
             if obj.graph is not self:
-                raise ValueError(f"Operation {obj.name} is not an element of this graph.")
+                raise ValueError(f"Operation {obj} is not an element of this graph.")
             return obj
-        if isinstance(obj, str):
-            if ":" in obj and allow_tensor:
-                return self.get_tensor_by_name(obj)
-            if allow_operation:
-                return self.get_operation_by_name(obj)
-            raise ValueError(f"The name '{obj}' refers to an Operation, not a Tensor.")
-        kinds = " or ".join(k for k, a in (("Tensor", allow_tensor), ("Operation", allow_operation)) if a)
         raise TypeError(f"Can not convert a {type(obj).__name__} into a {kinds}.")
 
     # --- collections --------------------------------------------------------------
@@ -427,9 +495,16 @@ class Graph:
         return [i for i in items if hasattr(i, "name") and pattern.match(i.name)]
 
     def get_all_collection_keys(self) -> list[str]:
-        return [k for k, v in self._collections.items() if v]
+        """Every collection name used so far (an emptied or `get_collection_ref`-made
+        collection still counts, as in TensorFlow)."""
+        return list(self._collections)
+
+    @property
+    def collections(self) -> list[str]:
+        return self.get_all_collection_keys()
 
     def clear_collection(self, name: str) -> None:
+        self._check_not_finalized()
         self._collections.pop(name, None)
 
     # --- gradients (used by the autodiff layer) ------------------------------------
@@ -460,7 +535,10 @@ class Graph:
         return f"<flowlab.Graph with {len(self._ops)} ops, version {self._version}>"
 
 
-_VALID_SCOPE = re.compile(r"^[A-Za-z0-9_.\\/>-][A-Za-z0-9_.\\/>-]*$")
+# TensorFlow's rules: an op name (and a root scope) starts with a letter, digit or
+# "."; a nested scope may also start with "_", "-", "/" or "\\".
+_VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
+_VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\\/>-]*$")
 
 
 def _as_operation(x: Any) -> Operation:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from flowlab.errors import OperatorNotAllowedInGraphError
 from flowlab.graph import dtypes as _dtypes
 from flowlab.graph.tensor_shape import TensorShape, as_shape
 
@@ -98,14 +100,25 @@ class Tensor:
         return self._shape
 
     def set_shape(self, shape: Any) -> None:
-        """Refine the static shape; ValueError if it contradicts what is known."""
-        try:
-            self._shape = self._shape.merge_with(as_shape(shape))
-        except ValueError:
-            raise ValueError(
-                f"Tensor '{self._name}' has shape {self._shape}, which is incompatible "
-                f"with the requested shape {as_shape(shape)}"
-            ) from None
+        """Refine the static shape; ValueError if it contradicts what is known.
+
+        The messages are TensorFlow's: "Shapes must be equal rank, but are 1 and 2",
+        "Dimension 0 in both shapes must be equal, but are 2 and 3. Shapes are [2]
+        and [3]."
+        """
+        new = as_shape(shape)
+        old = self._shape
+        a, b = old.as_tuple(), new.as_tuple()
+        if a is not None and b is not None:
+            if len(a) != len(b):
+                raise ValueError(f"Shapes must be equal rank, but are {len(a)} and {len(b)}")
+            for i, (x, y) in enumerate(zip(a, b)):
+                if x is not None and y is not None and x != y:
+                    raise ValueError(
+                        f"Dimension {i} in both shapes must be equal, but are {x} and {y}. "
+                        f"Shapes are {_bracketed(old)} and {_bracketed(new)}."
+                    )
+        self._shape = old.merge_with(new)
 
     def consumers(self) -> list[Operation]:
         return list(self._consumers)
@@ -119,34 +132,29 @@ class Tensor:
     def __repr__(self) -> str:
         return f"<tf.Tensor '{self._name}' shape={self._shape} dtype={self._dtype.name}>"
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        return f'Tensor("{self._name}", shape={self._shape}, dtype={self._dtype.name})'
 
     def __hash__(self) -> int:
         return id(self)
 
     def __bool__(self) -> bool:
-        raise TypeError(
-            f"Using a tf.Tensor ('{self._name}') as a Python bool is not allowed. Use "
-            "'if t is not None:' to test for existence, or run it in a session and test the value."
+        raise OperatorNotAllowedInGraphError(
+            f"Using a symbolic `tf.Tensor` ('{self._name}') as a Python `bool` is not allowed "
+            "in graph mode. Use 'if t is not None:' to test for existence, tf.cond to branch "
+            "on its value, or run it in a session and test the result."
         )
 
     def __iter__(self) -> Any:
-        shape = self._shape
-        if shape.ndims is None or shape.ndims == 0 or shape[0].value is None:
-            raise TypeError(
-                f"Tensor '{self._name}' is not iterable: its first dimension is not statically "
-                "known. Use tf.unstack or run it in a session."
-            )
-        # TensorFlow 1.x graph tensors are not iterable; indexing by position is explicit.
-        raise TypeError(
-            f"Tensor objects are only iterable when eager execution is enabled. To iterate over "
-            f"'{self._name}', use tf.unstack or tf.map_fn."
+        raise OperatorNotAllowedInGraphError(
+            f"Iterating over a symbolic `tf.Tensor` ('{self._name}') is not allowed in graph "
+            "mode. Use tf.unstack(t) for a statically known first dimension, or tf.map_fn."
         )
 
     def __len__(self) -> int:
         raise TypeError(
-            f"len is not well defined for symbolic Tensors ('{self._name}'). Use tf.shape(x)[0] "
-            "or x.shape[0]."
+            f"len is not well defined for a symbolic Tensor ({self._name}). Please call "
+            "`x.shape` rather than `len(x)` for shape information."
         )
 
     # Filled in by the ops layer (flowlab.ops.operators).
@@ -157,6 +165,13 @@ class Tensor:
     # The shape as the ops layer's shape functions see it.
     def _shape_tuple(self) -> tuple[int | None, ...] | None:
         return self._shape.as_tuple()
+
+
+def _bracketed(shape: TensorShape) -> str:
+    dims = shape.as_tuple()
+    if dims is None:
+        return "?"
+    return "[" + ",".join("?" if d is None else str(d) for d in dims) + "]"
 
 
 class Operation:
@@ -245,7 +260,8 @@ class Operation:
         return [f"loc:@{n}" for n in (self._colocation or (self._name,))]
 
     def get_attr(self, name: str) -> Any:
-        if name == "_class":
+        """The attr's value; `_class` lists the colocation groups of a colocated op."""
+        if name == "_class" and self._colocation:
             return [s.encode() for s in self.colocation_groups]
         try:
             return self._attrs[name]

@@ -8,7 +8,9 @@ both shapes when they conflict.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+import operator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 
 class Dimension:
@@ -25,14 +27,14 @@ class Dimension:
             value = value.value
         if value is not None:
             try:
-                iv = int(value)
-            except (TypeError, ValueError):
-                raise TypeError(f"Dimension value must be an integer or None, got {value!r}")
-            if iv != value and not isinstance(value, bool):
-                raise TypeError(f"Dimension value must be an integer or None, got {value!r}")
-            if iv < 0:
-                raise ValueError(f"Dimension {iv} must be >= 0")
-            value = iv
+                value = operator.index(value)
+            except TypeError:
+                raise TypeError(
+                    "Dimension value must be integer or None or have an __index__ method, "
+                    f"got value '{value!r}' with type '{type(value)!r}'"
+                ) from None
+            if value < 0:
+                raise ValueError(f"Dimension {value} must be >= 0")
         self._value = value
 
     @property
@@ -55,7 +57,7 @@ class Dimension:
     def __eq__(self, other: object) -> Any:
         try:
             o = _dim_value(other)
-        except TypeError:
+        except (TypeError, ValueError):
             return NotImplemented
         if self._value is None or o is None:
             return None
@@ -85,11 +87,18 @@ class Dimension:
             raise ValueError(f"Dimensions {self} and {Dimension(o)} are not compatible")
         return self
 
-    def _arith(self, other: Any, fn: Any) -> Dimension:
-        o = _dim_value(other)
+    def assert_is_compatible_with(self, other: Any) -> None:
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Dimensions {self} and {Dimension(_dim_value(other))} are not compatible")
+
+    def _arith(self, other: Any, fn: Any, reflected: bool = False) -> Dimension:
+        try:
+            o = _dim_value(other)
+        except TypeError:
+            return NotImplemented
         if self._value is None or o is None:
             return Dimension(None)
-        return Dimension(fn(self._value, o))
+        return Dimension(fn(o, self._value) if reflected else fn(self._value, o))
 
     def __add__(self, other: Any) -> Dimension:
         return self._arith(other, lambda a, b: a + b)
@@ -99,6 +108,9 @@ class Dimension:
     def __sub__(self, other: Any) -> Dimension:
         return self._arith(other, lambda a, b: a - b)
 
+    def __rsub__(self, other: Any) -> Dimension:
+        return self._arith(other, lambda a, b: a - b, reflected=True)
+
     def __mul__(self, other: Any) -> Dimension:
         return self._arith(other, lambda a, b: a * b)
 
@@ -107,11 +119,26 @@ class Dimension:
     def __floordiv__(self, other: Any) -> Dimension:
         return self._arith(other, lambda a, b: a // b)
 
+    def __rfloordiv__(self, other: Any) -> Dimension:
+        return self._arith(other, lambda a, b: a // b, reflected=True)
+
+    def __truediv__(self, other: Any) -> Dimension:
+        raise TypeError(
+            f"unsupported operand type(s) for /: 'Dimension' and '{type(other).__name__}', "
+            "please use // instead"
+        )
+
     def __mod__(self, other: Any) -> Dimension:
         return self._arith(other, lambda a, b: a % b)
 
+    def __rmod__(self, other: Any) -> Dimension:
+        return self._arith(other, lambda a, b: a % b, reflected=True)
+
     def _cmp(self, other: Any, fn: Any) -> Any:
-        o = _dim_value(other)
+        try:
+            o = _dim_value(other)
+        except TypeError:
+            return NotImplemented
         if self._value is None or o is None:
             return None
         return fn(self._value, o)
@@ -134,9 +161,7 @@ def _dim_value(d: Any) -> int | None:
         return d.value
     if d is None:
         return None
-    if hasattr(d, "__index__"):
-        return int(d.__index__())
-    raise TypeError(f"expected an int, None or Dimension, got {d!r}")
+    return Dimension(d).value
 
 
 def dimension_value(d: Any) -> int | None:
@@ -251,11 +276,36 @@ class TensorShape:
             raise ValueError(f"Shape {self} must have rank at least {rank}")
         return self
 
+    def with_rank_at_most(self, rank: int) -> TensorShape:
+        if self._dims is not None and len(self._dims) > rank:
+            raise ValueError(f"Shape {self} must have rank at most {rank}")
+        return self
+
+    def assert_same_rank(self, other: Any) -> None:
+        other = as_shape(other)
+        if self._dims is not None and other._dims is not None and len(self._dims) != len(
+            other._dims
+        ):
+            raise ValueError(f"Shapes {self} and {other} must have the same rank")
+
+    def most_specific_compatible_shape(self, other: Any) -> TensorShape:
+        """The most specific shape compatible with both (unknown where they differ)."""
+        other = as_shape(other)
+        if self._dims is None or other._dims is None or len(self._dims) != len(other._dims):
+            return TensorShape(None)
+        return TensorShape([a if a == b else None for a, b in zip(self._dims, other._dims)])
+
     def concatenate(self, other: Any) -> TensorShape:
         other = as_shape(other)
         if self._dims is None or other._dims is None:
             return TensorShape(None)
         return TensorShape(self._dims + other._dims)
+
+    def __add__(self, other: Any) -> TensorShape:
+        return self.concatenate(other)
+
+    def __radd__(self, other: Any) -> TensorShape:
+        return as_shape(other).concatenate(self)
 
     # --- values -------------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
