@@ -296,18 +296,17 @@ def cast(ctx: Any, x: Any) -> Any:
 
 @kernel("AddN")
 def add_n(ctx: Any, *xs: Any) -> Any:
-    out = xs[0]
-    try:
-        for x in xs[1:]:
-            out = out + x
-    except ValueError:
-        raise _incompatible(out, x) from None
-    if np.shape(out) != np.shape(xs[0]):
-        raise errors.InvalidArgumentError(
-            None, None,
-            f"Inputs to operation {ctx.name} of type AddN must have the same size and shape.  "
-            f"Input 0: {_dims(np.shape(xs[0]))} != input 1: {_dims(np.shape(xs[-1]))}",
-        )
+    s0 = np.shape(xs[0])
+    for i, x in enumerate(xs[1:], 1):
+        if np.shape(x) != s0:
+            raise errors.InvalidArgumentError(
+                None, None,
+                f"Inputs to operation {ctx.name} of type AddN must have the same size and shape.  "
+                f"Input 0: {_dims(s0)} != input {i}: {_dims(np.shape(x))}",
+            )
+    out = xs[0] + xs[1] if len(xs) > 1 else xs[0].copy()
+    for x in xs[2:]:
+        out = out + x
     return out
 
 

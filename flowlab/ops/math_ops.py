@@ -26,6 +26,7 @@ from flowlab.graph.tensor import Tensor
 from flowlab.ops import math_defs  # noqa: F401  (declares the ops)
 from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.constant_op import make_const
+from flowlab.ops.op_def import get_op_def
 
 __all__ = [
     "add", "add_n", "subtract", "sub", "multiply", "divide", "div", "realdiv", "truediv",
@@ -57,16 +58,12 @@ def _graph_of(values: Any) -> Graph:
 
 def _op(op_type: str, name: str, **kwargs: Any) -> Any:
     """`apply_op`, converting Python values inside the op's name scope ("Add/y")."""
-    if all(isinstance(v, Tensor) or not _is_input(v) for v in kwargs.values()):
+    inputs = [kwargs[a.name] for a in get_op_def(op_type).inputs if a.name in kwargs]
+    if all(isinstance(v, Tensor) for v in inputs):
         return apply_op(op_type, name=name, **kwargs)
-    g = _graph_of(kwargs.values())
+    g = _graph_of(inputs)
     with g.as_default(), g.name_scope(name) as scope:
         return apply_op(op_type, name=scope, **kwargs)
-
-
-def _is_input(v: Any) -> bool:
-    # Attr values (bools, dtypes, strings) are not inputs; everything else may be.
-    return not isinstance(v, (bool, str, dtypes.DType)) and v is not None
 
 
 @contextlib.contextmanager
@@ -227,7 +224,7 @@ def add_n(inputs: Any, name: str | None = None) -> Tensor:
             "Inputs must be an iterable of at least one Tensor/IndexedSlices with the same "
             "dtype and shape."
         )
-    ts = [_tensor(v) for v in inputs]
+    ts = [convert_to_tensor(v) for v in inputs]
     kinds = [t.dtype.base_dtype for t in ts]
     if len(set(kinds)) > 1:
         raise TypeError(
@@ -288,7 +285,7 @@ def abs(x: Any, name: str | None = None) -> Tensor:  # noqa: A001 - TF's name
     """|x| elementwise (`Abs`; `ComplexAbs` giving a real tensor for complex x)."""
     x = _tensor(x)
     if x.dtype.is_complex:
-        return apply_op("ComplexAbs", name=name or "ComplexAbs", x=x, Tout=x.dtype.real_dtype)
+        return apply_op("ComplexAbs", name=name or "Abs", x=x, Tout=x.dtype.real_dtype)
     return apply_op("Abs", name=name or "Abs", x=x)
 
 
