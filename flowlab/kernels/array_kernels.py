@@ -324,6 +324,8 @@ def reverse_v2(ctx: Any, x: Any, axis: Any) -> Any:
 # --- selection --------------------------------------------------------------------------
 @kernel("Where")
 def where(ctx: Any, x: Any) -> Any:
+    if np.ndim(x) == 0:
+        raise _bad("WhereOp : Unhandled input dimensions: 0")
     return ctx.xp.argwhere(ctx.xp.asarray(x)).astype(np.int64)
 
 

@@ -21,6 +21,7 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import Dimension, TensorShape
 from flowlab.ops.array_ops import (
     _dims,
+    _index,
     _int_list,
     _name_scope,
     _register_folding,
@@ -296,20 +297,20 @@ _register_folding("StridedSlice", "Slice", "GatherV2")
 # --- builders --------------------------------------------------------------------------
 def slice(input_: Any, begin: Any, size: Any, name: str | None = None) -> Tensor:  # noqa: A001
     """`size[i]` elements from `begin[i]` in each dimension (-1: to the end)."""
-    return apply_op("Slice", input=_to_tensor(input_, "input"), begin=_to_tensor(begin, "begin"),
-                    size=_to_tensor(size, "size"), name=name or "Slice")
+    return apply_op("Slice", input=_to_tensor(input_, "input"), begin=_index(begin, "begin"),
+                    size=_index(size, "size"), name=name or "Slice")
 
 
 def strided_slice(input_: Any, begin: Any, end: Any, strides: Any = None, begin_mask: int = 0,
                   end_mask: int = 0, ellipsis_mask: int = 0, new_axis_mask: int = 0,
                   shrink_axis_mask: int = 0, var: Any = None, name: str | None = None) -> Tensor:
     """The StridedSlice op (what `x[...]` builds); strides default to ones."""
-    b = _to_tensor(begin, "begin")
+    b = _index(begin, "begin")
     if strides is None:
         strides = apply_op("Fill", dims=shape(b), value=constant(1, dtype=b.dtype), name="ones_like")
     return apply_op(
-        "StridedSlice", input=_to_tensor(input_, "input"), begin=b, end=_to_tensor(end, "end"),
-        strides=_to_tensor(strides, "strides"), begin_mask=begin_mask, end_mask=end_mask,
+        "StridedSlice", input=_to_tensor(input_, "input"), begin=b, end=_index(end, "end"),
+        strides=_index(strides, "strides"), begin_mask=begin_mask, end_mask=end_mask,
         ellipsis_mask=ellipsis_mask, new_axis_mask=new_axis_mask, shrink_axis_mask=shrink_axis_mask,
         name=name or "StridedSlice",
     )
@@ -418,8 +419,8 @@ def gather(params: Any, indices: Any, validate_indices: Any = None, name: str | 
     if axis is None:
         axis = batch_dims
     p = params.value() if not isinstance(params, Tensor) and hasattr(params, "value") else params
-    return apply_op("GatherV2", params=_to_tensor(p, "params"), indices=_to_tensor(indices, "indices"),
-                    axis=_to_tensor(axis, "axis"), batch_dims=batch_dims, name=name or "GatherV2")
+    return apply_op("GatherV2", params=_to_tensor(p, "params"), indices=_index(indices, "indices"),
+                    axis=_index(axis, "axis"), batch_dims=batch_dims, name=name or "GatherV2")
 
 
 def gather_nd(params: Any, indices: Any, name: str | None = None, batch_dims: int = 0) -> Tensor:
@@ -427,13 +428,13 @@ def gather_nd(params: Any, indices: Any, name: str | None = None, batch_dims: in
     if batch_dims:
         raise NotImplementedError("gather_nd with batch_dims != 0 is not supported yet")
     p = params.value() if not isinstance(params, Tensor) and hasattr(params, "value") else params
-    return apply_op("GatherNd", params=_to_tensor(p, "params"), indices=_to_tensor(indices, "indices"),
+    return apply_op("GatherNd", params=_to_tensor(p, "params"), indices=_index(indices, "indices"),
                     name=name or "GatherNd")
 
 
 def scatter_nd(indices: Any, updates: Any, shape: Any, name: str | None = None) -> Tensor:
     """Zeros of `shape` with `updates` added at `indices` (duplicates sum)."""
-    i = _to_tensor(indices, "indices")
+    i = _index(indices, "indices")
     return apply_op("ScatterNd", indices=i, updates=_to_tensor(updates, "updates"),
                     shape=_to_tensor(shape, "shape", dtype=i.dtype), name=name or "ScatterNd")
 
