@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels.philox import GuardedPhilox, PhiloxRandom, SingleSamples, block, block_at
+from flowlab.kernels.philox import GuardedPhilox, PhiloxRandom, SingleSamples, block_at
 from flowlab.kernels.registry import CPU, GPU, kernel
 
 _CONTAINER = "_random_ops"
@@ -318,13 +318,18 @@ def random_shuffle(ctx: Any, value: Any) -> Any:
     n = value.shape[0]
     if n <= 1:
         return value
-    words = SingleSamples(_generator(ctx).reserve_samples32(n - 1))
+    return value[shuffle_permutation(_generator(ctx).reserve_samples32(n - 1), n)]
+
+
+def shuffle_permutation(gen: PhiloxRandom, n: int) -> np.ndarray:
+    """TensorFlow's RandomShuffle order: Fisher-Yates from the front, swapping item i
+    with item i + word_i % (n - i), the words taken one by one from `gen`."""
+    words = gen.generate(-(-(n - 1) // 4)).reshape(-1)[: n - 1].astype(np.int64)
+    targets = (np.arange(n - 1) + words % np.arange(n, 1, -1)).tolist()
     perm = list(range(n))
-    # Fisher-Yates from the front, one word per swap (TensorFlow's RandomShuffle).
-    for i in range(n - 1):
-        j = i + words() % (n - i)
+    for i, j in enumerate(targets):  # the swaps themselves are sequential
         perm[i], perm[j] = perm[j], perm[i]
-    return value[np.array(perm, dtype=np.int64)]
+    return np.array(perm, dtype=np.int64)
 
 
 @_random_kernel("Multinomial", host_memory=("num_samples",))
@@ -370,5 +375,5 @@ def multinomial(ctx: Any, logits: Any, num_samples: Any) -> np.ndarray:
 
 __all__ = [
     "logf", "sincosf", "uniform", "normal", "uniform_int", "truncated_normal",
-    "box_muller_float", "box_muller_double", "block",
+    "box_muller_float", "box_muller_double", "shuffle_permutation",
 ]

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import flowlab as fl
 from flowlab import errors
 from flowlab.kernels import random_kernels as rk
-from flowlab.kernels.philox import GuardedPhilox, PhiloxRandom, block
+from flowlab.kernels.philox import GuardedPhilox, PhiloxRandom, SingleSamples, block
 from flowlab.ops import random_ops
 from flowlab.ops.gradient_registry import get_gradient_function
 
@@ -396,3 +398,68 @@ def test_empty_int_range_is_fine_when_nothing_is_drawn():
     with fl.Session() as sess:
         v = sess.run(x)
     assert v.shape == (0, 3) and v.dtype == np.int32
+
+
+# --- properties (hypothesis) -------------------------------------------------------------
+_seeds = st.integers(0, 2**63 - 1)
+
+
+def _truncated_reference(gen, n, dtype):
+    """A value-at-a-time TruncatedNormal, written from the description of TF's kernel."""
+    group = 2 if dtype == np.float64 else 4
+    stride = group * 256 // 4
+    out = []
+    for g in range(-(-n // group)):
+        local = gen.copy()
+        local.skip(g * stride)
+        words = SingleSamples(local)
+        got = []
+        while len(got) < group:
+            if dtype == np.float64:
+                pair = rk.box_muller_double(*[np.array([words()], np.uint32) for _ in range(4)])
+            else:
+                pair = rk.box_muller_float(np.array([words()], np.uint32),
+                                           np.array([words()], np.uint32))
+            got += [v[0] for v in pair if abs(v[0]) < 2][: group - len(got)]
+        out += got
+    return np.array(out[:n], dtype=dtype)
+
+
+@settings(max_examples=25, deadline=None)
+@given(_seeds, _seeds, st.integers(0, 40), st.sampled_from([np.float32, np.float64]))
+def test_truncated_normal_vectorized_equals_one_at_a_time(seed, seed2, n, dtype):
+    gen = PhiloxRandom(seed, seed2)
+    np.testing.assert_array_equal(rk.truncated_normal(gen, n, np.dtype(dtype)),
+                                  _truncated_reference(gen, n, dtype))
+
+
+@settings(max_examples=25, deadline=None)
+@given(_seeds, st.integers(2, 60))
+def test_shuffle_permutation_equals_one_swap_at_a_time(seed, n):
+    gen = PhiloxRandom(seed, 1)
+    words = SingleSamples(gen.copy())
+    perm = list(range(n))
+    for i in range(n - 1):
+        j = i + words() % (n - i)
+        perm[i], perm[j] = perm[j], perm[i]
+    np.testing.assert_array_equal(rk.shuffle_permutation(gen, n), perm)
+
+
+@settings(max_examples=50, deadline=None)
+@given(_seeds, st.sampled_from([np.int32, np.int64]), st.data())
+def test_uniform_int_stays_in_range(seed, dtype, data):
+    info = np.iinfo(dtype)
+    lo = data.draw(st.integers(int(info.min), int(info.max) - 1))
+    hi = data.draw(st.integers(lo + 1, int(info.max)))
+    x = rk.uniform_int(PhiloxRandom(seed, 2), 33, lo, hi, np.dtype(dtype))
+    assert x.dtype == dtype and x.min() >= lo and x.max() < hi
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 2**31 - 2), st.integers(0, 2**31 - 2),
+       st.lists(st.integers(0, 6), min_size=0, max_size=3))
+def test_random_seeds_and_shapes_like_tensorflow(tf1, graph_seed, op_seed, shape):
+    _same_bits(tf1, lambda tf: [tf.random_normal(shape, seed=op_seed),
+                                tf.truncated_normal(shape, seed=op_seed + 1),
+                                tf.random_uniform(shape, maxval=9, dtype=tf.int64)],
+               seed=graph_seed, runs=1)
