@@ -10,7 +10,8 @@ variable directly (~0.1 µs) and falls back to `np.errstate` otherwise.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

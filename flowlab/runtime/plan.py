@@ -88,6 +88,9 @@ class Plan:
     line_to_node: dict[int, int] = field(default_factory=dict)
     code: Any = None
     source: str = ""
+    # Kernels registered as expensive: with two or more, a session with an op pool
+    # runs the plan on the dataflow executor so that independent ones overlap.
+    num_expensive: int = 0
 
     @property
     def initial_pending(self) -> list[int]:
@@ -205,6 +208,7 @@ def compile_plan(
     plan = Plan(
         graph_version, nodes, next(counter), feed_slots, fetch_slots,
         [t.dtype.is_ref_dtype for t in fetches], [t.name for t in fetches],
+        num_expensive=sum(n.kernel.expensive for n in nodes),
     )
     if straight_line and all(
         not n.kernel.asynchronous and not (n.op.op_def is not None and n.op.op_def.is_control_flow)

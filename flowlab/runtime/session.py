@@ -177,7 +177,9 @@ class Session:
         n = len(converters)
         fn = plan.straight_line
 
-        if fn is not None and self._listener is None and not accept_options:
+        if fn is not None and self._listener is None and not accept_options and not (
+            self._pool is not None and plan.num_expensive >= 2
+        ):
             session = self
             if n == 0:
                 def call0() -> Any:
@@ -214,7 +216,9 @@ class Session:
         listener: Listener | None,
     ) -> list[Any]:
         timeout_ms = (options.timeout_in_ms if options is not None else 0) or self._config.operation_timeout_in_ms
-        if plan.straight_line is not None and listener is None and run_metadata is None:
+        if plan.straight_line is not None and listener is None and run_metadata is None and not (
+            self._pool is not None and plan.num_expensive >= 2
+        ):
             return run_straight_line(plan, Step(self), feed_values)
         deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
         step = Step(self, deadline)

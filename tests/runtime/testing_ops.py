@@ -16,6 +16,31 @@ from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.op_def import op_def
 
 
+class Concurrency:
+    """Counts kernels in flight at once (tests assert overlap without timing)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.active = 0
+        self.peak = 0
+
+    def enter(self) -> None:
+        with self.lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+
+    def exit(self) -> None:
+        with self.lock:
+            self.active -= 1
+
+    def reset(self) -> None:
+        with self.lock:
+            self.active = self.peak = 0
+
+
+in_flight = Concurrency()
+
+
 def _same(op: Any) -> list[Any]:
     return [op.inputs[0].shape]
 
@@ -31,7 +56,9 @@ op_def("TestingSwitch", inputs=["data: T", "pred: bool"], outputs=["output_false
        attrs=["T: type"], shape_fn=lambda op: [op.inputs[0].shape] * 2, control_flow=True)
 op_def("TestingMerge", inputs=["inputs: N * T"], outputs=["output: T"], attrs=["T: type", "N: int >= 1"],
        shape_fn=lambda op: [op.inputs[0].shape], control_flow=True)
-for _t in ("TestingPlus", "TestingAsyncCopy", "TestingBlock", "TestingFail", "TestingSwitch", "TestingMerge"):
+op_def("TestingSlowCopy", inputs=["x: T"], outputs=["y: T"], attrs=["T: type", "seconds: float = 0.1"],
+       shape_fn=_same)
+for _t in ("TestingSlowCopy", "TestingPlus", "TestingAsyncCopy", "TestingBlock", "TestingFail", "TestingSwitch", "TestingMerge"):
     not_differentiable(_t)
 
 
@@ -42,7 +69,13 @@ def _plus(ctx: Any, x: Any, y: Any) -> Any:
 
 @kernel("TestingAsyncCopy", asynchronous=True)
 def _async_copy(ctx: Any, step: Any, done: Any, x: Any) -> None:
-    threading.Timer(ctx.attrs["delay"], lambda: done(np.array(x, copy=True))).start()
+    in_flight.enter()
+
+    def finish() -> None:
+        in_flight.exit()
+        done(np.array(x, copy=True))
+
+    threading.Timer(ctx.attrs["delay"], finish).start()
 
 
 @kernel("TestingBlock", asynchronous=True)
@@ -53,6 +86,19 @@ def _block(ctx: Any, step: Any, done: Any, x: Any) -> None:
     )
     if token is None:
         done(error=errors.CancelledError(None, None, "TestingBlock cancelled"))
+
+
+@kernel("TestingSlowCopy", expensive=True)
+def _slow_copy(ctx: Any, x: Any) -> Any:
+    """Stands for a large BLAS call: busy without holding the GIL."""
+    import time
+
+    in_flight.enter()
+    try:
+        time.sleep(ctx.attrs["seconds"])
+    finally:
+        in_flight.exit()
+    return np.array(x, copy=True)
 
 
 @kernel("TestingFail")
@@ -81,6 +127,10 @@ def plus(x: Any, y: Any, name: str | None = None) -> Any:
 
 def async_copy(x: Any, delay: float = 0.01, name: str | None = None) -> Any:
     return apply_op("TestingAsyncCopy", x=x, delay=delay, name=name or "TestingAsyncCopy")
+
+
+def slow_copy(x: Any, seconds: float = 0.1, name: str | None = None) -> Any:
+    return apply_op("TestingSlowCopy", x=x, seconds=seconds, name=name or "TestingSlowCopy")
 
 
 def block(x: Any, name: str | None = None) -> Any:
