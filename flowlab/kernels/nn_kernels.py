@@ -194,7 +194,7 @@ def sparse_softmax_cross_entropy_with_logits(ctx: Any, logits: Any, labels: Any)
     if lo < 0 or hi >= classes:
         # TensorFlow reports the smallest label when one is negative, else the largest.
         bad = lo if lo < 0 else hi
-        values = " ".join(str(int(v)) for v in np.asarray(labels).ravel())
+        values = " ".join(str(v) for v in labels.ravel().tolist())
         raise _invalid(
             f"Received a label value of {bad} which is outside the valid range of "
             f"[0, {classes}).  Label values: {values}"
@@ -221,8 +221,9 @@ def in_top_k(ctx: Any, predictions: Any, targets: Any, k: Any) -> Any:
             f"First dimension of predictions {predictions.shape[0]} must match length of "
             f"targets {targets.shape[0]}"
         )
-    if xp.ndim(k) != 0:
-        raise _invalid(f"k must be 0-D, got shape {_dims(xp.shape(k))}")
+    k_shape = tuple(getattr(k, "shape", ()))
+    if k_shape:
+        raise _invalid(f"k must be 0-D, got shape {_dims(k_shape)}")
     batch, classes = predictions.shape
     if classes == 0 or batch == 0:
         return xp.zeros((batch,), np.bool_)
