@@ -8,6 +8,12 @@ colocation).  Invariant: every op's inputs and control inputs belong to this gra
 `version` grows whenever the graph changes (an op is added or rewired); sessions key
 their compiled plans on it.  `finalize()` makes the graph read-only, which catches
 the classic "graph grows every training step" leak.
+
+Threads: the builder stacks (name scope, devices, control dependencies, colocation)
+and the `as_default()` stack are per thread.  The global default graph, used outside
+any `as_default()` block, is shared by all threads -- unlike TensorFlow, which gives
+each thread its own -- so a helper thread of a notebook sees the graph being built.
+Names are reserved under a lock, so concurrent builders never collide.
 """
 
 from __future__ import annotations

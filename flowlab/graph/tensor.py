@@ -133,7 +133,10 @@ class Tensor:
         return f"<tf.Tensor '{self._name}' shape={self._shape} dtype={self._dtype.name}>"
 
     def __str__(self) -> str:
-        return f'Tensor("{self._name}", shape={self._shape}, dtype={self._dtype.name})'
+        # TensorFlow's format: shape only when the rank is known, device when requested.
+        shape = f", shape={self._shape}" if self._shape.ndims is not None else ""
+        device = f", device={self.device}" if self.device else ""
+        return f'Tensor("{self._name}"{shape}, dtype={self._dtype.name}{device})'
 
     def __hash__(self) -> int:
         return id(self)
