@@ -399,6 +399,8 @@ def from_json(text: str | bytes) -> dict[str, Any]:
         gd = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
         raise ValueError(f"GraphDef JSON is malformed: {e}") from None
+    except RecursionError:
+        raise ValueError("GraphDef JSON is nested too deeply") from None
     validate_graph_def(gd)
     return gd
 
@@ -430,6 +432,7 @@ def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool =
 # --- validation and parsing ------------------------------------------------------------
 _NODE_NAME = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.\-/>]*$")
 _OP_TYPE = re.compile(r"^[A-Za-z_][A-Za-z0-9_>.]*$")
+_ATTR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NODE_KEYS = {"name", "op", "input", "device", "attr"}
 _TOP_KEYS = {"format", "version", "node", "library"}
 
@@ -467,7 +470,7 @@ def parse_input(s: str) -> tuple[str, int]:
             idx = int(tail)
         else:
             raise ValueError(f"bad output index in {s!r}")
-    if not _NODE_NAME.match(name):
+    if not _NODE_NAME.fullmatch(name):
         raise ValueError(f"{s!r} does not name a node")
     return name, idx
 
@@ -487,7 +490,7 @@ def parse_graph_def(graph_def: Any) -> list[NodeSpec]:
     if graph_def.get("format") != FORMAT:
         raise ValueError(f"GraphDef 'format' must be {FORMAT!r}, got {_short(graph_def.get('format'))}")
     version = graph_def.get("version")
-    if not _is_int(version) or version < 1:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise ValueError(f"GraphDef 'version' must be a positive integer, got {_short(version)}")
     if version > VERSION:
         raise ValueError(f"GraphDef version {version} is newer than this flowlab reads ({VERSION})")
@@ -512,14 +515,14 @@ def _parse_node(i: int, node: Any) -> NodeSpec:
     if not isinstance(node, dict):
         raise ValueError(f"{where}: a node is a JSON object, got {_short(node)}")
     name = node.get("name")
-    if not isinstance(name, str) or not _NODE_NAME.match(name):
+    if not isinstance(name, str) or not _NODE_NAME.fullmatch(name):
         raise ValueError(f"{where}: field 'name' must be a node name (letters, digits, '_./-'), got {_short(name)}")
     where = f"Node '{name}'"
     extra = set(node) - _NODE_KEYS
     if extra:
         raise ValueError(f"{where}: unknown fields {sorted(extra)} (allowed: {sorted(_NODE_KEYS)})")
     op = node.get("op")
-    if not isinstance(op, str) or not _OP_TYPE.match(op):
+    if not isinstance(op, str) or not _OP_TYPE.fullmatch(op):
         raise ValueError(f"{where}: field 'op' must be an op type name, got {_short(op)}")
     raw = node.get("input", [])
     if not isinstance(raw, list) or not all(isinstance(s, str) for s in raw):
@@ -548,7 +551,7 @@ def _parse_node(i: int, node: Any) -> NodeSpec:
         raise ValueError(f"{where}: field 'attr' must be an object, got {_short(raw_attrs)}")
     attrs = {}
     for key, value in raw_attrs.items():
-        if not isinstance(key, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+        if not isinstance(key, str) or not _ATTR_NAME.fullmatch(key):
             raise ValueError(f"{where}: bad attr name {_short(key)}")
         attrs[key] = attr_from_json(value, f"{where}: attr '{key}'")
     return NodeSpec(i, name, op, inputs, list(raw), device, attrs)

@@ -51,7 +51,7 @@ _MERGE_TYPES = {"Merge", "RefMerge"}
 _NEXT_ITERATION_TYPES = {"NextIteration", "RefNextIteration"}
 
 
-class NotFoundError(errors.NotFoundError, ValueError):
+class NotFoundError(errors.NotFoundError, ValueError):  # type: ignore[valid-type,misc]
     """An op type that no `op_def` declares.  TensorFlow raises NotFoundError here;
     it is also a ValueError, like every other malformed-GraphDef error."""
 
@@ -81,7 +81,7 @@ def import_graph_def(
             "Argument `graph_def` must be a GraphDef (the dict of Graph.as_graph_def() or of "
             f"flowlab.graph.graph_def.from_json(text)), got {type(graph_def).__name__}."
         )
-    input_map = _process_input_map(input_map)
+    keyed = _process_input_map(input_map)
     returns = _process_return_elements(return_elements)
     nodes = parse_graph_def(graph_def)
     if producer_op_list is not None:
@@ -95,7 +95,7 @@ def import_graph_def(
     try:
         with g.name_scope(name if name is not None else "import") as scope:
             prefix = scope[:-1] if scope else ""
-            mapped = _convert_input_map(name, input_map, g)
+            mapped = _convert_input_map(name, keyed, g)
         plan = _Plan(g, nodes, mapped, prefix)
         wanted = plan.resolve_returns(returns)
         plan.create(outer_control)
@@ -313,6 +313,7 @@ class _Plan:
         for k, (src, idx, raw) in enumerate(data):
             where, actual = self._source(n, src, idx, raw)
             want = n.in_dtypes[k]
+            assert actual is not None
             ok = (
                 actual.is_ref_dtype and actual is want if want.is_ref_dtype
                 else actual.base_dtype is want

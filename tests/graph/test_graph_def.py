@@ -834,3 +834,71 @@ def test_property_imported_graph_computes_the_same_values(steps):
     for w, v in zip(want, got):
         assert np.asarray(w).dtype == np.asarray(v).dtype
         np.testing.assert_array_equal(w, v)
+
+
+def test_names_with_a_trailing_newline_are_rejected():
+    with pytest.raises(ValueError, match="field 'name'"):
+        import_graph_def(_gd({"name": "a\n", "op": "NoOp"}))
+    with pytest.raises(ValueError, match="field 'input'"):
+        import_graph_def(_gd({"name": "a", "op": "NoOp"}, {"name": "b", "op": "NoOp", "input": ["^a\n"]}))
+    with pytest.raises(ValueError, match="nested too deeply"):
+        from_json("[" * 100000 + "]" * 100000)
+
+
+def test_shape_function_error_names_the_imported_node_and_rolls_back():
+    if "AddV2" not in registered_ops():
+        pytest.skip("AddV2 is not declared")
+    x = fl.placeholder(fl.float32, [2], name="x")
+    fl.add(fl.constant([1.0, 2.0], name="k"), x, name="y")
+    gd = fl.get_default_graph().as_graph_def()
+    g = fl.Graph()
+    with g.as_default():
+        bad = fl.constant([1.0, 2.0, 3.0], name="bad")
+        with pytest.raises(ValueError, match=r"for 'import/y' \(op: 'AddV2'\) with input shapes: \[2\], \[3\]"):
+            import_graph_def(gd, input_map={"x:0": bad})
+        assert [o.name for o in g.get_operations()] == ["bad"]
+        assert bad.consumers() == []
+        (y,) = import_graph_def(gd, input_map={"x:0": fl.constant([3.0, 4.0])}, return_elements=["y:0"])
+        assert y.name == "import/y:0"  # the failed call did not use up the scope name
+        with fl.Session() as s:
+            np.testing.assert_array_equal(s.run(y), [4.0, 6.0])
+
+
+def test_producer_op_list_of_op_defs():
+    gd = _gd({"name": "x", "op": "Placeholder", "attr": {
+        "dtype": {"type": "DT_FLOAT"}, "future": {"b": False}}})
+    future = copy.copy(get_op_def("Placeholder"))
+    future.attrs = dict(future.attrs, future=G_attr("future: bool = false"))
+    import_graph_def(gd, producer_op_list=[future], name="")
+    assert "future" not in fl.get_default_graph().get_operation_by_name("x").attrs
+
+
+def G_attr(spec):  # noqa: N802 - reads like the declaration it builds
+    from flowlab.ops.op_def import parse_attr
+
+    return parse_attr(spec)
+
+
+def test_variables_and_reference_inputs_round_trip():
+    fl.set_random_seed(7)
+    v = fl.Variable(fl.random_uniform([2, 2], seed=3), name="v")
+    x = fl.placeholder(fl.float32, [None, 2], name="x")
+    y = fl.matmul(x, v, name="y")
+    step = fl.assign_add(v, fl.ones_like(v), name="step")
+    init = fl.global_variables_initializer()
+    gd = fl.get_default_graph().as_graph_def()
+    assert _node(gd, "v")["op"] == "VariableV2" and _node(gd, "step")["input"][0] == "v"
+    feed = {"x:0": np.eye(2, dtype=np.float32)}
+    results = []
+    for graph_def in (None, gd):
+        g = fl.get_default_graph() if graph_def is None else fl.Graph()
+        with g.as_default():
+            if graph_def is not None:
+                import_graph_def(graph_def, name="")
+                assert g.as_graph_def() == gd
+            with fl.Session(graph=g) as s:
+                s.run(init.name)
+                s.run(step.name)
+                results.append(s.run(y.name, feed))
+    np.testing.assert_array_equal(results[0], results[1])
+    assert results[0].dtype == np.float32
