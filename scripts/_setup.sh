@@ -13,7 +13,8 @@
 # are installed with apt-get only when their binaries are missing.
 #
 # Environment knobs: PYTHON (the interpreter that creates the venv), FLOWLAB_VENV
-# (where the venv lives), FLOWLAB_SKIP_APT=1 (never call apt-get).
+# (where the venv lives), FLOWLAB_REINSTALL=1 (run pip even when the stamp says the
+# venv is up to date), FLOWLAB_SKIP_APT=1 (never call apt-get).
 
 set -euo pipefail
 
@@ -118,6 +119,11 @@ fl_venv_ok() {
 fl_create_venv() {
     local py log
     py="$(fl_find_python)"
+    # `venv --clear` empties the folder: never do that to something that is not a venv.
+    if [ -d "$FLOWLAB_VENV" ] && [ -n "$(ls -A "$FLOWLAB_VENV")" ] &&
+        [ ! -f "$FLOWLAB_VENV/pyvenv.cfg" ]; then
+        fl_die "$FLOWLAB_VENV exists and is not a virtualenv; move it away or set FLOWLAB_VENV"
+    fi
     log="$(mktemp)"
     fl_log "creating virtualenv $FLOWLAB_VENV with $py ($("$py" --version 2>&1))"
     if "$py" -m venv --clear "$FLOWLAB_VENV" >"$log" 2>&1; then
@@ -161,7 +167,9 @@ fl_ensure_venv() {
     key="$(fl_stamp_key "$extra")"
     stamp="$FLOWLAB_VENV/.flowlab-stamp-$name"
     local up_to_date=0
-    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ]; then
+    if [ "${FLOWLAB_REINSTALL:-0}" = 1 ]; then
+        up_to_date=0
+    elif [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ]; then
         up_to_date=1
     elif [ -z "$extra" ]; then
         # Any extra is a superset of the base install: its fresh stamp will do.
