@@ -412,10 +412,8 @@ def _mean(xp: Any, x: Any, ax: Any, keep: bool) -> Any:
             return xp.zeros_like(s)
         q = xp.abs(s) // n if x.dtype.kind == "i" else s // n
         return q * xp.sign(s) if x.dtype.kind == "i" else q  # C division truncates
-    acc = np.float32 if x.dtype == np.float16 else x.dtype
-    return xp.sum(x, axis=ax, dtype=acc, keepdims=keep) / acc(n) if acc is np.float32 else (
-        xp.mean(x, axis=ax, keepdims=keep)
-    )
+    acc = np.dtype(np.float32 if x.dtype == np.float16 else x.dtype).type
+    return xp.sum(x, axis=ax, dtype=acc, keepdims=keep) / acc(n)
 
 
 def _extreme(name: str) -> Callable[..., Any]:

@@ -443,6 +443,8 @@ def _reduce(op_type: str, input_tensor: Any, axis: Any, keepdims: Any, name: str
             axis = make_const(np.arange(rank, dtype=np.int32), "Const")
         else:
             axis = range(0, apply_op("Rank", name="Rank", input=x))
+    elif not isinstance(axis, Tensor) and np.size(axis) == 0:
+        axis = np.zeros(0, np.int32)  # TensorFlow converts with Tidx's default, int32
     out = _op(op_type, name or op_type, input=x, reduction_indices=axis, keep_dims=keepdims)
     if not keepdims and all_axes and out.shape.ndims is None:
         out.set_shape(())

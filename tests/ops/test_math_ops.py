@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import flowlab as fl
 from flowlab import errors
@@ -372,3 +374,292 @@ def test_range_runtime_error_class_matches_tensorflow(tf1):
         q = tf.placeholder(tf.int32)
         return tf.range(q, 3), {q: 5}
     assert_same_error(tf1, build)
+
+
+# --- reductions -------------------------------------------------------------------------
+R = np.array([[[1.5, -2.0, 3.0], [0.25, 4.0, -1.0]], [[2.0, 2.0, -7.5], [1.0, 0.5, 9.0]]], np.float32)
+REDUCERS = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"]
+AXES = [None, 0, 1, -1, [0, 2], [], (1, -3), [-1, 0, 1]]
+
+
+@pytest.mark.parametrize("fn", REDUCERS)
+def test_reductions_match_tensorflow(tf1, fn):
+    def build(tf):
+        out = []
+        for x in (R, R.astype(np.float64), (R * 2).astype(np.int32), (R * 2).astype(np.int64)):
+            for axis in AXES:
+                out.append(getattr(tf, fn)(tf.constant(x), axis=axis))
+                out.append(getattr(tf, fn)(tf.constant(x), axis=axis, keepdims=True))
+        out.append(getattr(tf, fn)(tf.constant(R), reduction_indices=[1], keep_dims=True))
+        out.append(getattr(tf, fn)(tf.constant(R), tf.constant([0, 1])))
+        return out
+
+    assert_same(tf1, build, rtol=1e-5)
+
+
+def test_reduce_all_any(tf1):
+    b = np.array([[True, False, True], [True, True, True]])
+    assert_same(tf1, lambda tf: [f(tf.constant(b), axis=a, keepdims=k) for f in (tf.reduce_all, tf.reduce_any)
+                                 for a in (None, 0, 1, [0, 1]) for k in (False, True)])
+
+
+def test_reduction_integer_and_empty_semantics(tf1):
+    def build(tf):
+        e = tf.constant(np.zeros([0, 3], np.float32))
+        return [tf.reduce_mean(tf.constant([-1, -2, -2])), tf.reduce_mean(tf.constant([100, 100, 100], tf.int8)),
+                tf.reduce_sum(tf.constant([100, 100], tf.int8)), tf.reduce_max(e, 0), tf.reduce_min(e, 0),
+                tf.reduce_min(tf.constant(np.zeros([0], np.int32))), tf.reduce_mean(e, 0),
+                tf.reduce_mean(tf.constant(np.zeros([0], np.int32))), tf.reduce_prod(e), tf.reduce_sum(e),
+                tf.reduce_any(tf.constant(np.zeros([0], bool))), tf.reduce_all(tf.constant(np.zeros([0], bool))),
+                tf.reduce_mean(tf.constant([1.0, 2.0], tf.float16)), tf.reduce_max(tf.constant([1.0, np.nan]))]
+    out = assert_same(tf1, build)
+    assert out[0] == -1 and out[1] == 100 and out[2] == -56
+
+
+def test_reduction_ops_names_and_attrs(tf1):
+    def build(tf):
+        x = tf.constant(R)
+        return [tf.reduce_sum(x), tf.reduce_sum(x, 1, keepdims=True), tf.reduce_mean(x, axis=[0, 1]),
+                tf.reduce_max(x, name="m"), tf.reduce_all(tf.constant([True])), tf.reduce_prod(x, -1)]
+    assert_same_ops(tf1, build)
+    t = fl.reduce_sum(fl.constant(R), 1, keepdims=True)
+    assert t.op.get_attr("keep_dims") is True and t.op.get_attr("Tidx") is fl.int32
+    assert t.shape.as_list() == [2, 1, 3]
+
+
+def test_reduction_shapes():
+    p = fl.placeholder(fl.float32, [None, 3, 4])
+    assert fl.reduce_sum(p, 1).shape.as_list() == [None, 4]
+    assert fl.reduce_sum(p, [0, -1], keepdims=True).shape.as_list() == [1, 3, 1]
+    assert fl.reduce_sum(p, fl.placeholder(fl.int32)).shape.ndims is None
+    assert fl.reduce_sum(p, fl.placeholder(fl.int32), keepdims=True).shape.as_list() == [None] * 3
+    assert fl.reduce_sum(p).shape.as_list() == []
+
+
+def test_reduction_build_errors():
+    x = fl.constant([1.0, 2.0])
+    with pytest.raises(ValueError, match="Invalid reduction dimension 1 for input with 1 dimensions.*'Sum"):
+        fl.reduce_sum(x, 1)
+    with pytest.raises(ValueError, match="Invalid reduction dimension -2"):
+        fl.reduce_max(x, -2)
+    with pytest.raises(ValueError, match="Cannot specify both 'axis' and 'reduction_indices'"):
+        fl.reduce_sum(x, axis=0, reduction_indices=0)
+    with pytest.raises(ValueError, match="Cannot specify both 'keepdims' and 'keep_dims'"):
+        fl.reduce_sum(x, keepdims=True, keep_dims=True)
+    with pytest.raises(TypeError, match="Mean"):
+        fl.reduce_mean(fl.constant([True]))
+    with pytest.raises(TypeError, match="Max"):
+        fl.reduce_max(fl.constant([1 + 1j]))
+
+
+def test_reduction_runtime_errors():
+    q = fl.placeholder(fl.int32)
+    x = fl.constant([[1.0, 2.0]])
+    with pytest.raises(errors.InvalidArgumentError, match=r"Invalid reduction dimension \(3 for input with 2 dimension\(s\)"):
+        run(fl.reduce_sum(x, q), {q: 3})
+    with pytest.raises(errors.InvalidArgumentError, match="Axes contains duplicate dimension: 0"):
+        run(fl.reduce_sum(x, q), {q: [0, -2]})
+
+
+def test_reduction_runtime_error_class_matches_tensorflow(tf1):
+    def build(tf):
+        q = tf.placeholder(tf.int32)
+        return tf.reduce_sum(tf.constant([1.0]), q), {q: 2}
+    assert_same_error(tf1, build)
+
+
+def test_reduce_sum_of_unknown_rank_builds_rank_and_range():
+    p = fl.placeholder(fl.float32)
+    try:
+        t = fl.reduce_sum(p)
+    except KeyError:
+        pytest.skip("Rank is declared by the array op family")
+    assert t.shape.as_list() == []
+    assert [op.type for op in fl.get_default_graph().get_operations()][-2:] == ["Range", "Sum"]
+    np.testing.assert_allclose(run(t, {p: R}), R.sum(), rtol=1e-6)
+
+
+def test_count_nonzero(tf1):
+    x = np.array([[1.0, 0.0], [2.0, 3.0]], np.float32)
+    assert_same(tf1, lambda tf: [tf.count_nonzero(tf.constant(x)), tf.count_nonzero(tf.constant(x), axis=1),
+                                 tf.count_nonzero(tf.constant(x), 0, keepdims=True, dtype=tf.int32)])
+
+
+# --- argmax / argmin -------------------------------------------------------------------------
+def test_argmax_argmin(tf1):
+    x = np.array([[1.0, 4.0, 4.0], [3.0, 2.0, -1.0]], np.float32)
+
+    def build(tf):
+        c = tf.constant(x)
+        return [tf.argmax(c), tf.argmax(c, 1), tf.argmin(c, axis=-1), tf.argmax(c, dimension=1),
+                tf.argmax(c, axis=1, output_type=tf.int32), tf.argmin(tf.constant([3, 1, 2])),
+                tf.argmax(tf.constant([False, True])), tf.argmax(tf.constant(np.zeros([0, 3])), 1)]
+    assert_same(tf1, build)
+    assert_same_ops(tf1, build)
+    t = fl.argmax(fl.constant(x), 1)
+    assert t.dtype is fl.int64 and t.shape.as_list() == [2] and t.op.get_attr("output_type") is fl.int64
+
+
+def test_argmax_errors():
+    with pytest.raises(ValueError, match=r"Expected dimension in the range \[-2, 2\), but got 2"):
+        fl.argmax(fl.constant([[1.0]]), 2)
+    with pytest.raises(ValueError, match="Cannot specify both 'axis' and 'dimension'"):
+        fl.argmax(fl.constant([[1.0]]), axis=0, dimension=0)
+    with pytest.raises(errors.InvalidArgumentError, match=r"Reduction axis 0 is empty in shape \[0,3\]"):
+        run(fl.argmax(fl.constant(np.zeros([0, 3], np.float32)), 0))
+
+
+# --- matmul --------------------------------------------------------------------------------
+M1 = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+M2 = np.arange(12, dtype=np.float32).reshape(3, 4) / 3
+
+
+def test_matmul_matches_tensorflow(tf1):
+    def build(tf):
+        a, b = tf.constant(M1), tf.constant(M2)
+        c = tf.constant((M1 + 1j * M1[::-1]).astype(np.complex64))
+        return [tf.matmul(a, b), tf.matmul(b, a, transpose_a=True, transpose_b=True),
+                tf.matmul(a, a, transpose_b=True), tf.matmul(a, a, adjoint_a=True),
+                tf.matmul(c, c, adjoint_b=True), tf.matmul(c, c, transpose_a=True),
+                tf.matmul(tf.constant(M1.astype(np.int32)), tf.constant(M2.astype(np.int32))),
+                tf.matmul(tf.constant(M1.astype(np.float64)), M2.astype(np.float64)),
+                tf.matmul(tf.constant(np.stack([M1, M1 * 2])), tf.constant(M2)),
+                tf.matmul(tf.constant(np.stack([M1, M1 * 2])), tf.constant(np.stack([M2, -M2])[:1])),
+                tf.matmul(tf.constant(np.stack([M1, -M1])), tf.constant(np.stack([M1, M1])), transpose_b=True),
+                tf.matmul(tf.constant(np.stack([c, c]) if False else np.stack([M1, M1])), tf.constant(M1),
+                          adjoint_b=True)]
+    assert_same(tf1, build, rtol=1e-5, atol=1e-5)
+    assert_same_ops(tf1, build)
+
+
+def test_matmul_attrs_and_shapes():
+    t = fl.matmul(fl.constant(M1), fl.constant(M1), transpose_b=True)
+    assert t.op.type == "MatMul" and t.op.get_attr("transpose_b") is True
+    assert t.op.get_attr("transpose_a") is False and t.shape.as_list() == [2, 2]
+    b = fl.matmul(fl.placeholder(fl.float32, [None, 5, 2, 3]), fl.placeholder(fl.float32, [1, 3, 7]))
+    assert b.op.type == "BatchMatMulV2" and b.shape.as_list() == [None, 5, 2, 7]
+    assert fl.matmul(fl.placeholder(fl.float32), fl.constant(M1)).op.type == "BatchMatMulV2"
+
+
+def test_matmul_build_errors():
+    with pytest.raises(ValueError, match="Dimensions must be equal, but are 3 and 4 for 'MatMul"):
+        fl.matmul(fl.constant(np.ones([2, 3], np.float32)), fl.constant(np.ones([4, 3], np.float32)))
+    with pytest.raises(ValueError, match="Shape must be rank 2 but is rank 1"):
+        fl.matmul(fl.constant([1.0, 2.0]), fl.constant(np.ones([2, 2], np.float32)))
+    with pytest.raises(ValueError, match="Dimensions must be equal, but are 2 and 3"):
+        fl.matmul(fl.constant(np.ones([2, 2, 3], np.float32)), fl.constant(np.ones([3, 3, 4], np.float32)))
+    with pytest.raises(ValueError, match="Only one of `transpose_a` and `adjoint_a`"):
+        fl.matmul(fl.constant(M1), fl.constant(M1), transpose_a=True, adjoint_a=True)
+    with pytest.raises(TypeError, match="MatMul"):
+        fl.matmul(fl.constant(M1), fl.constant(M2.astype(np.int32)))
+    with pytest.raises(TypeError, match="MatMul"):
+        fl.matmul(fl.constant([[True]]), fl.constant([[True]]))
+
+
+def test_matmul_runtime_errors():
+    p, q = fl.placeholder(fl.float32, [None, None]), fl.placeholder(fl.float32, [None, None])
+    with pytest.raises(errors.InvalidArgumentError, match=r"Matrix size-incompatible: In\[0\]: \[2,3\], In\[1\]: \[4,3\]"):
+        run(fl.matmul(p, q), {p: np.ones([2, 3]), q: np.ones([4, 3])})
+    u, v = fl.placeholder(fl.float32), fl.placeholder(fl.float32)
+    with pytest.raises(errors.InvalidArgumentError, match=r"In\[0\] ndims must be >= 2: 1"):
+        run(fl.matmul(u, v), {u: np.ones([3]), v: np.ones([3, 3])})
+    with pytest.raises(errors.InvalidArgumentError, match="must have compatible batch dimensions"):
+        run(fl.matmul(u, v), {u: np.ones([2, 2, 3]), v: np.ones([3, 3, 4])})
+
+
+# --- elementwise errors ------------------------------------------------------------------------
+def test_elementwise_build_errors():
+    x = fl.constant([1.0, 2.0])
+    with pytest.raises(ValueError, match=r"Dimensions must be equal, but are 2 and 3 for 'Add.*input shapes: \[2\], \[3\]"):
+        fl.add(x, fl.constant([1.0, 2.0, 3.0]))
+    with pytest.raises(TypeError, match="Input 'y' of 'AddV2' Op has type int32 that does not match type float32"):
+        fl.add(x, fl.constant([1, 2]))
+    with pytest.raises(TypeError, match="not in list of allowed values"):
+        fl.sqrt(fl.constant([4]))
+    with pytest.raises(TypeError, match="not in list of allowed values"):
+        fl.negative(fl.constant([1], fl.uint8))
+    with pytest.raises(TypeError):
+        fl.add(1, 2.5)
+
+
+def test_elementwise_runtime_errors():
+    p, q = fl.placeholder(fl.float32), fl.placeholder(fl.float32)
+    with pytest.raises(errors.InvalidArgumentError, match=r"Incompatible shapes: \[2\] vs. \[3\]") as e:
+        run(p + q, {p: np.ones(2), q: np.ones(3)})
+    assert "add" in str(e.value)
+    i, j = fl.placeholder(fl.int32), fl.placeholder(fl.int32)
+    for fn in (fl.floordiv, fl.floormod, fl.div):
+        with pytest.raises(errors.InvalidArgumentError, match="Integer division by zero"):
+            run(fn(i, j), {i: [3, 4], j: [0, 1]})
+    with pytest.raises(errors.InvalidArgumentError, match="Integers to negative integer powers are not allowed"):
+        run(fl.pow(i, j), {i: [3], j: [-1]})
+    with pytest.raises(errors.InvalidArgumentError, match="No OpKernel was registered to support Op 'RealDiv'"):
+        run(fl.realdiv(i, j), {i: [3], j: [1]})
+
+
+def test_elementwise_runtime_error_classes_match_tensorflow(tf1):
+    def bad_shapes(tf):
+        p, q = tf.placeholder(tf.float32), tf.placeholder(tf.float32)
+        return p * q, {p: np.ones(2), q: np.ones(3)}
+
+    def div_zero(tf):
+        p = tf.placeholder(tf.int32)
+        return tf.floormod(tf.constant([1, 2]), p), {p: [1, 0]}
+
+    assert_same_error(tf1, bad_shapes)
+    assert_same_error(tf1, div_zero)
+
+
+def test_float_division_by_zero_is_silent(tf1):
+    assert_same(tf1, lambda tf: [tf.constant([1.0, -1.0, 0.0]) / 0.0, tf.floordiv(tf.constant([1.0, -1.0]), 0.0),
+                                 tf.floormod(tf.constant([1.0]), 0.0), tf.exp(tf.constant([1000.0]))])
+
+
+def test_fed_values_keep_dtype_and_scalars():
+    p = fl.placeholder(fl.float32, [])
+    out = run(p * 2.0 + 1.0, {p: 3.0})
+    assert out == 7.0 and isinstance(out, np.float32)
+
+
+# --- properties (hypothesis) ---------------------------------------------------------------------
+shapes = st.lists(st.integers(1, 3), min_size=0, max_size=3)
+
+
+@settings(max_examples=25, deadline=None)
+@given(shapes, shapes, st.sampled_from(["add", "subtract", "multiply", "maximum", "minimum",
+                                        "squared_difference", "less", "equal"]))
+def test_broadcasting_binary_matches_numpy(sa, sb, fn):
+    ref = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum,
+           "minimum": np.minimum, "squared_difference": lambda a, b: (a - b) ** 2, "less": np.less,
+           "equal": np.equal}[fn]
+    rng = np.random.default_rng(len(sa) * 7 + len(sb))
+    a = rng.integers(-5, 5, sa).astype(np.float32)
+    b = rng.integers(-5, 5, sb).astype(np.float32)
+    fl.reset_default_graph()
+    try:
+        expected = ref(a, b)
+    except ValueError:
+        with pytest.raises(ValueError, match="Dimensions must be equal"):
+            getattr(fl, fn)(fl.constant(a), fl.constant(b))
+        return
+    t = getattr(fl, fn)(fl.constant(a), fl.constant(b))
+    assert t.shape.as_list() == list(expected.shape)
+    out = run(t)
+    assert np.asarray(out).dtype == expected.dtype
+    np.testing.assert_array_equal(out, expected)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.data())
+def test_reductions_match_numpy(shape, data):
+    x = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape) - 3
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    keep = data.draw(st.booleans())
+    fl.reset_default_graph()
+    c = fl.constant(x)
+    got = run([fl.reduce_sum(c, axis, keepdims=keep), fl.reduce_max(c, axis, keepdims=keep),
+               fl.reduce_mean(c, axis, keepdims=keep), fl.argmin(c, axis)])
+    np.testing.assert_allclose(got[0], x.sum(axis, keepdims=keep))
+    np.testing.assert_allclose(got[1], x.max(axis, keepdims=keep))
+    np.testing.assert_allclose(got[2], x.mean(axis, keepdims=keep))
+    np.testing.assert_array_equal(got[3], x.argmin(axis))
