@@ -130,9 +130,11 @@ def _to_tensor(value: Any, name: str, dtype: Any = None, hint: Any = None) -> Te
     return convert_to_tensor(value, dtype=dtype, name=name, preferred_dtype=hint)
 
 
-def _index(value: Any, name: str) -> Tensor:
-    """Shape-like arguments: Python values become int32 (the ops' default index type)."""
-    return _to_tensor(value, name, hint=dtypes.int32)
+def _index(value: Any, name: str, like: Tensor | None = None) -> Tensor:
+    """Shape-like arguments: Python values become int32 (the ops' default index type),
+    or the dtype of `like`, the argument sharing their type attr."""
+    hint = like.dtype.base_dtype if like is not None else dtypes.int32
+    return _to_tensor(value, name, hint=hint)
 
 
 def _name_scope(name: str | None, default: str) -> Iterator[str]:

@@ -48,8 +48,8 @@ def constant_value_as_shape(t: Tensor) -> TensorShape:
     if op.type == "Pack":
         dims = []
         for x in op.inputs:
-            v = constant_value(x)
-            dims.append(None if v is None or int(v) < 0 else int(v))
+            v = _known_scalar(x)
+            dims.append(None if v is None or v < 0 else v)
         return TensorShape(dims)
     if op.type == "ConcatV2":
         out = TensorShape([])
@@ -67,6 +67,24 @@ def constant_value_as_shape(t: Tensor) -> TensorShape:
             return TensorShape(prev.as_list()[start:stop:s[0]])
     n = t.shape.ndims and t.shape[0].value
     return TensorShape(None if n is None else [None] * n)
+
+
+def _known_scalar(t: Tensor) -> int | None:
+    """An int scalar's value, also when it is one known entry of a partially known shape
+    (`tf.shape(x)[0]` with `x` of shape [3, None])."""
+    v = constant_value(t)
+    if v is not None:
+        return int(v)
+    op = t.op
+    if op.type == "StridedSlice" and op.get_attr("shrink_axis_mask") == 1 and not any(
+        op.get_attr(m) for m in ("ellipsis_mask", "new_axis_mask")
+    ):
+        b = _int_list(op.inputs[1])
+        prev = constant_value_as_shape(op.inputs[0]) if op.inputs[0].shape.ndims == 1 else None
+        if b is not None and len(b) == 1 and prev is not None and prev.ndims is not None:
+            if -prev.ndims <= b[0] < prev.ndims:
+                return prev.as_list()[b[0]]
+    return None
 
 
 class _Known:

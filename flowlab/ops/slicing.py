@@ -31,7 +31,6 @@ from flowlab.ops.array_ops import (
     reshape,
     shape,
     squeeze,
-    stack,
     where,
 )
 from flowlab.ops.builder import apply_op
@@ -297,8 +296,9 @@ _register_folding("StridedSlice", "Slice", "GatherV2")
 # --- builders --------------------------------------------------------------------------
 def slice(input_: Any, begin: Any, size: Any, name: str | None = None) -> Tensor:  # noqa: A001
     """`size[i]` elements from `begin[i]` in each dimension (-1: to the end)."""
-    return apply_op("Slice", input=_to_tensor(input_, "input"), begin=_index(begin, "begin"),
-                    size=_index(size, "size"), name=name or "Slice")
+    b = _index(begin, "begin")
+    return apply_op("Slice", input=_to_tensor(input_, "input"), begin=b,
+                    size=_index(size, "size", like=b), name=name or "Slice")
 
 
 def strided_slice(input_: Any, begin: Any, end: Any, strides: Any = None, begin_mask: int = 0,
@@ -309,8 +309,8 @@ def strided_slice(input_: Any, begin: Any, end: Any, strides: Any = None, begin_
     if strides is None:
         strides = apply_op("Fill", dims=shape(b), value=constant(1, dtype=b.dtype), name="ones_like")
     return apply_op(
-        "StridedSlice", input=_to_tensor(input_, "input"), begin=b, end=_index(end, "end"),
-        strides=_index(strides, "strides"), begin_mask=begin_mask, end_mask=end_mask,
+        "StridedSlice", input=_to_tensor(input_, "input"), begin=b, end=_index(end, "end", like=b),
+        strides=_index(strides, "strides", like=b), begin_mask=begin_mask, end_mask=end_mask,
         ellipsis_mask=ellipsis_mask, new_axis_mask=new_axis_mask, shrink_axis_mask=shrink_axis_mask,
         name=name or "StridedSlice",
     )
@@ -325,7 +325,7 @@ def _index_error(idx: Any) -> TypeError:
 
 def _check_index(idx: Any) -> None:
     if isinstance(idx, Tensor):
-        if idx.dtype.base_dtype not in (dtypes.int32, dtypes.int64, dtypes.int16) or idx.shape.ndims not in (None, 0):
+        if idx.dtype.base_dtype not in (dtypes.int32, dtypes.int64, dtypes.int16) or idx.shape.ndims == 1:
             raise _index_error(idx)
         return
     if isinstance(idx, (bool, np.bool_)) or not isinstance(idx, (int, np.integer, Dimension)):
@@ -392,8 +392,11 @@ def _slice_helper(tensor: Any, slice_spec: Any, var: Any = None) -> Tensor:
             masks["shrink_axis_mask"] |= bit
     with _name_scope(None, "strided_slice") as scope:
         if begin:
-            packed = [_pack_bounds(v, what) for v, what in ((begin, "stack"), (end, "stack_1"),
-                                                             (strides, "stack_2"))]
+            bounds = begin + end + strides
+            wide = any(isinstance(v, Tensor) and v.dtype.base_dtype is dtypes.int64 for v in bounds)
+            dt = dtypes.int64 if wide else dtypes.int32
+            packed = [_pack_bounds(v, what, dt) for v, what in ((begin, "stack"), (end, "stack_1"),
+                                                                 (strides, "stack_2"))]
         else:
             packed = [constant([], dtype=dtypes.int32, name="Const")] * 3
         x = tensor.value() if not isinstance(tensor, Tensor) and hasattr(tensor, "value") else tensor
@@ -401,16 +404,19 @@ def _slice_helper(tensor: Any, slice_spec: Any, var: Any = None) -> Tensor:
                         strides=packed[2], name=scope, **masks)
 
 
-def _pack_bounds(values: list[Any], name: str) -> Tensor:
-    if any(isinstance(v, Tensor) for v in values):
-        dt = next(v.dtype.base_dtype for v in values if isinstance(v, Tensor))
-        elems = [v if isinstance(v, Tensor) else constant(int(v), dtype=dt) for v in values]
-        for v in elems:
-            if v.dtype.base_dtype is not dt:
-                raise TypeError(f"Cannot convert a list containing a tensor of dtype "
-                                f"{v.dtype.base_dtype.name} to {dt.name} (Tensor is: {v!r})")
-        return apply_op("Pack", values=elems, axis=0, name=name)
-    return stack([int(v) for v in values], name=name)
+def _pack_bounds(values: list[Any], name: str, dt: dtypes.DType) -> Tensor:
+    """One index vector; int64 when any bound is an int64 Tensor (others are cast)."""
+    if not any(isinstance(v, Tensor) for v in values):
+        return constant([int(v) for v in values], dtype=dt, name=name)
+    elems = []
+    for v in values:
+        if not isinstance(v, Tensor):
+            elems.append(constant(int(v), dtype=dt))
+        elif v.dtype.base_dtype is not dt:
+            elems.append(apply_op("Cast", x=v, DstT=dt, name="Cast"))
+        else:
+            elems.append(v)
+    return apply_op("Pack", values=elems, axis=0, name=name)
 
 
 def gather(params: Any, indices: Any, validate_indices: Any = None, name: str | None = None,
