@@ -243,6 +243,10 @@ def attr_to_json(value: Any, kind: str | None = None) -> dict[str, Any]:
         return {"list": {key: [_scalar_to_json(key, v) for v in value]}}
     if kind is not None:
         return {_SCALAR_KEY[kind]: _scalar_to_json(_SCALAR_KEY[kind], value)}
+    if isinstance(value, tuple) and all(d is None or _is_int(d) for d in value):
+        # flowlab keeps shape attrs as tuples (and lists for list attrs), and decoding
+        # gives the same, so kind-less attrs round-trip.
+        return {"shape": _shape_to_json(value)}
     if isinstance(value, (list, tuple)):
         if not value:
             return {"list": {}}

@@ -902,3 +902,28 @@ def test_variables_and_reference_inputs_round_trip():
                 results.append(s.run(y.name, feed))
     np.testing.assert_array_equal(results[0], results[1])
     assert results[0].dtype == np.float32
+
+
+def test_private_attr_kinds_are_inferred_and_kept():
+    x = fl.constant(1.0, name="x")
+    values = {
+        "_t": np.array([1, 2], np.int16), "_ts": [np.array(1.5), np.array([True])],
+        "_types": [fl.int32, fl.string], "_shape": fl.TensorShape([None, 2]), "_b": False,
+        "_mixed_numbers": [1, 2.5], "_empty": [],
+    }
+    for k, v in values.items():
+        x.op._set_attr(k, v)
+    gd = fl.get_default_graph().as_graph_def()
+    attrs = _node(gd, "x")["attr"]
+    assert attrs["_types"] == {"list": {"type": ["DT_INT32", "DT_STRING"]}}
+    assert attrs["_shape"] == {"shape": {"dim": [-1, 2]}}
+    assert attrs["_mixed_numbers"] == {"list": {"f": [1.0, 2.5]}}
+    assert attrs["_empty"] == {"list": {}}
+    assert [t["dtype"] for t in attrs["_ts"]["list"]["tensor"]] == ["DT_DOUBLE", "DT_BOOL"]
+    g = fl.Graph()
+    with g.as_default():
+        import_graph_def(gd, name="")
+        assert g.as_graph_def() == gd
+        y = g.get_operation_by_name("x")
+        np.testing.assert_array_equal(y.get_attr("_t"), values["_t"])
+        assert y.get_attr("_shape") == (None, 2) and y.get_attr("_b") is False
