@@ -1,8 +1,11 @@
 """`tf.nn`: activations, losses and layers built from ops.
 
-TensorFlow 1.x also exposes a few math ops here (`tf.nn.sigmoid`, `tf.nn.tanh`); they
-are the same functions as `tf.sigmoid` and `tf.tanh`.
+The ops with kernels come from `flowlab.ops.nn_ops`, the functions TensorFlow composes
+from other ops from `flowlab.ops.nn_impl`.  TensorFlow 1.x also exposes a few math ops
+here (`tf.nn.sigmoid`, `tf.nn.tanh`); they are the same functions as `tf.sigmoid` and
+`tf.tanh`.
 """
 
 from flowlab.ops.math_ops import sigmoid, tanh  # noqa: F401
+from flowlab.ops.nn_impl import *  # noqa: F401,F403
 from flowlab.ops.nn_ops import *  # noqa: F401,F403

@@ -1,17 +1,14 @@
-"""The nn op family (`tf.nn`): activations, softmax, BiasAdd, L2Loss, the softmax
-cross entropies, InTopKV2, and the losses and helpers TensorFlow builds from other ops
-(sigmoid and weighted cross entropy, xw_plus_b, l2_normalize, moments).
+"""The nn ops (`tf.nn`) that are kernels in TensorFlow: activations, softmax and
+log-softmax, BiasAdd, L2Loss, the softmax cross entropies (dense and sparse labels),
+InTopKV2, and StopGradient.
 
-Ops that are kernels in TensorFlow are declared here (op type, attrs, shape function
-with TensorFlow's messages); their CPU kernels live in `flowlab.kernels.nn_kernels`.
-Functions that TensorFlow composes from math and array ops are composed here the same
-way, under the same name scopes (`logistic_loss`, `xw_plus_b`, `l2_normalize`,
-`moments`), so that values, dtypes and gradients follow TensorFlow's: for example
-`sigmoid_cross_entropy_with_logits` uses `Select`s rather than `Relu`/`Abs`, which
-gives the gradient `sigmoid(x) - z` at `x == 0` as TensorFlow does.
-
-The builders follow TensorFlow 1.x signatures (`dim` as the old name of `axis`,
-`keep_dims` of `keepdims`, keyword-only `labels=`/`logits=` for the losses).
+Each op is declared here (op type, attrs, shape function with TensorFlow's messages);
+the CPU kernels live in `flowlab.kernels.nn_kernels`.  The builders follow TensorFlow
+1.x: signatures (`dim` as the old name of `axis`, keyword-only `labels=`/`logits=`
+for the losses), name scopes and default op names, and the reshapes/transposes that
+TensorFlow wraps around the 2-D kernels (softmax along another axis, cross entropy of
+higher-rank logits).  The functions TensorFlow composes from other ops (sigmoid cross
+entropy, moments, dropout, ...) live in `flowlab.ops.nn_impl`.
 """
 
 from __future__ import annotations
@@ -37,9 +34,7 @@ __all__ = [
     "relu", "relu6", "elu", "selu", "leaky_relu", "softplus", "softsign",
     "softmax", "log_softmax", "bias_add", "l2_loss",
     "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
-    "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
-    "weighted_cross_entropy_with_logits", "xw_plus_b", "l2_normalize", "moments",
-    "in_top_k",
+    "sparse_softmax_cross_entropy_with_logits", "in_top_k",
 ]
 
 # --- shape functions (TensorFlow's messages; the builder adds op name and shapes) ----
@@ -471,110 +466,6 @@ def sparse_softmax_cross_entropy_with_logits(
             cost = array_ops.reshape(cost, labels_shape)
             cost.set_shape(lshape)
         return math_ops.cast(cost, dtypes.float16) if half else cost
-
-
-# --- losses built from math ops -----------------------------------------------------
-def _same_shape_check(labels: Tensor, logits: Tensor) -> None:
-    if not labels.shape.is_compatible_with(logits.shape):
-        raise ValueError(
-            "`logits` and `labels` must have the same shape, "
-            f"received ({logits.shape} vs {labels.shape})."
-        )
-
-
-def sigmoid_cross_entropy_with_logits(
-    _sentinel: Any = None, labels: Any = None, logits: Any = None, name: str | None = None
-) -> Tensor:
-    """Elementwise logistic loss max(x, 0) - x * z + log1p(exp(-|x|)), x = logits,
-    z = labels (same shape and dtype); stable for large |x|."""
-    if _sentinel is not None:
-        raise ValueError(
-            "Only call `sigmoid_cross_entropy_with_logits` with named arguments "
-            "(labels=..., logits=..., ...)."
-        )
-    _require_both("sigmoid_cross_entropy_with_logits", labels, logits)
-    with _name_scope(name, "logistic_loss", [logits, labels]) as scope:
-        logits = convert_to_tensor(logits, name="logits")
-        labels = convert_to_tensor(labels, name="labels")
-        _same_shape_check(labels, logits)
-        # Selects rather than relu/abs: their gradients at 0 would be 0, not TF's.
-        zeros = array_ops.zeros_like(logits, dtype=logits.dtype)
-        cond = math_ops.greater_equal(logits, zeros)
-        relu_logits = array_ops.where(cond, logits, zeros)
-        neg_abs_logits = array_ops.where(cond, math_ops.negative(logits), logits)
-        return math_ops.add(
-            math_ops.subtract(relu_logits, math_ops.multiply(logits, labels)),
-            math_ops.log1p(math_ops.exp(neg_abs_logits)),
-            name=scope,
-        )
-
-
-def weighted_cross_entropy_with_logits(
-    labels: Any = None, logits: Any = None, pos_weight: Any = None, name: str | None = None,
-    targets: Any = None,
-) -> Tensor:
-    """Logistic loss with positives weighted by `pos_weight` (TF1: `targets` for labels):
-    (1 - z) * x + (1 + (q - 1) * z) * (log1p(exp(-|x|)) + max(-x, 0))."""
-    labels = _axis_arg(labels, targets, "labels", "targets")
-    with _name_scope(name, "logistic_loss", [logits, labels]) as scope:
-        logits = convert_to_tensor(logits, name="logits")
-        labels = convert_to_tensor(labels, name="labels")
-        _same_shape_check(labels, logits)
-        log_weight = 1 + (pos_weight - 1) * labels
-        return math_ops.add(
-            (1 - labels) * logits,
-            log_weight * (math_ops.log1p(math_ops.exp(-math_ops.abs(logits))) + relu(-logits)),
-            name=scope,
-        )
-
-
-# --- layers and statistics ----------------------------------------------------------
-def xw_plus_b(x: Any, weights: Any, biases: Any, name: str | None = None) -> Tensor:
-    """matmul(x, weights) + biases, as MatMul then BiasAdd."""
-    with _name_scope(name, "xw_plus_b", [x, weights, biases]) as scope:
-        x = convert_to_tensor(x, name="x")
-        weights = convert_to_tensor(weights, name="weights")
-        biases = convert_to_tensor(biases, name="biases")
-        mm = math_ops.matmul(x, weights)
-        return bias_add(mm, biases, name=scope)
-
-
-def l2_normalize(
-    x: Any, axis: Any = None, epsilon: float = 1e-12, name: str | None = None, dim: Any = None
-) -> Tensor:
-    """x / sqrt(max(sum(x ** 2, axis), epsilon)) (TF1: `dim`)."""
-    axis = _axis_arg(axis, dim)
-    with _name_scope(name, "l2_normalize", [x]) as scope:
-        x = convert_to_tensor(x, name="x")
-        if x.dtype.is_complex:
-            raise TypeError("flowlab's l2_normalize does not support complex tensors yet")
-        square_sum = math_ops.reduce_sum(math_ops.square(x), axis, keepdims=True)
-        x_inv_norm = math_ops.rsqrt(math_ops.maximum(square_sum, epsilon))
-        return math_ops.multiply(x, x_inv_norm, name=scope)
-
-
-def moments(
-    x: Any, axes: Any, shift: Any = None, name: str | None = None, keep_dims: Any = None,
-    keepdims: Any = None,
-) -> tuple[Tensor, Tensor]:
-    """(mean, variance) of `x` over `axes` (population variance; `shift` is unused, as in
-    TensorFlow).  float16 is computed in float32 and cast back."""
-    keep = _axis_arg(keepdims, keep_dims, "keepdims", "keep_dims")
-    with _name_scope(name, "moments", [x, axes]):
-        x = convert_to_tensor(x, name="x")
-        half = x.dtype.base_dtype is dtypes.float16
-        y = math_ops.cast(x, dtypes.float32) if half else x
-        mean = math_ops.reduce_mean(y, axes, keepdims=True, name="mean")
-        variance = math_ops.reduce_mean(
-            math_ops.squared_difference(y, stop_gradient(mean)), axes, keepdims=True,
-            name="variance",
-        )
-        if not keep:
-            mean = array_ops.squeeze(mean, axes)
-            variance = array_ops.squeeze(variance, axes)
-        if half:
-            return math_ops.cast(mean, dtypes.float16), math_ops.cast(variance, dtypes.float16)
-        return mean, variance
 
 
 def in_top_k(predictions: Any, targets: Any, k: Any, name: str | None = None) -> Tensor:

@@ -1,7 +1,7 @@
-"""The nn op family: activations, softmax, BiasAdd, L2Loss, cross entropies, InTopKV2
-and the composites (sigmoid/weighted cross entropy, xw_plus_b, l2_normalize,
-moments) -- values against NumPy references and against TensorFlow, dtypes, edge
-cases (empty tensors, +-1000 logits, nan/inf), build-time and runtime errors."""
+"""The nn ops with kernels: activations, softmax, BiasAdd, L2Loss, the softmax cross
+entropies and InTopKV2 -- values against NumPy references and against TensorFlow,
+dtypes, edge cases (empty tensors, +-1000 logits, nan/inf), build-time and runtime
+errors.  The composites (flowlab.ops.nn_impl) are tested in test_nn_impl.py."""
 
 from __future__ import annotations
 
@@ -584,88 +584,6 @@ def test_sparse_xent_raw_runtime_errors(tf1, fshape, lshape, message):
 def test_sparse_xent_empty_batch(tf1):
     assert_same(tf1, lambda tf: raw(tf, "SparseSoftmaxCrossEntropyWithLogits",
                                     features=np.zeros([0, 3], np.float32), labels=np.zeros([0], np.int32)))
-
-
-# --- sigmoid and weighted cross entropy ---------------------------------------------
-@pytest.mark.parametrize("dtype", FLOATS)
-def test_sigmoid_xent(tf1, dtype):
-    x = np.array([[1000, -1000, 0, 1], [-1, 0, 30, -30]], dtype)
-    z = np.array([[0, 1, 0.5, 1], [0, 1, 0.25, 1]], dtype)
-
-    def build(tf):
-        a, fa = feed(tf, x)
-        b, fb = feed(tf, z)
-        return tf.nn.sigmoid_cross_entropy_with_logits(labels=b, logits=a), {**fa, **fb}
-
-    out = assert_same(tf1, build)
-    xd, zd = x.astype(np.float64), z.astype(np.float64)
-    np.testing.assert_allclose(out, np.maximum(xd, 0) - xd * zd + np.log1p(np.exp(-np.abs(xd))), rtol=1e-6)
-    assert out[0, 0] == 1000 and out[0, 1] == 1000
-
-
-def test_sigmoid_xent_structure_and_errors():
-    y = fl.nn.sigmoid_cross_entropy_with_logits(labels=fl.zeros([2, 3]), logits=fl.ones([2, 3]))
-    assert (y.op.type, y.op.name) == ("AddV2", "logistic_loss")
-    types = {op.type for op in fl.get_default_graph().get_operations()}
-    assert {"Select", "GreaterEqual", "Log1p", "Exp"} <= types  # TensorFlow's composite
-    with pytest.raises(ValueError, match=r"`logits` and `labels` must have the same shape, received \(\(3, 2\) vs \(2, 3\)\)"):
-        fl.nn.sigmoid_cross_entropy_with_logits(labels=fl.zeros([2, 3]), logits=fl.zeros([3, 2]))
-    with pytest.raises(ValueError, match="Both `labels` and `logits` must be provided"):
-        fl.nn.sigmoid_cross_entropy_with_logits(logits=fl.zeros([3, 2]))
-
-
-def test_weighted_xent(tf1):
-    x = np.array([1000.0, -1000.0, 0.0, 2.0, -3.0], np.float32)
-    z = np.array([0.0, 1.0, 0.5, 1.0, 0.0], np.float32)
-
-    def build(tf):
-        a, fa = feed(tf, x)
-        b, fb = feed(tf, z)
-        return [tf.nn.weighted_cross_entropy_with_logits(labels=b, logits=a, pos_weight=3.0),
-                tf.nn.weighted_cross_entropy_with_logits(targets=b, logits=a, pos_weight=0.5)], {**fa, **fb}
-
-    assert_same(tf1, build)
-
-
-# --- xw_plus_b, l2_normalize, moments -----------------------------------------------
-def test_xw_plus_b(tf1):
-    rs = np.random.RandomState(8)
-    x, w, b = rs.randn(3, 4), rs.randn(4, 2), rs.randn(2)
-    out = assert_same(tf1, lambda tf: tf.nn.xw_plus_b(x, w, b))
-    np.testing.assert_allclose(out, x @ w + b)
-    y = fl.nn.xw_plus_b(fl.placeholder(fl.float32, [None, 4]), fl.zeros([4, 2]), fl.zeros([2]))
-    assert (y.op.type, y.op.name, y.shape.as_list()) == ("BiasAdd", "xw_plus_b", [None, 2])
-    assert y.op.inputs[0].op.name == "xw_plus_b/MatMul"
-
-
-def test_l2_normalize(tf1):
-    x = np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 0.0]], np.float32)
-    axes = [None, 0, 1, [0, 1], -1]
-    assert_same(tf1, lambda tf: [[tf.nn.l2_normalize(x, axis),
-                                  tf.nn.l2_normalize(x.astype(np.float64), dim=axis, epsilon=1e-3)]
-                                 for axis in axes])
-    y = fl.nn.l2_normalize(fl.placeholder(fl.float32, [None, 3]), 1)
-    assert (y.op.type, y.op.name, y.shape.as_list()) == ("Mul", "l2_normalize", [None, 3])
-
-
-@pytest.mark.parametrize("keep", [False, True])
-def test_moments(tf1, keep):
-    x = np.random.RandomState(9).randn(4, 3).astype(np.float32) * 5 + 2
-    cases = [[0], [1], [0, 1], [-1]]
-    out = assert_same(tf1, lambda tf: [list(tf.nn.moments(tf.constant(x), axes, keep_dims=keep)) for axes in cases],
-                      rtol=1e-5)
-    for axes, (mean, var) in zip(cases, out):
-        np.testing.assert_allclose(mean, x.mean(axis=tuple(axes), keepdims=keep), rtol=1e-5)
-        np.testing.assert_allclose(var, x.var(axis=tuple(axes), keepdims=keep), rtol=1e-4)
-
-
-def test_moments_float16_and_names(tf1):
-    x = np.array([[1.0, 2.0], [3.0, 5.0]], np.float16)
-    assert_same(tf1, lambda tf: list(tf.nn.moments(tf.constant(x), [0], keepdims=True)), rtol=1e-3)
-    mean, var = fl.nn.moments(fl.placeholder(fl.float32, [None, 3]), [0])
-    assert mean.shape.as_list() == [3] and var.shape.as_list() == [3]
-    names = [op.name for op in fl.get_default_graph().get_operations()]
-    assert "moments/mean" in names and "moments/variance" in names
 
 
 # --- InTopKV2 -----------------------------------------------------------------------
