@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowlab.graph import dtypes
+from flowlab.graph.graph import Graph, get_default_graph
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape, as_shape
 from flowlab.ops.builder import apply_op
@@ -144,6 +145,19 @@ for _name in ["VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableIniti
 
 
 # --- builders ----------------------------------------------------------------------
+def _apply(op_type: str, name: str, **kwargs: Any) -> Any:
+    """`apply_op` inside the op's own name scope, so that Python values become
+    constants named as TensorFlow names them ("Assign/value", "ScatterAdd/indices")."""
+    g = get_default_graph()
+    for v in kwargs.values():
+        vg = getattr(v, "graph", None)
+        if isinstance(vg, Graph):
+            g = vg
+            break
+    with g.as_default(), g.name_scope(name) as scope:
+        return apply_op(op_type, name=scope, **kwargs)
+
+
 def variable_op_v2(
     shape: Any, dtype: Any, name: str = "Variable", container: str = "", shared_name: str = ""
 ) -> Tensor:
@@ -164,27 +178,25 @@ def assign(
         v = tf.Variable([1.0, 2.0])
         sess.run(tf.assign(v, [3.0, 4.0]))  # array([3., 4.], dtype=float32)
     """
-    return apply_op(
-        "Assign", ref=ref, value=value, validate_shape=validate_shape, use_locking=use_locking,
-        name=name or "Assign",
+    return _apply(
+        "Assign", name or "Assign", ref=ref, value=value, validate_shape=validate_shape,
+        use_locking=use_locking,
     )
 
 
 def assign_add(ref: Any, value: Any, use_locking: bool | None = None, name: str | None = None) -> Tensor:
     """`ref += value` (same shapes, no broadcasting); returns the reference."""
-    return apply_op("AssignAdd", ref=ref, value=value, use_locking=use_locking, name=name or "AssignAdd")
+    return _apply("AssignAdd", name or "AssignAdd", ref=ref, value=value, use_locking=use_locking)
 
 
 def assign_sub(ref: Any, value: Any, use_locking: bool | None = None, name: str | None = None) -> Tensor:
     """`ref -= value` (same shapes, no broadcasting); returns the reference."""
-    return apply_op("AssignSub", ref=ref, value=value, use_locking=use_locking, name=name or "AssignSub")
+    return _apply("AssignSub", name or "AssignSub", ref=ref, value=value, use_locking=use_locking)
 
 
 def _scatter(op_type: str, ref: Any, indices: Any, updates: Any, use_locking: Any, name: str | None) -> Tensor:
-    return apply_op(
-        op_type, ref=ref, indices=indices, updates=updates, use_locking=use_locking,
-        name=name or op_type,
-    )
+    return _apply(op_type, name or op_type, ref=ref, indices=indices, updates=updates,
+                  use_locking=use_locking)
 
 
 def scatter_update(ref: Any, indices: Any, updates: Any, use_locking: bool = True, name: str | None = None) -> Tensor:

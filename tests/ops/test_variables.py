@@ -15,12 +15,7 @@ from tests.difftest import assert_same, assert_same_error, run_with
 
 
 def _names(tf):
-    # Constants that a builder makes from Python arguments are left out: TensorFlow
-    # names them "<op>/<arg>" ("Assign/value"), flowlab's builder "<arg>" (a core
-    # difference, not one of these ops').
-    return [f"{op.name}:{op.type}" for op in tf.get_default_graph().get_operations()
-            if not (op.type == "Const" and op.name.rsplit("/", 1)[-1].split("_")[0] in
-                    ("value", "indices", "updates"))]
+    return [f"{op.name}:{op.type}" for op in tf.get_default_graph().get_operations()]
 
 
 def same_graph_facts(tf1, build):
@@ -194,7 +189,8 @@ def test_scatter_ops_match_tensorflow(tf1, fn, indices, updates):
         return getattr(tf, fn)(v, indices, np.asarray(updates, np.float32))
 
     assert_same(tf1, build)
-    same_graph_facts(tf1, lambda tf: (lambda t: (t.name, t.dtype.name, t.op.get_attr("use_locking")))(build(tf)))
+    same_graph_facts(tf1, lambda tf: (lambda t: (t.name, t.dtype.name, t.op.get_attr("use_locking"),
+                                                 _names(tf)))(build(tf)))
 
 
 def test_scatter_int_and_int64_indices(tf1):
