@@ -29,6 +29,11 @@ def _dims(shape: Any) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
+def _host(a: Any) -> np.ndarray:
+    """A NumPy copy of an index array (validated on the host, as TensorFlow does)."""
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
+
+
 def _ints(v: Any) -> list[int]:
     return [int(x) for x in np.asarray(v).reshape(-1)]
 
@@ -39,28 +44,28 @@ def _axis(a: Any, rank: int) -> int:
 
 
 # --- shapes ---------------------------------------------------------------------------
-@kernel("Shape")
+@kernel("Shape", host_memory=("output",))
 def shape(ctx: Any, x: Any) -> Any:
     return np.array(np.shape(x), dtype=_np_type(ctx, "out_type"))
 
 
-@kernel("ShapeN")
+@kernel("ShapeN", host_memory=("output",))
 def shape_n(ctx: Any, *xs: Any) -> Any:
     dt = _np_type(ctx, "out_type")
     return [np.array(np.shape(x), dtype=dt) for x in xs]
 
 
-@kernel("Size")
+@kernel("Size", host_memory=("output",))
 def size(ctx: Any, x: Any) -> Any:
     return _np_type(ctx, "out_type")(np.size(x))
 
 
-@kernel("Rank")
+@kernel("Rank", host_memory=("output",))
 def rank(ctx: Any, x: Any) -> Any:
     return np.int32(np.ndim(x))
 
 
-@kernel("Reshape")
+@kernel("Reshape", host_memory=("shape",))
 def reshape(ctx: Any, x: Any, shape: Any) -> Any:
     s = np.asarray(shape)
     if s.ndim != 1:
@@ -88,7 +93,7 @@ def reshape(ctx: Any, x: Any, shape: Any) -> Any:
     return ctx.xp.reshape(x, dims)
 
 
-@kernel("Transpose")
+@kernel("Transpose", host_memory=("perm",))
 def transpose(ctx: Any, x: Any, perm: Any) -> Any:
     p = _ints(perm)
     r = np.ndim(x)
@@ -104,7 +109,7 @@ def transpose(ctx: Any, x: Any, perm: Any) -> Any:
 
 
 # --- joining and splitting -----------------------------------------------------------------
-@kernel("ConcatV2")
+@kernel("ConcatV2", host_memory=("axis",))
 def concat_v2(ctx: Any, *args: Any) -> Any:
     values, axis = args[:-1], args[-1]
     s0 = np.shape(values[0])
@@ -162,7 +167,7 @@ def _split_axis(x: Any, axis: Any) -> int:
     return a % r
 
 
-@kernel("Split")
+@kernel("Split", host_memory=("split_dim",))
 def split(ctx: Any, axis: Any, x: Any) -> Any:
     a = _split_axis(x, axis)
     n = ctx.attrs["num_split"]
@@ -173,7 +178,7 @@ def split(ctx: Any, axis: Any, x: Any) -> Any:
     return list(ctx.xp.split(x, n, axis=a))
 
 
-@kernel("SplitV")
+@kernel("SplitV", host_memory=("size_splits", "split_dim"))
 def split_v(ctx: Any, x: Any, size_splits: Any, axis: Any) -> Any:
     a = _split_axis(x, axis)
     sizes = _ints(size_splits)
@@ -195,7 +200,7 @@ def split_v(ctx: Any, x: Any, size_splits: Any, axis: Any) -> Any:
 
 
 # --- creation -------------------------------------------------------------------------
-@kernel("Fill")
+@kernel("Fill", host_memory=("dims",))
 def fill(ctx: Any, dims: Any, value: Any) -> Any:
     if np.ndim(dims) != 1:
         raise _bad(f"dims must be a vector, got shape {_dims(np.shape(dims))}")
@@ -224,7 +229,7 @@ def ones_like(ctx: Any, x: Any) -> Any:
 
 
 # --- dimensions -------------------------------------------------------------------------
-@kernel("ExpandDims")
+@kernel("ExpandDims", host_memory=("dim",))
 def expand_dims(ctx: Any, x: Any, dim: Any) -> Any:
     d = _ints(dim)
     if len(d) != 1:
@@ -252,7 +257,7 @@ def squeeze(ctx: Any, x: Any) -> Any:
     return ctx.xp.reshape(x, [d for i, d in enumerate(s) if i not in axes])
 
 
-@kernel("Tile")
+@kernel("Tile", host_memory=("multiples",))
 def tile(ctx: Any, x: Any, multiples: Any) -> Any:
     m = _ints(multiples)
     r = np.ndim(x)
@@ -276,7 +281,7 @@ def _paddings(x: Any, paddings: Any) -> np.ndarray:
     return p.astype(np.int64)
 
 
-@kernel("Pad")
+@kernel("Pad", host_memory=("paddings",))
 def pad(ctx: Any, x: Any, paddings: Any) -> Any:
     p = _paddings(x, paddings)
     x = ctx.xp.asarray(x)
@@ -285,7 +290,7 @@ def pad(ctx: Any, x: Any, paddings: Any) -> Any:
     return ctx.xp.pad(x, p.tolist())
 
 
-@kernel("PadV2")
+@kernel("PadV2", host_memory=("paddings",))
 def pad_v2(ctx: Any, x: Any, paddings: Any, constant_values: Any) -> Any:
     p = _paddings(x, paddings)
     if np.ndim(constant_values) != 0:
@@ -293,7 +298,7 @@ def pad_v2(ctx: Any, x: Any, paddings: Any, constant_values: Any) -> Any:
     return ctx.xp.pad(ctx.xp.asarray(x), p.tolist(), constant_values=constant_values)
 
 
-@kernel("MirrorPad")
+@kernel("MirrorPad", host_memory=("paddings",))
 def mirror_pad(ctx: Any, x: Any, paddings: Any) -> Any:
     p = _paddings(x, paddings)
     mode = ctx.attrs["mode"]
@@ -308,7 +313,7 @@ def mirror_pad(ctx: Any, x: Any, paddings: Any) -> Any:
     return ctx.xp.pad(ctx.xp.asarray(x), p.tolist(), mode=mode.lower())
 
 
-@kernel("ReverseV2")
+@kernel("ReverseV2", host_memory=("axis",))
 def reverse_v2(ctx: Any, x: Any, axis: Any) -> Any:
     r = np.ndim(x)
     axes = []
@@ -354,7 +359,7 @@ def select_v2(ctx: Any, c: Any, t: Any, e: Any) -> Any:
     return ctx.xp.where(c, t, e)
 
 
-@kernel("OneHot")
+@kernel("OneHot", host_memory=("depth",))
 def one_hot(ctx: Any, indices: Any, depth: Any, on: Any, off: Any) -> Any:
     xp = ctx.xp
     d = int(depth)
@@ -376,7 +381,7 @@ def one_hot(ctx: Any, indices: Any, depth: Any, on: Any, off: Any) -> Any:
 
 
 # --- slicing ---------------------------------------------------------------------------
-@kernel("Slice")
+@kernel("Slice", host_memory=("begin", "size"))
 def slice_(ctx: Any, x: Any, begin: Any, size: Any) -> Any:
     s = np.shape(x)
     b, sz = _ints(begin), _ints(size)
@@ -394,7 +399,7 @@ def slice_(ctx: Any, x: Any, begin: Any, size: Any) -> Any:
     return x[tuple(index)] if index else x
 
 
-@kernel("StridedSlice")
+@kernel("StridedSlice", host_memory=("begin", "end", "strides"))
 def strided_slice(ctx: Any, x: Any, begin: Any, end: Any, strides: Any) -> Any:
     b, e, st = _ints(begin), _ints(end), _ints(strides)
     if not len(b) == len(e) == len(st):
@@ -428,11 +433,11 @@ def _bad_index_position(bad: np.ndarray) -> tuple[int, ...]:
     return tuple(int(v) for v in np.argwhere(bad)[0])
 
 
-@kernel("GatherV2")
+@kernel("GatherV2", host_memory=("axis",))
 def gather_v2(ctx: Any, params: Any, indices: Any, axis: Any) -> Any:
     xp = ctx.xp
     p = xp.asarray(params)
-    idx = np.asarray(indices)
+    idx = _host(indices)
     r = p.ndim
     a = int(axis)
     if not -r <= a < r:
@@ -447,12 +452,12 @@ def gather_v2(ctx: Any, params: Any, indices: Any, axis: Any) -> Any:
         pos = _bad_index_position(bad)
         raise _bad(f"indices[{','.join(str(v) for v in pos)}] = {idx[pos]} is not in [0, {limit})")
     if bd == 0:
-        return xp.take(p, idx, axis=a)
+        return xp.take(p, xp.asarray(idx), axis=a)
     lead = p.shape[:bd]
     nb = int(np.prod(lead, dtype=np.int64))
     pf = p.reshape((nb,) + p.shape[bd:])
     ix = idx.reshape((nb,) + idx.shape[bd:])
-    parts = [xp.take(pf[i], ix[i], axis=a - bd) for i in range(nb)]
+    parts = [xp.take(pf[i], xp.asarray(ix[i]), axis=a - bd) for i in range(nb)]
     out_tail = p.shape[bd:a] + idx.shape[bd:] + p.shape[a + 1:]
     if not parts:
         return xp.zeros(lead + out_tail, dtype=p.dtype)
@@ -462,7 +467,7 @@ def gather_v2(ctx: Any, params: Any, indices: Any, axis: Any) -> Any:
 @kernel("GatherNd")
 def gather_nd(ctx: Any, params: Any, indices: Any) -> Any:
     p = ctx.xp.asarray(params)
-    idx = np.asarray(indices)
+    idx = _host(indices)
     k = idx.shape[-1]
     flat = idx.reshape(-1, k)
     limits = np.array(p.shape[:k])
@@ -473,15 +478,15 @@ def gather_nd(ctx: Any, params: Any, indices: Any) -> Any:
         raise _bad(f"indices[{pos}] = "
                    f"[{', '.join(str(int(v)) for v in flat[i])}] does not index into param shape "
                    f"{_dims(p.shape)}, node name: {ctx.name}")
-    out = p[tuple(flat.T)] if k else ctx.xp.broadcast_to(p, (flat.shape[0],) + p.shape)
+    out = p[tuple(ctx.xp.asarray(c) for c in flat.T)] if k else ctx.xp.broadcast_to(p, (flat.shape[0],) + p.shape)
     return out.reshape(idx.shape[:-1] + p.shape[k:])
 
 
-@kernel("ScatterNd")
+@kernel("ScatterNd", host_memory=("shape",))
 def scatter_nd(ctx: Any, indices: Any, updates: Any, shape: Any) -> Any:
     xp = ctx.xp
     out_shape = tuple(_ints(shape))
-    idx = np.asarray(indices)
+    idx = _host(indices)
     u = xp.asarray(updates)
     k = idx.shape[-1] if idx.ndim else 0
     flat = idx.reshape(-1, k)
@@ -507,7 +512,7 @@ def scatter_nd(ctx: Any, indices: Any, updates: Any, shape: Any) -> Any:
 @kernel("DynamicPartition")
 def dynamic_partition(ctx: Any, data: Any, partitions: Any) -> Any:
     d = ctx.xp.asarray(data)
-    p = np.asarray(partitions)
+    p = _host(partitions)
     n = ctx.attrs["num_partitions"]
     if d.shape[: p.ndim] != p.shape:
         raise _bad(f"data.shape must start with partitions.shape, got data.shape = {_dims(d.shape)}, "
@@ -518,6 +523,7 @@ def dynamic_partition(ctx: Any, data: Any, partitions: Any) -> Any:
         raise _bad(f"partitions{_dims(pos)} = {p[pos]} is not in [0, {n})")
     flat = d.reshape((-1,) + d.shape[p.ndim:])
     pf = p.reshape(-1)
+    pf = ctx.xp.asarray(pf)
     return [flat[pf == i] for i in range(n)]
 
 
@@ -525,7 +531,7 @@ def dynamic_partition(ctx: Any, data: Any, partitions: Any) -> Any:
 def dynamic_stitch(ctx: Any, *args: Any) -> Any:
     xp = ctx.xp
     n = len(args) // 2
-    idx = [np.asarray(i) for i in args[:n]]
+    idx = [_host(i) for i in args[:n]]
     data = [xp.asarray(x) for x in args[n:]]
     inner = None
     for i, (ix, dx) in enumerate(zip(idx, data)):
@@ -544,5 +550,5 @@ def dynamic_stitch(ctx: Any, *args: Any) -> Any:
             raise _bad(f"indices[{i}] contains a negative index: {int(ix.min())}")
     out = xp.zeros((first,) + tuple(inner or ()), dtype=data[0].dtype)
     for ix, dx in zip(idx, data):
-        out[ix.reshape(-1)] = dx.reshape((-1,) + tuple(inner or ()))
+        out[xp.asarray(ix.reshape(-1))] = dx.reshape((-1,) + tuple(inner or ()))
     return out
