@@ -927,3 +927,69 @@ def test_private_attr_kinds_are_inferred_and_kept():
         y = g.get_operation_by_name("x")
         np.testing.assert_array_equal(y.get_attr("_t"), values["_t"])
         assert y.get_attr("_shape") == (None, 2) and y.get_attr("_b") is False
+
+
+def _tf_node_facts(node, tf1):
+    """(name, op, inputs, device, {attr: (kind, value)}) of a TensorFlow NodeDef."""
+    from tensorflow.core.framework import types_pb2
+
+    attrs = {}
+    for key, v in node.attr.items():
+        if key == "_has_manual_control_dependencies":
+            continue
+        which = v.WhichOneof("value")
+        if which == "type":
+            attrs[key] = ("type", types_pb2.DataType.Name(v.type))
+        elif which == "shape":
+            attrs[key] = ("shape", None if v.shape.unknown_rank else [d.size for d in v.shape.dim])
+        elif which == "tensor":
+            arr = tf1.make_ndarray(v.tensor)
+            attrs[key] = ("tensor", (types_pb2.DataType.Name(v.tensor.dtype), list(arr.shape), arr.tolist()))
+        elif which == "list":
+            attrs[key] = ("list", [s.decode() for s in v.list.s])
+        else:
+            attrs[key] = (which, getattr(v, which))
+    return node.name, node.op, list(node.input), node.device, attrs
+
+
+def _fl_node_facts(node):
+    attrs = {}
+    for key, v in node["attr"].items():
+        (which, x), = v.items()
+        if which == "shape":
+            x = None if x.get("unknown_rank") else x["dim"]
+        elif which == "tensor":
+            _, arr = G.attr_from_json(v, key)
+            x = (x["dtype"], x["shape"], arr.tolist())
+        elif which == "list":
+            x = x.get("s", [])
+        attrs[key] = (which, x)
+    return node["name"], node["op"], node["input"], node["device"], attrs
+
+
+def test_graph_def_content_matches_tensorflow(tf1):
+    def build(tf):
+        g = tf.Graph()
+        with g.as_default():
+            a = tf.constant([[1.5, -2.0]], name="a")
+            tf.constant(np.array([1, 2], np.int64), name="i64")
+            tf.constant(True, name="flag")
+            tf.constant(np.array([1 + 2j], np.complex64), name="z")
+            tf.constant(np.array([0.5], np.float16), name="h")
+            tf.constant(np.zeros((0, 2), np.float32), name="empty")
+            tf.constant([b"ab", b"\xff"], name="s")
+            tf.placeholder(tf.float32, [None, 2], name="x")
+            tf.placeholder(tf.int32, name="n")
+            with tf.device("/job:ps/task:0/cpu:0"):
+                b = tf.identity(a, name="b")
+            with tf.colocate_with(b):
+                c = tf.identity(a, name="c")
+            with tf.control_dependencies([c]):
+                tf.no_op(name="done")
+            with tf.name_scope("scope"):
+                tf.identity(b, name="d")
+        return g.as_graph_def()
+
+    want = [_tf_node_facts(n, tf1) for n in build(tf1).node]
+    got = [_fl_node_facts(n) for n in build(fl)["node"]]
+    assert got == want
