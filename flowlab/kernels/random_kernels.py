@@ -59,50 +59,127 @@ def _load_glibc() -> Any:
 
 
 _LIBM = _load_glibc()
-# How far (in float32 ulps) from a rounding midpoint glibc's result can round the other
-# way than the correctly rounded one.  Measured over every input BoxMullerFloat can pass
-# (2**23 values each, glibc 2.36 on x86-64 with FMA): 0.286 for logf, 0.061 for
-# sinf/cosf; taken with a margin.  With these bands `logf` and `sincosf` below equal
-# glibc's on all 2**23 inputs, so float32 and float16 normals match TensorFlow bit for
-# bit whatever the seed (glibc's float functions have been the same since 2.28).
-_LOGF_BAND = 0.34
-_SINCOSF_BAND = 0.09
+
+# Where glibc may round differently from the correctly rounded value: the largest
+# distance from a float32 rounding midpoint (in ulps) at which it did, per bucket of
+# results, over every input BoxMullerFloat can pass (2**23 each; glibc 2.36, x86-64 with
+# FMA; glibc's float functions are the same since 2.28).  Buckets: logf by the binary
+# exponent of the result; sinf/cosf by the quadrant of the argument (x / (pi/2) rounded,
+# 0..4 for x in [0, 2 pi)) and the exponent of the result.  A bucket that is absent never
+# differed.  Values within a bucket's band (with a margin) are recomputed by glibc, so
+# `logf` and `sincosf` equal glibc's on all those inputs (checked exhaustively) and
+# float32/float16 normals match TensorFlow bit for bit whatever the seed, at the cost of
+# a ctypes call for about one value in six.  `_measure_bands()` recomputes the tables.
+_LOGF_BANDS: dict[Any, float] = {
+    -22: 0.001, -20: 0.001, -12: 0.001, -10: 0.001, -9: 0.001, -8: 0.014, -7: 0.085, -6: 0.287,
+    -5: 0.201, -4: 0.085, -3: 0.045, -2: 0.025, -1: 0.013, 0: 0.038, 1: 0.019, 2: 0.008,
+    3: 0.003,
+}
+_SINF_BANDS: dict[Any, float] = {
+    (0, -6): 0.001, (0, -5): 0.002, (0, -4): 0.007, (0, -3): 0.025, (0, -2): 0.061,
+    (0, -1): 0.06, (0, 0): 0.046, (1, 0): 0.001, (2, -7): 0.001, (2, -6): 0.001, (2, -5): 0.002,
+    (2, -4): 0.007, (2, -3): 0.026, (2, -2): 0.061, (2, -1): 0.061, (2, 0): 0.047,
+    (3, 0): 0.001, (4, -6): 0.001, (4, -5): 0.002, (4, -4): 0.007, (4, -3): 0.026,
+    (4, -2): 0.06, (4, -1): 0.061, (4, 0): 0.046,
+}
+_COSF_BANDS: dict[Any, float] = {
+    (0, 0): 0.001, (1, -7): 0.001, (1, -6): 0.001, (1, -5): 0.002, (1, -4): 0.007,
+    (1, -3): 0.026, (1, -2): 0.061, (1, -1): 0.061, (1, 0): 0.047, (2, 0): 0.001,
+    (3, -6): 0.001, (3, -5): 0.002, (3, -4): 0.008, (3, -3): 0.026, (3, -2): 0.061,
+    (3, -1): 0.061, (3, 0): 0.048, (4, 0): 0.001,
+}
+_MARGIN = 1.25
+_EXP_OFFSET = 160  # float32 binary exponents (frexp) lie in [-148, 128]
 
 
-def _near_midpoint(y64: np.ndarray, band: float) -> np.ndarray:
-    """Where float64 values lie within `band` float32 ulps of a float32 rounding midpoint."""
+def _dense(table: dict[Any, float], quadrants: bool) -> np.ndarray:
+    out = np.full((5 if quadrants else 1, 2 * _EXP_OFFSET), -1.0)
+    for key, band in table.items():
+        q, e = key if quadrants else (0, key)
+        out[q, e + _EXP_OFFSET] = band * _MARGIN
+    return out
+
+
+_LOGF_DENSE = _dense(_LOGF_BANDS, False)
+_SINF_DENSE = _dense(_SINF_BANDS, True)
+_COSF_DENSE = _dense(_COSF_BANDS, True)
+
+
+def _midpoint_distance(y64: np.ndarray) -> np.ndarray:
+    """Distance in float32 ulps from each float64 value to the nearest float32 rounding
+    midpoint: 0 on a midpoint, 0.5 on a float32."""
     f = y64.astype(np.float32)
     f64 = f.astype(np.float64)
     other = np.where(f64 > y64, np.nextafter(f, np.float32(-np.inf)),
                      np.nextafter(f, np.float32(np.inf))).astype(np.float64)
-    ulp = np.abs(other - f64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        dist = np.abs(y64 - f64) / ulp  # 0 at f, 0.5 at the midpoint
-    return dist >= 0.5 - band
+        return 0.5 - np.abs(y64 - f64) / np.abs(other - f64)
 
 
-def _libm_float(fn: Any, x: np.ndarray, y64: np.ndarray, band: float) -> np.ndarray:
+def _quadrant(x: np.ndarray) -> np.ndarray:
+    return np.rint(x.astype(np.float64) * (2 / np.pi)).astype(np.int64)
+
+
+def _libm_float(fn: Any, x: np.ndarray, y64: np.ndarray, dense: np.ndarray,
+                quadrant: np.ndarray | None) -> np.ndarray:
     """`fn(x)` (a glibc float function) from its float64 value `y64`."""
     y = y64.astype(np.float32)
     if _LIBM is None or y.size == 0:
         return y
-    idx = np.nonzero(_near_midpoint(y64, band))[0]
+    # frexp's exponent of a normal float32 is its biased exponent - 126.
+    exp = ((y.view(np.uint32) >> np.uint32(23)) & np.uint32(0xFF)).astype(np.intp)
+    exp += _EXP_OFFSET - 126
+    if quadrant is None:
+        band = dense[0, exp]
+    else:
+        inside = (quadrant >= 0) & (quadrant < dense.shape[0])
+        band = np.where(inside, dense[np.clip(quadrant, 0, dense.shape[0] - 1), exp], 0.5)
+    # Only values in a bucket with a band can differ; measure just those.
+    cand = np.nonzero(band >= 0)[0]
+    idx = cand[_midpoint_distance(y64[cand]) <= band[cand]]
     if idx.size:
         y[idx] = np.fromiter(map(fn, x[idx].tolist()), np.float32, idx.size)
     return y
 
 
 def logf(x: np.ndarray) -> np.ndarray:
-    """glibc's `logf` on a float32 array of positive values."""
-    return _libm_float(_LIBM and _LIBM.logf, x, np.log(x.astype(np.float64)), _LOGF_BAND)
+    """glibc's `logf` on positive float32 values (exactly on BoxMullerFloat's inputs,
+    within an ulp elsewhere)."""
+    return _libm_float(_LIBM and _LIBM.logf, x, np.log(x.astype(np.float64)), _LOGF_DENSE, None)
 
 
 def sincosf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """glibc's `sincosf` on a float32 array."""
+    """glibc's `sincosf` on float32 values (exactly on BoxMullerFloat's inputs, within an
+    ulp elsewhere)."""
     x64 = x.astype(np.float64)
-    s = _libm_float(_LIBM and _LIBM.sinf, x, np.sin(x64), _SINCOSF_BAND)
-    c = _libm_float(_LIBM and _LIBM.cosf, x, np.cos(x64), _SINCOSF_BAND)
+    q = _quadrant(x)
+    s = _libm_float(_LIBM and _LIBM.sinf, x, np.sin(x64), _SINF_DENSE, q)
+    c = _libm_float(_LIBM and _LIBM.cosf, x, np.cos(x64), _COSF_DENSE, q)
     return s, c
+
+
+def _measure_bands() -> list[dict[Any, float]]:
+    """The three band tables above, measured against glibc (a few minutes)."""
+    u = uint32_to_float(np.arange(1 << 23, dtype=np.uint32))
+    u1 = np.maximum(u, np.float32(1.0e-7))
+    v1 = (_TWO_PI * u.astype(np.float64)).astype(np.float32)
+    tables = []
+    for fn, x, y64, quadrants in (
+        (_LIBM.logf, u1, np.log(u1.astype(np.float64)), False),
+        (_LIBM.sinf, v1, np.sin(v1.astype(np.float64)), True),
+        (_LIBM.cosf, v1, np.cos(v1.astype(np.float64)), True),
+    ):
+        exact = np.fromiter(map(fn, x.tolist()), np.float32, x.size)
+        f = y64.astype(np.float32)
+        miss = exact != f
+        exps = np.frexp(f)[1][miss].tolist()
+        qs = _quadrant(x)[miss].tolist() if quadrants else [None] * len(exps)
+        table: dict[Any, float] = {}
+        for q, e, d in zip(qs, exps, _midpoint_distance(y64)[miss].tolist()):
+            key = (q, e) if quadrants else e
+            table[key] = max(table.get(key, 0.0), float(np.ceil(d * 1000) / 1000))
+        tables.append(dict(sorted(table.items())))
+    return tables
 
 
 # --- word -> value conversions (random_distributions.h) ----------------------------------
