@@ -183,7 +183,7 @@ fl_ensure_venv() {
     fi
     if [ "$up_to_date" -eq 0 ]; then
         target="$FLOWLAB_ROOT"
-        [ -n "$extra" ] && target="$FLOWLAB_ROOT[$extra]"
+        [ -n "$extra" ] && target="${FLOWLAB_ROOT}[$extra]"
         local pip_flags=()
         [ -t 1 ] || pip_flags+=(--progress-bar off)
         fl_log "pip install -e '$target' (first run downloads a few hundred MB)"
