@@ -12,13 +12,14 @@ The elementwise kernels on the hot path (AddV2, Sub, Mul) are a bare operator ca
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels.registry import kernel
+from flowlab.kernels.registry import CPU, kernel
 
 
 def _dims(shape: Any) -> str:
@@ -69,7 +70,7 @@ def mul(ctx: Any, x: Any, y: Any) -> Any:
         raise _incompatible(x, y) from None
 
 
-@kernel("Add")
+@kernel("Add", devices=CPU)  # strings live on the host
 def add(ctx: Any, x: Any, y: Any) -> Any:
     try:
         if x.dtype == object:  # strings: bytes concatenation
@@ -219,12 +220,11 @@ def _reciprocal(xp: Any, x: Any) -> Any:
     return 1 / x
 
 
-def _erf(xp: Any, x: Any) -> Any:
-    import math
-
+@kernel("Erf", devices=CPU)  # no erf in NumPy: math.erf per element, on the host
+def erf(ctx: Any, x: Any) -> Any:
     flat = np.asarray(x, dtype=np.float64).reshape(-1)
     out = np.array([math.erf(v) for v in flat.tolist()], dtype=np.float64)
-    return xp.asarray(out.reshape(np.shape(x)).astype(x.dtype))[()]
+    return out.reshape(np.shape(x)).astype(x.dtype)[()]
 
 
 _unary("Neg", lambda xp, x: -x, warns=False)
@@ -249,7 +249,6 @@ _unary("Acos", lambda xp, x: xp.arccos(x))
 _unary("Atan", lambda xp, x: xp.arctan(x))
 _unary("Sinh", lambda xp, x: xp.sinh(x))
 _unary("Cosh", lambda xp, x: xp.cosh(x))
-_unary("Erf", _erf)
 _unary("Floor", lambda xp, x: xp.floor(x), warns=False)
 _unary("Ceil", lambda xp, x: xp.ceil(x), warns=False)
 _unary("Round", lambda xp, x: x.copy() if _is_int(x) else xp.round(x), warns=False)
@@ -271,27 +270,26 @@ def reciprocal(ctx: Any, x: Any) -> Any:
 # --- Cast, AddN ---------------------------------------------------------------------
 @kernel("Cast")
 def cast(ctx: Any, x: Any) -> Any:
-    dst = ctx.attrs["DstT"]
-    src = ctx.attrs["SrcT"]
+    dst, src = ctx.attrs["DstT"], ctx.attrs["SrcT"]
     if dst.name == "string" or src.name == "string":
         if dst is src:
             return x
         raise errors.UnimplementedError(None, None, f"Cast {src.name} to {dst.name} is not supported")
+    xp = ctx.xp
     t = dst.as_numpy_dtype
     if x.dtype.kind == "c" and not dst.is_complex:
         x = x.real
     if dst.is_bool:
         return x != 0
     with np.errstate(all="ignore"):
-        if dst.is_integer and x.dtype.kind == "f":
-            # C++ gives the most negative value for NaN and out-of-range floats.
+        out = x.astype(t)
+        if dst.is_integer and not dst.is_unsigned and x.dtype.kind == "f":
+            # x86 C++ gives the most negative value for NaN and out-of-range floats.
             info = np.iinfo(t)
-            bad = ~np.isfinite(x) | (x < info.min) | (x >= float(info.max) + 1)
-            out = x.astype(t)
-            if np.any(bad) and dst.is_unsigned is False:
-                out = ctx.xp.where(bad, info.min, out).astype(t)
-            return out
-        return x.astype(t)
+            bad = ~xp.isfinite(x) | (x < info.min) | (x >= float(info.max) + 1)
+            if xp.any(bad):
+                out = xp.where(bad, t(info.min), out).astype(t)
+        return out
 
 
 @kernel("AddN")
@@ -318,16 +316,14 @@ def mat_mul(ctx: Any, a: Any, b: Any) -> Any:
             raise errors.InvalidArgumentError(
                 None, None, f"In[{i}] is not a matrix. Instead it has shape {_dims(m.shape)}"
             )
+    sa, sb = a.shape, b.shape
     if ctx.attrs["transpose_a"]:
         a = a.T
     if ctx.attrs["transpose_b"]:
         b = b.T
     if a.shape[1] != b.shape[0]:
-        ia = b.shape[::-1] if False else a.shape
         raise errors.InvalidArgumentError(
-            None, None,
-            f"Matrix size-incompatible: In[0]: {_dims(ia if not ctx.attrs['transpose_a'] else a.shape[::-1])}, "
-            f"In[1]: {_dims(b.shape if not ctx.attrs['transpose_b'] else b.shape[::-1])}",
+            None, None, f"Matrix size-incompatible: In[0]: {_dims(sa)}, In[1]: {_dims(sb)}"
         )
     return ctx.xp.matmul(a, b)
 
@@ -381,7 +377,7 @@ def _axes(x: Any, axes: Any) -> tuple[int, ...]:
 
 
 def _reduction(op_type: str, fn: Callable[..., Any]) -> None:
-    @kernel(op_type)
+    @kernel(op_type, host_memory=("reduction_indices",))
     def k(ctx: Any, x: Any, axes: Any) -> Any:
         ax = _axes(x, axes)
         keep = ctx.attrs["keep_dims"]
@@ -444,7 +440,7 @@ _reduction("Any", lambda xp, x, ax, keep: xp.any(x, axis=ax, keepdims=keep))
 
 
 def _arg_reduction(op_type: str, fn_name: str) -> None:
-    @kernel(op_type)
+    @kernel(op_type, host_memory=("dimension",))
     def k(ctx: Any, x: Any, dim: Any) -> Any:
         rank = np.ndim(x)
         d = int(np.asarray(dim).reshape(-1)[0])
@@ -471,7 +467,7 @@ _arg_reduction("ArgMin", "argmin")
 
 
 def _scan(op_type: str, fn_name: str) -> None:
-    @kernel(op_type)
+    @kernel(op_type, host_memory=("axis",))
     def k(ctx: Any, x: Any, axis: Any) -> Any:
         xp = ctx.xp
         rank = np.ndim(x)
