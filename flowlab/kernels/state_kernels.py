@@ -38,17 +38,21 @@ def _owned(ctx: Any, value: Any) -> Any:
     return ctx.xp.array(value, copy=True)
 
 
-def _store(ctx: Any, step: Any, ref: VariableState, new: Any) -> None:
-    step.write_var(ref, _owned(ctx, new))
+def _fresh(value: Any) -> Any:
+    """A kernel's own new result, made read-only without a copy."""
+    if isinstance(value, np.generic):
+        value = np.asarray(value)
+    return freeze(value)
 
 
 def _update(ctx: Any, step: Any, ref: VariableState, compute: Callable[[Any], Any]) -> VariableState:
-    """Read-modify-write `ref`, atomically when the op asks for locking."""
+    """Read-modify-write `ref` (`compute` returns a new array), atomically when the op
+    asks for locking."""
     if ctx.attrs["use_locking"]:
         with ref.lock:
-            _store(ctx, step, ref, compute(ref.read()))
+            step.write_var(ref, _fresh(compute(ref.read())))
     else:
-        _store(ctx, step, ref, compute(ref.read()))
+        step.write_var(ref, _fresh(compute(ref.read())))
     return ref
 
 
@@ -85,7 +89,7 @@ def assign(ctx: Any, step: Any, ref: VariableState, value: Any) -> VariableState
                     f"Assign requires shapes of both tensors to match. lhs shape= {lhs} "
                     f"rhs shape= {_shape_str(rhs)}",
                 )
-        _store(ctx, step, ref, value)
+        step.write_var(ref, _owned(ctx, value))
 
     if ctx.attrs["use_locking"]:
         with ref.lock:
@@ -203,12 +207,12 @@ for _op_type, _how in (
     _scatter_kernel(_op_type, _how)
 
 
-@kernel("IsVariableInitialized")
+@kernel("IsVariableInitialized", host_memory=("is_initialized",))
 def is_variable_initialized(ctx: Any, ref: VariableState) -> Any:
     return np.bool_(ref.is_initialized)
 
 
-@kernel("CountUpTo", step=True)
+@kernel("CountUpTo", devices="CPU", step=True)
 def count_up_to(ctx: Any, step: Any, ref: VariableState) -> Any:
     limit = ctx.attrs["limit"]
     # The check and the increment are one atomic step, as TensorFlow's kernel.
