@@ -82,6 +82,11 @@ class DType:
     def is_ref_dtype(self) -> bool:
         return self._is_ref
 
+    @property
+    def _is_ref_dtype(self) -> bool:
+        # TensorFlow's spelling, which TensorFlow 1.x programs use.
+        return self._is_ref
+
     def _as_ref(self) -> DType:
         if self._is_ref:
             return self
