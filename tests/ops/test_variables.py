@@ -386,19 +386,24 @@ def test_assign_after_validate_shape_false_checks_current_shape():
 
 
 # --- state semantics ----------------------------------------------------------------
-def test_failed_step_leaves_variables_unchanged():
+@pytest.mark.parametrize("path", ["straight_line", "executor"])
+def test_failed_step_leaves_variables_unchanged(path):
     v = fl.Variable([1.0, 2.0], name="v")
     w = fl.Variable([0.0, 0.0], name="w")
     a = fl.assign(v, [5.0, 5.0])
     b = fl.assign_add(w, [1.0, 1.0])
     with fl.control_dependencies([a, b]):
         bad = fl.scatter_update(v, [7], [1.0])
+    # A traced run goes through the dataflow executor instead of the generated function.
+    kw = {} if path == "straight_line" else dict(
+        options=fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE), run_metadata=fl.RunMetadata())
     with fl.Session() as s:
-        s.run(fl.global_variables_initializer())
+        s.run(fl.global_variables_initializer(), **kw)
         with pytest.raises(errors.InvalidArgumentError, match=r"indices\[0\] = 7 is not in \[0, 2\)"):
-            s.run(bad)
-        np.testing.assert_array_equal(s.run(v), [1.0, 2.0])
-        np.testing.assert_array_equal(s.run(w), [0.0, 0.0])
+            s.run(bad, **kw)
+        np.testing.assert_array_equal(s.run(v, **kw), [1.0, 2.0])
+        np.testing.assert_array_equal(s.run(w, **kw), [0.0, 0.0])
+        np.testing.assert_array_equal(s.run(b, **kw), [1.0, 1.0])
 
 
 def test_values_persist_across_runs_and_are_fresh_in_a_new_session():
