@@ -193,7 +193,14 @@ def compile_plan(
             slot = slot_of.get(key)
             if slot is None:
                 raise errors.InternalError(None, op, f"input {t.name} of '{op.name}' has no value slot")
-            read = t.dtype.is_ref_dtype and not takes_ref
+            if key in fed and takes_ref:
+                raise errors.InvalidArgumentError(
+                    None, op,
+                    f"{op.type} '{op.name}' needs the variable behind {t.name} itself, but "
+                    f"{t.name} is fed; a fed variable only replaces its value for readers.",
+                )
+            # A fed reference is a plain value already: readers take it as it is.
+            read = t.dtype.is_ref_dtype and not takes_ref and key not in fed
             node.inputs.append((slot, read))
             if key not in fed:
                 deps.add(index_of[id(t.op)])
@@ -207,7 +214,8 @@ def compile_plan(
     fetch_slots = [slot_of[(id(t.op), t.value_index)] for t in fetches]
     plan = Plan(
         graph_version, nodes, next(counter), feed_slots, fetch_slots,
-        [t.dtype.is_ref_dtype for t in fetches], [t.name for t in fetches],
+        [t.dtype.is_ref_dtype and (id(t.op), t.value_index) not in fed for t in fetches],
+        [t.name for t in fetches],
         num_expensive=sum(n.kernel.expensive for n in nodes),
     )
     if straight_line and all(
