@@ -52,9 +52,9 @@ def _truncate_seed(seed: int) -> int:
 def get_seed(op_seed: int | None) -> tuple[int | None, int | None]:
     """The (seed, seed2) pair a random op uses, from the graph seed and `op_seed`.
 
-    >>> g = Graph()
+    >>> g = flowlab.Graph()
     >>> with g.as_default():
-    ...     g.seed = 1
+    ...     flowlab.set_random_seed(1)
     ...     get_seed(None), get_seed(None), get_seed(7)
     ((1, 0), (1, 1), (1, 7))
     """
@@ -101,9 +101,10 @@ def _from_shape_input(op: Operation) -> list[TensorShape]:
 
 def _uniform_int_shape(op: Operation) -> list[TensorShape]:
     for i, which in ((1, "minval"), (2, "maxval")):
-        nd = op.inputs[i].shape.ndims
-        if nd is not None and nd != 0:
-            raise ValueError(f"Shape must be rank 0 but is rank {nd} for {which}")
+        shape = op.inputs[i].shape
+        if shape.ndims is not None and shape.ndims != 0:
+            dims = ",".join("?" if d is None else str(d) for d in shape.as_list())
+            raise ValueError(f"{which} must be a scalar; got a tensor of shape [{dims}]")
     return _from_shape_input(op)
 
 

@@ -463,3 +463,12 @@ def test_random_seeds_and_shapes_like_tensorflow(tf1, graph_seed, op_seed, shape
                                 tf.truncated_normal(shape, seed=op_seed + 1),
                                 tf.random_uniform(shape, maxval=9, dtype=tf.int64)],
                seed=graph_seed, runs=1)
+
+
+def test_uniform_int_bounds_must_be_scalars_like_tensorflow(tf1):
+    msgs = []
+    for mod in (tf1, fl):
+        with mod.Graph().as_default(), pytest.raises(ValueError) as info:
+            mod.random_uniform([2], minval=[0], maxval=[3], dtype=mod.int32)
+        msgs.append(str(info.value).split(" for ")[0])
+    assert msgs[0] == msgs[1] == "minval must be a scalar; got a tensor of shape [1]"
