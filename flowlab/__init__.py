@@ -48,6 +48,7 @@ from flowlab.ops.array_ops import *  # noqa: F401,F403
 from flowlab.ops.builder import convert_to_tensor, register_tensor_conversion_function
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import *  # noqa: F401,F403
+from flowlab.ops.importer import *
 from flowlab.ops.init_ops import *  # noqa: F401,F403
 from flowlab.ops.math_ops import *  # noqa: F401,F403
 from flowlab.ops.random_ops import *  # noqa: F401,F403
