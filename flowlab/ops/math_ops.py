@@ -40,7 +40,7 @@ __all__ = [
     "logical_and", "logical_or", "logical_not", "logical_xor",
     "cast", "to_float", "to_double", "to_int32", "to_int64",
     "matmul", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
-    "reduce_all", "reduce_any", "count_nonzero", "argmax", "argmin", "clip_by_value",
+    "reduce_all", "reduce_any", "reduce_logsumexp", "count_nonzero", "argmax", "argmin", "clip_by_value",
     "range", "cumsum", "cumprod",
 ]
 
@@ -473,6 +473,29 @@ reduce_min = _reducer("Min", "reduce_min", "Minimum")
 reduce_prod = _reducer("Prod", "reduce_prod", "Product")
 reduce_all = _reducer("All", "reduce_all", "Logical AND", dtypes.bool)
 reduce_any = _reducer("Any", "reduce_any", "Logical OR", dtypes.bool)
+
+
+def reduce_logsumexp(input_tensor: Any, axis: Any = None, keepdims: Any = None,
+                     name: str | None = None, reduction_indices: Any = None,
+                     keep_dims: Any = None) -> Tensor:
+    """log(sum(exp(x))) over `axis`, computed stably by shifting by the (finite) max,
+    from the same ops as TensorFlow (Max, IsFinite, SelectV2, StopGradient, Exp, Sum, Log)."""
+    axis = _pick(axis, reduction_indices, "axis", "reduction_indices")
+    keepdims = bool(_pick(keepdims, keep_dims, "keepdims", "keep_dims") or False)
+    with _scope(name, "ReduceLogSumExp", (input_tensor,)) as scope:
+        x = _tensor(input_tensor, "input_tensor")
+        raw_max = reduce_max(x, axis=axis, keepdims=True)
+        finite = apply_op("IsFinite", name="IsFinite", x=raw_max)
+        shift = _op("SelectV2", "SelectV2", condition=finite, t=raw_max, e=0)
+        my_max = apply_op("StopGradient", name="StopGradient", input=shift)
+        result = log(reduce_sum(exp(subtract(x, my_max)), axis=axis, keepdims=keepdims))
+        if not keepdims:
+            shape = apply_op("Shape", name="Shape", input=result, out_type=dtypes.int32)
+            my_max = apply_op("Reshape", name="Reshape", tensor=my_max, shape=shape)
+        result = add(result, my_max, name=scope)
+        if not keepdims and axis is None and result.shape.ndims is None:
+            result.set_shape(())
+        return result
 
 
 def count_nonzero(input_tensor: Any = None, axis: Any = None, keepdims: Any = None,

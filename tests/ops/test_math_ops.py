@@ -663,3 +663,15 @@ def test_reductions_match_numpy(shape, data):
     np.testing.assert_allclose(got[1], x.max(axis, keepdims=keep))
     np.testing.assert_allclose(got[2], x.mean(axis, keepdims=keep))
     np.testing.assert_array_equal(got[3], x.argmin(axis))
+
+
+def test_reduce_logsumexp_and_log_sigmoid(tf1):
+    x = np.array([[0.5, -1.0, 2.0], [1000.0, 999.0, -np.inf]], np.float32)
+
+    def build(tf):
+        c = tf.constant(x)
+        return [tf.reduce_logsumexp(c), tf.reduce_logsumexp(c, 1), tf.reduce_logsumexp(c, [0], keepdims=True),
+                tf.reduce_logsumexp(tf.constant([-np.inf, -np.inf])),
+                tf.log_sigmoid(tf.constant([-100.0, -1.0, 0.0, 50.0]))]
+    assert_same(tf1, build, rtol=1e-5)
+    assert_same_ops(tf1, build)
