@@ -399,14 +399,13 @@ def slice_(ctx: Any, x: Any, begin: Any, size: Any) -> Any:
     return x[tuple(index)] if index else x
 
 
-@kernel("StridedSlice", host_memory=("begin", "end", "strides"))
-def strided_slice(ctx: Any, x: Any, begin: Any, end: Any, strides: Any) -> Any:
+def _strided_index(ctx: Any, s: tuple[int, ...], begin: Any, end: Any, strides: Any) -> tuple[Any, ...]:
+    """The NumPy index of a StridedSlice spec applied to shape `s` (validated)."""
     b, e, st = _ints(begin), _ints(end), _ints(strides)
     if not len(b) == len(e) == len(st):
         raise _bad("Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
                    f"[{len(b)}], [{len(e)}], and [{len(st)}] instead.")
     masks = {m: ctx.attrs[m] for m in MASKS}
-    s = np.shape(x)
     try:
         plan = strided_slice_plan(len(s), len(b), masks)
     except ValueError as err:
@@ -426,7 +425,99 @@ def strided_slice(ctx: Any, x: Any, begin: Any, end: Any, strides: Any) -> Any:
                 raise _bad(f"strides[{i}] must be non-zero")
             index.append(slice(None if masks["begin_mask"] >> i & 1 else b[i],
                                None if masks["end_mask"] >> i & 1 else e[i], st[i]))
-    return ctx.xp.asarray(x)[tuple(index)]
+    return tuple(index)
+
+
+@kernel("StridedSlice", host_memory=("begin", "end", "strides"))
+def strided_slice(ctx: Any, x: Any, begin: Any, end: Any, strides: Any) -> Any:
+    return ctx.xp.asarray(x)[_strided_index(ctx, np.shape(x), begin, end, strides)]
+
+
+@kernel("StridedSliceGrad", host_memory=("shape", "begin", "end", "strides"))
+def strided_slice_grad(ctx: Any, shape: Any, begin: Any, end: Any, strides: Any, dy: Any) -> Any:
+    xp = ctx.xp
+    s = tuple(_ints(shape))
+    index = _strided_index(ctx, s, begin, end, strides)
+    dy = xp.asarray(dy)
+    want = np.empty(s, dtype=np.bool_)[index].shape if all(s) else np.zeros(s)[index].shape
+    if dy.shape != want:
+        raise _bad(f"shape of dy was {_dims(dy.shape)} instead of {_dims(want)}")
+    out = xp.zeros(s, dtype=dy.dtype)
+    out[index] = dy
+    return out
+
+
+@kernel("InvertPermutation")
+def invert_permutation(ctx: Any, x: Any) -> Any:
+    p = _host(x)
+    if p.ndim != 1:
+        raise _bad(f"invert_permutation expects a 1D vector, got shape {_dims(p.shape)}")
+    n = p.size
+    seen = np.zeros(n, dtype=np.bool_)
+    for v in p.tolist():
+        if not 0 <= v < n:
+            raise _bad(f"{v} is not between 0 and {n}")
+        if seen[v]:
+            raise _bad(f"{v} is duplicated in the input.")
+        seen[v] = True
+    out = np.empty_like(p)
+    out[p] = np.arange(n, dtype=p.dtype)
+    return ctx.xp.asarray(out)
+
+
+@kernel("ConcatOffset", host_memory=("concat_dim", "shape", "offset"))
+def concat_offset(ctx: Any, concat_dim: Any, *shapes: Any) -> Any:
+    s0 = np.asarray(shapes[0])
+    r = s0.size
+    a = int(concat_dim)
+    if not -r <= a < r:
+        raise _bad(f"Concat dim is out of range: {a} vs. {r}")
+    a %= r
+    out = []
+    offset = 0
+    for i, sh in enumerate(shapes):
+        sh = np.asarray(sh)
+        if sh.size != r:
+            raise _bad(f"input {i} should contain {r} elements, but got {sh.size}")
+        for j in range(r):
+            if j != a and sh[j] != s0[j]:
+                raise _bad(f"All dimensions except {a} must match. Input {i} has shape "
+                           f"{_dims(sh.tolist())} and doesn't match input 0 with shape {_dims(s0.tolist())}.")
+        o = np.zeros(r, dtype=sh.dtype)
+        o[a] = offset
+        offset += int(sh[a])
+        out.append(o)
+    return out
+
+
+@kernel("MirrorPadGrad", host_memory=("paddings",))
+def mirror_pad_grad(ctx: Any, g: Any, paddings: Any) -> Any:
+    xp = ctx.xp
+    p = np.asarray(paddings).astype(np.int64).reshape(-1, 2)
+    mode = ctx.attrs["mode"].lower()
+    out = xp.asarray(g)
+    for axis in range(out.ndim):
+        n = out.shape[axis] - int(p[axis].sum())
+        if n < 0:
+            raise _bad(f"paddings must be no greater than the dimension size: {p[axis, 0]}, {p[axis, 1]}")
+        source = np.pad(np.arange(n), (int(p[axis, 0]), int(p[axis, 1])), mode=mode)
+        moved = xp.moveaxis(out, axis, 0)
+        acc = xp.zeros((n,) + moved.shape[1:], dtype=out.dtype)
+        xp.add.at(acc, source, moved)
+        out = xp.moveaxis(acc, 0, axis)
+    return out
+
+
+@kernel("BroadcastTo", host_memory=("shape",))
+def broadcast_to(ctx: Any, x: Any, shape: Any) -> Any:
+    s = tuple(_ints(shape))
+    xs = np.shape(x)
+    if len(xs) > len(s):
+        raise _bad(f"Rank of input ({len(xs)}) must be no greater than rank of output shape ({len(s)}).")
+    try:
+        return ctx.xp.broadcast_to(x, s)
+    except ValueError:
+        raise _bad(f"Incompatible shapes: {_dims(xs)} vs. {_dims(s)}") from None
 
 
 def _bad_index_position(bad: np.ndarray) -> tuple[int, ...]:

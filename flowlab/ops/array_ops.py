@@ -56,7 +56,7 @@ from flowlab.ops.array_shapes import (  # noqa: F401  (re-exported for slicing)
     constant_value_as_shape,
 )
 from flowlab.ops.builder import apply_op, convert_to_tensor, register_tensor_conversion_function
-from flowlab.ops.const_fold import constant_evaluator
+from flowlab.ops.const_fold import constant_evaluator, constant_value
 from flowlab.ops.constant_op import constant
 from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.op_def import op_def
@@ -65,7 +65,7 @@ __all__ = [
     "shape", "shape_n", "size", "rank", "reshape", "transpose", "concat", "stack", "unstack",
     "split", "expand_dims", "squeeze", "tile", "pad", "fill", "zeros", "ones", "zeros_like",
     "ones_like", "one_hot", "where", "where_v2", "reverse", "reverse_v2", "newaxis",
-    "constant_value_as_shape",
+    "constant_value_as_shape", "invert_permutation", "broadcast_to",
 ]
 
 newaxis = None
@@ -195,10 +195,55 @@ op_def("OneHot", inputs=["indices: TI", "depth: int32", "on_value: T", "off_valu
 op_def("ReverseV2", inputs=["tensor: T", "axis: Tidx"], outputs=["output: T"],
        attrs=[f"Tidx: {_INDEX} = int32", "T: type"], shape_fn=_reverse_fn)
 
-for _t in ("Shape", "ShapeN", "Size", "Rank", "ZerosLike", "OnesLike", "Where"):
+
+# Helpers of the gradient functions (Transpose, ConcatV2, MirrorPad) and broadcasting.
+def _same_shape_n(op: Operation) -> list[Any]:
+    return [x.shape for x in op.inputs[1:]]
+
+
+def _mirror_pad_grad_fn(op: Operation) -> list[Any]:
+    d = _dims(op.inputs[0])
+    pv = constant_value(op.inputs[1])
+    if d is None:
+        return [TensorShape(None)]
+    if pv is None:
+        return [TensorShape([None] * len(d))]
+    pv = np.asarray(pv).reshape(len(d), 2)
+    return [TensorShape([None if x is None else x - int(pv[i].sum()) for i, x in enumerate(d)])]
+
+
+def _broadcast_to_fn(op: Operation) -> list[Any]:
+    out = constant_value_as_shape(op.inputs[1])
+    d = _dims(op.inputs[0])
+    if out.ndims is None or d is None:
+        return [out]
+    if len(d) > out.ndims:
+        raise ValueError(f"Shape must be at most rank {out.ndims} but is rank {len(d)}")
+    dims = out.as_list()
+    for k, a in enumerate(d[::-1], 1):
+        b = dims[-k]
+        if a not in (None, 1) and b is not None and a != b:
+            raise ValueError(f"Dimensions must be equal, but are {a} and {b}")
+        if b is None and a not in (None, 1):
+            dims[-k] = a
+    return [TensorShape(dims)]
+
+
+op_def("InvertPermutation", inputs=["x: T"], outputs=["y: T"], attrs=[f"T: {_INDEX} = int32"],
+       shape_fn=_same_shape)
+op_def("ConcatOffset", inputs=["concat_dim: int32", "shape: N * shape_type"],
+       outputs=["offset: N * shape_type"], attrs=["N: int >= 2", f"shape_type: {_INDEX} = int32"],
+       shape_fn=_same_shape_n)
+op_def("MirrorPadGrad", inputs=["input: T", "paddings: Tpaddings"], outputs=["output: T"],
+       attrs=["T: type", f"Tpaddings: {_INDEX} = int32", "mode: string"], shape_fn=_mirror_pad_grad_fn)
+op_def("BroadcastTo", inputs=["input: T", "shape: Tidx"], outputs=["output: T"],
+       attrs=["T: type", f"Tidx: {_INDEX} = int32"], shape_fn=_broadcast_to_fn)
+
+for _t in ("Shape", "ShapeN", "Size", "Rank", "ZerosLike", "OnesLike", "Where", "OneHot",
+           "InvertPermutation", "ConcatOffset"):
     not_differentiable(_t)
 
-_register_folding("Pack", "Unpack", "ConcatV2", "Reshape", "ExpandDims", "Squeeze", "Transpose",
+_register_folding("InvertPermutation", "ConcatOffset", "BroadcastTo", "Pack", "Unpack", "ConcatV2", "Reshape", "ExpandDims", "Squeeze", "Transpose",
                   "ZerosLike", "OnesLike", "Tile", "ReverseV2", "Split", "SplitV")
 
 
@@ -551,6 +596,17 @@ def reverse(tensor: Any, axis: Any, name: str | None = None) -> Tensor:
 
 
 reverse_v2 = reverse
+
+
+def invert_permutation(x: Any, name: str | None = None) -> Tensor:
+    """The inverse permutation: `y[x[i]] = i`."""
+    return apply_op("InvertPermutation", x=_index(x, "x"), name=name or "InvertPermutation")
+
+
+def broadcast_to(input: Any, shape: Any, name: str | None = None) -> Tensor:
+    """`input` broadcast to `shape` (NumPy's rules)."""
+    return apply_op("BroadcastTo", input=_to_tensor(input, "input"), shape=_index(shape, "shape"),
+                    name=name or "BroadcastTo")
 
 from flowlab.ops.slicing import *  # noqa: E402,F401,F403
 from flowlab.ops.slicing import __all__ as _slicing_all  # noqa: E402

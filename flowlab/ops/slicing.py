@@ -290,6 +290,19 @@ op_def("DynamicPartition", inputs=["data: T", "partitions: int32"],
 op_def("DynamicStitch", inputs=["indices: N * int32", "data: N * T"], outputs=["merged: T"],
        attrs=["N: int >= 1", "T: type"], shape_fn=_dynamic_stitch_fn)
 
+
+
+def _strided_slice_grad_fn(op: Operation) -> list[Any]:
+    from flowlab.ops.array_ops import constant_value_as_shape
+
+    return [constant_value_as_shape(op.inputs[0])]
+
+
+op_def("StridedSliceGrad", inputs=["shape: Index", "begin: Index", "end: Index", "strides: Index", "dy: T"],
+       outputs=["output: T"],
+       attrs=["T: type", "Index: {int32, int64}"] + [f"{m}: int = 0" for m in MASKS],
+       shape_fn=_strided_slice_grad_fn, doc="Zeros of `shape` with `dy` at the slice (StridedSlice's gradient).")
+
 _register_folding("StridedSlice", "Slice", "GatherV2")
 
 

@@ -406,3 +406,43 @@ def test_runtime_error_without_tensorflow():
         run(fl.reshape(x, [7]), {x: X})
     r = run_with(fl, lambda tf: tf.reshape(X, [2, -1]))
     assert r.shape == (2, 12)
+
+
+# --- ops used by gradient functions and broadcasting ---------------------------------------------
+def _raw(tf, op_type, **kwargs):
+    """The raw op: flowlab's apply_op, or TensorFlow's generated wrapper."""
+    if tf is fl:
+        from flowlab.ops.builder import apply_op
+
+        return apply_op(op_type, **kwargs)
+    import re
+
+    from tensorflow.python.ops import gen_array_ops  # type: ignore[import-not-found]
+
+    return getattr(gen_array_ops, re.sub(r"(?<!^)(?=[A-Z])", "_", op_type).lower())(**kwargs)
+
+
+def test_broadcast_to_and_invert_permutation():
+    out = run([fl.broadcast_to([1.0, 2.0], [3, 2]), fl.invert_permutation([2, 0, 1])])
+    np.testing.assert_array_equal(out[0], np.broadcast_to([1.0, 2.0], (3, 2)))
+    assert out[1].tolist() == [1, 2, 0] and out[1].dtype == np.int32
+    p = fl.placeholder(fl.int32, None)
+    with pytest.raises(errors.InvalidArgumentError, match="0 is duplicated in the input."):
+        run(fl.invert_permutation(p), {p: [0, 0]})
+    with pytest.raises(ValueError, match="Shape must be at most rank 1 but is rank 3"):
+        fl.broadcast_to(X, [4])
+
+
+def test_gradient_helper_ops_match_tensorflow(tf1):
+    big = np.arange(112, dtype=np.float32).reshape(4, 4, 7)
+    assert_same(tf1, lambda tf: [tf.broadcast_to(X, [2, 2, 3, 4]), tf.broadcast_to(3, []),
+                                 tf.invert_permutation(tf.constant([3, 0, 2, 1], tf.int64))])
+    assert_same(tf1, lambda tf: _raw(tf, "ConcatOffset", concat_dim=1, shape=[[2, 3], [2, 4], [2, 1]]))
+    assert_same(tf1, lambda tf: _raw(tf, "ConcatOffset", concat_dim=-1,
+                                     shape=[tf.constant([2, 3], tf.int64), tf.constant([2, 4], tf.int64)]))
+    for mode in ("REFLECT", "SYMMETRIC"):
+        assert_same(tf1, lambda tf, mode=mode: _raw(tf, "MirrorPadGrad", input=big,
+                                                    paddings=[[1, 1], [1, 0], [0, 2]], mode=mode))
+    assert_same_graph(tf1, lambda tf: [tf.broadcast_to(ph(tf, [None, 1]), [2, 3]),
+                                       tf.broadcast_to(ph(tf, [3]), ph(tf, [2], tf.int32)),
+                                       tf.invert_permutation(ph(tf, [None], tf.int32))])

@@ -329,3 +329,26 @@ def test_runtime_errors_match_tensorflow(tf1, i):
 
     _, err = assert_same_error(tf1, build)
     assert message in err.message
+
+
+GRAD_KEYS = [(1, slice(None, None, -1)), (slice(None), None, 2), (Ellipsis, slice(1, 3)), (slice(-1, 0, -2), 0, 3)]
+
+
+@pytest.mark.parametrize("key", GRAD_KEYS, ids=[repr(k) for k in GRAD_KEYS])
+def test_strided_slice_grad_matches_tensorflow(tf1, key):
+    from tests.ops.test_array_ops import _raw
+
+    def build(tf):
+        x = tf.constant(X)
+        y = x[key]
+        op = y.op
+        masks = {m: op.get_attr(m) for m in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
+                                             "shrink_axis_mask")}
+        dy = tf.ones_like(y) * 2.0 if hasattr(tf, "multiply") else tf.ones_like(y)
+        return _raw(tf, "StridedSliceGrad", shape=tf.shape(x), begin=op.inputs[1], end=op.inputs[2],
+                    strides=op.inputs[3], dy=dy, **masks)
+
+    out = assert_same(tf1, build)
+    expected = np.zeros_like(X)
+    expected[key] = 2.0 if hasattr(fl, "multiply") else 1.0
+    np.testing.assert_array_equal(out, expected)
