@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
+import os
 from typing import Any
 
 import numpy as np
@@ -432,23 +434,69 @@ def multinomial(ctx: Any, logits: Any, num_samples: Any) -> np.ndarray:
     out = np.zeros((batch, k), out_dtype)
     if out.size == 0:
         return out
-    # Two words (one double) per sample, rounded up to whole outputs (TensorFlow's
-    # reservation), then the rows in order from one word stream: what TensorFlow's CPU
-    # kernel does when it runs the batch as one shard (all but large batches).
+    # TensorFlow reserves two words (one double) per sample, rounded up to whole
+    # outputs; each shard of rows starts (start_row * (k + 3) / 4) outputs in and draws
+    # its rows' doubles in order from one word stream.
     gen = _generator(ctx).reserve_outputs(batch * ((k + 3) // 4 * 4) * 2, _RESERVED_PER_OUTPUT)
-    words = np.asarray(gen.generate(-(-batch * k * 2 // 4))).reshape(-1)[: batch * k * 2]
-    u = uint64_to_double(words[0::2], words[1::2]).reshape(batch, k)
+    cost = int(50 * (k * math.log(classes) / math.log(2) + classes))
+    starts = _shard_starts(batch, cost, _intra_op_threads())
+    u = np.empty((batch, k))
+    for start, limit in zip(starts, starts[1:] + [batch]):
+        shard = gen.copy()
+        shard.skip(start * (k + 3) // 4)
+        n_words = (limit - start) * k * 2
+        words = shard.generate(-(-n_words // 4)).reshape(-1)[:n_words]
+        u[start:limit] = uint64_to_double(words[0::2], words[1::2]).reshape(limit - start, k)
     x = logits.astype(np.float64)
     finite = np.isfinite(x)
+    lowest = np.finfo(x.dtype).min if logits.dtype.kind == "f" else np.iinfo(logits.dtype).min
     with np.errstate(invalid="ignore", over="ignore"):
         row_max = np.where(finite, x, -np.inf).max(axis=1, keepdims=True)
-        row_max = np.where(np.isfinite(row_max), row_max, np.finfo(logits.dtype).min)
+        row_max = np.where(np.isfinite(row_max), row_max, float(lowest))
         p = np.where(finite, np.exp(x - row_max), 0.0)
     cdf = np.cumsum(p, axis=1)  # left to right, as the kernel's running total
     for b in range(batch):
         out[b] = np.searchsorted(cdf[b], u[b] * cdf[b, -1], side="right")
     return out
 
+
+def _intra_op_threads() -> int:
+    """TensorFlow's default intra-op pool size: the CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _shard_starts(total: int, cost_per_unit: int, threads: int) -> list[int]:
+    """Where TensorFlow's `Shard` (through Eigen's `parallelFor` cost model) starts the
+    blocks of `total` units of `cost_per_unit` cycles on a pool of `threads`."""
+    if total <= 1 or threads <= 1:
+        return [0]
+    # Eigen's TensorCostModel: 100000 startup and per-thread cycles, 40000 per task.
+    wanted = (total * cost_per_unit - 100000) / 100000 + 0.9
+    if min(threads, max(1, int(wanted))) == 1:
+        return [0]
+    block = min(total, max(-(-total // (4 * threads)), int(40000 / max(cost_per_unit, 1))))
+    max_block = min(total, 2 * block)
+    count = -(-total // block)
+
+    def efficiency(blocks: int) -> float:
+        return blocks / (-(-blocks // threads) * threads)
+
+    best = efficiency(count)
+    prev = count
+    while best < 1.0 and prev > 1:
+        coarser = -(-total // (prev - 1))
+        if coarser > max_block:
+            break
+        coarser_count = -(-total // coarser)
+        prev = coarser_count
+        eff = efficiency(coarser_count)
+        if eff + 0.01 >= best:
+            block, count = coarser, coarser_count
+            best = max(best, eff)
+    return list(range(0, total, block))
 
 __all__ = [
     "logf", "sincosf", "uniform", "normal", "uniform_int", "truncated_normal",

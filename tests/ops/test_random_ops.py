@@ -273,6 +273,23 @@ def test_multinomial_like_tensorflow(tf1, dtype):
     _same_bits(tf1, build, seed=3)
 
 
+def test_multinomial_sharded_batches_like_tensorflow(tf1):
+    # Big enough batches that TensorFlow splits the rows into shards, each with its own
+    # stretch of the Philox stream (the split depends on the number of CPUs, for both).
+    rs = np.random.RandomState(5)
+    cases = [(30, 100, 10), (129, 64, 64), (1000, 4, 1), (5, 20, 1000)]
+    logits = [rs.randn(b, c).astype(np.float32) for b, c, _ in cases]
+    _same_bits(tf1, lambda tf: [tf.multinomial(x, k, seed=4)
+                                for x, (_, _, k) in zip(logits, cases)], seed=3, runs=1)
+
+
+def test_shard_starts():
+    assert rk._shard_starts(64, 10**5, 1) == [0]  # one thread: one shard
+    assert rk._shard_starts(64, 10, 8) == [0]  # too cheap to split
+    assert rk._shard_starts(64, 99657, 2) == list(range(0, 64, 8))
+    assert rk._shard_starts(200, 7000, 2) == list(range(0, 200, 25))
+
+
 def test_multinomial_values():
     logits = np.array([[-np.inf, 0.0, -np.inf], [0.0, 0.0, -np.inf]])
     x = fl.multinomial(logits, 2000, seed=1)
