@@ -22,7 +22,16 @@ TensorFlow, whose CPU kernels call glibc's `logf` and `sincosf`, values are comp
 correctly rounded in NumPy and, where glibc's rounding may differ (results close to a
 float32 rounding midpoint), recomputed by glibc itself through ctypes.  Without glibc
 the values may differ from TensorFlow's in the last bits (up to 3 ulp), still with the
-same distribution and the same determinism.
+same distribution and the same determinism.  Doubles use NumPy's float64 log/sin/cos,
+which are glibc's where NumPy has no SIMD version of its own (x86-64 without AVX-512).
+
+RandomShuffle is TensorFlow's front-to-back Fisher-Yates with one word per swap.
+Multinomial draws one double per sample by inverting the row's running sum of
+exp(logit - max); its word stream depends on how TensorFlow splits the rows among
+threads, which `_shard_starts` reproduces from the CPU count and Eigen's cost model.
+
+On accelerators the kernels compute on the host and copy the result over: the numbers
+are the CPU kernel's (TensorFlow's GPU kernels give other numbers).
 """
 
 from __future__ import annotations
