@@ -675,3 +675,24 @@ def test_reduce_logsumexp_and_log_sigmoid(tf1):
                 tf.log_sigmoid(tf.constant([-100.0, -1.0, 0.0, 50.0]))]
     assert_same(tf1, build, rtol=1e-5)
     assert_same_ops(tf1, build)
+
+
+def test_cumsum_cumprod(tf1):
+    x = np.array([[1.0, 2.0, 3.0], [4.0, -5.0, 0.5]], np.float32)
+
+    def build(tf):
+        c = tf.constant(x)
+        return [f(c, axis=a, exclusive=e, reverse=r) for f in (tf.cumsum, tf.cumprod)
+                for a in (0, 1, -1) for e in (False, True) for r in (False, True)] + [
+                    tf.cumsum(tf.constant([1, 2, 3])), tf.cumprod(tf.constant([1, 2, 3], tf.int64))]
+    assert_same(tf1, build)
+    assert_same_ops(tf1, build)
+
+
+def test_int64_axes_and_dimension(tf1):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert_same(tf1, lambda tf: [tf.reduce_sum(tf.constant(x), tf.constant([1], tf.int64)),
+                                 tf.argmax(tf.constant(x), tf.constant(1, tf.int64)),
+                                 tf.reduce_max(tf.constant(x), np.array([0, 1]))])
+    t = fl.reduce_sum(fl.constant(x), fl.constant([1], fl.int64))
+    assert t.op.get_attr("Tidx") is fl.int64 and t.shape.as_list() == [2]
