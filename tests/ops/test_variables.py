@@ -537,9 +537,14 @@ def test_scatter_ops_against_numpy_reference(fn, data):
     assert got.dtype == np.int64
 
 
-@pytest.mark.xfail(strict=True, reason="core: compile_plan reads fed ref slots (see report)")
-def test_feeding_a_variable_replaces_its_value_for_the_step():
+def test_feeding_a_variable_replaces_its_value_for_the_step(tf1):
+    def build(tf):
+        v = tf.Variable([1.0, 2.0])
+        return [v * 2, v], {v: [5.0, 6.0]}
+
+    assert_same(tf1, build)
     v = fl.Variable([1.0, 2.0])
-    y = v * 2
     with fl.Session() as s:
-        np.testing.assert_array_equal(s.run(y, {v: [5.0, 6.0]}), [10.0, 12.0])
+        np.testing.assert_array_equal(s.run(v * 2, {v: [5.0, 6.0]}), [10.0, 12.0])
+        with pytest.raises(errors.FailedPreconditionError):
+            s.run(v)  # the feed did not initialize it
