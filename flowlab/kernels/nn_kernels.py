@@ -239,3 +239,22 @@ def in_top_k(ctx: Any, predictions: Any, targets: Any, k: Any) -> Any:
 @kernel("StopGradient")
 def stop_gradient(ctx: Any, x: Any) -> Any:
     return x
+
+
+@kernel("TopKV2")
+def top_k(ctx: Any, x: Any, k: Any) -> Any:
+    xp = ctx.xp
+    if x.ndim < 1:
+        raise _invalid(f"input must be >= 1-D, got shape {_dims(x.shape)}")
+    k = int(k)
+    if k < 0:
+        raise _invalid(f"Need k >= 0, got {k}")
+    n = x.shape[-1]
+    if n < k:
+        raise _invalid(f"input must have at least k columns. Had {n}, needed {k}")
+    # Descending, ties (and NaNs, which sort as the largest) in increasing index order:
+    # a stable ascending sort of the reversed row, read backwards.
+    order = xp.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :k]
+    indices = (n - 1) - order
+    values = xp.take_along_axis(x, indices, axis=-1)
+    return values, indices.astype(ctx.attrs["index_type"].as_numpy_dtype)

@@ -13,6 +13,7 @@ entropy, moments, dropout, ...) live in `flowlab.ops.nn_impl`.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 from collections.abc import Iterator
 from typing import Any
@@ -34,14 +35,10 @@ __all__ = [
     "relu", "relu6", "elu", "selu", "leaky_relu", "softplus", "softsign",
     "softmax", "log_softmax", "bias_add", "l2_loss",
     "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
-    "sparse_softmax_cross_entropy_with_logits", "in_top_k",
+    "sparse_softmax_cross_entropy_with_logits", "in_top_k", "top_k",
 ]
 
 # --- shape functions (TensorFlow's messages; the builder adds op name and shapes) ----
-
-
-def _rank(s: TensorShape) -> int | None:
-    return s.ndims
 
 
 def _with_rank(s: TensorShape, rank: int) -> list[int | None]:
@@ -125,6 +122,23 @@ def _in_top_k_shape(op: Operation) -> list[Any]:
     return [[_merge_dim(batch, targets)]]
 
 
+def _top_k_shape(op: Operation) -> list[Any]:
+    s = op.inputs[0].shape
+    _with_rank_at_least(s, 1)
+    _with_rank(op.inputs[1].shape, 0)
+    k = constant_value(op.inputs[1])
+    k = None if k is None else int(k)
+    if k is not None and k < 0:
+        raise ValueError(f"Dimension size, given by scalar input 1, must be non-negative but is {k}")
+    if s.ndims is None:
+        return [None, None]
+    dims = s.as_list()
+    if k is not None and dims[-1] is not None and dims[-1] < k:
+        raise ValueError(f"input must have last dimension >= k = {k} but is {dims[-1]}")
+    out = dims[:-1] + [k]
+    return [out, out]
+
+
 # --- declarations -------------------------------------------------------------------
 _FLOAT = "T: {float16, float32, float64}"
 _RELU_TYPES = "T: {float32, float64, int32, uint8, int16, int8, int64, uint16, float16, uint32, uint64}"
@@ -172,6 +186,14 @@ op_def(
     "InTopKV2", inputs=["predictions: float32", "targets: T", "k: T"], outputs=["precision: bool"],
     attrs=["T: {int32, int64} = int32"], shape_fn=_in_top_k_shape,
     doc="Whether each target is among the k largest predictions of its row.",
+)
+op_def(
+    "TopKV2", inputs=["input: T", "k: Tk"], outputs=["values: T", "indices: index_type"],
+    attrs=[
+        "sorted: bool = true", "T: real", "Tk: {int16, int32, int64} = int32",
+        "index_type: {int16, int32, int64} = int32",
+    ],
+    shape_fn=_top_k_shape, doc="The k largest entries of each row (last dimension) and their indices.",
 )
 # StopGradient belongs with the core ops; the losses and `moments` need it, and no
 # other module declares it yet (see the module docstring of this file's report).
@@ -466,6 +488,21 @@ def sparse_softmax_cross_entropy_with_logits(
             cost = array_ops.reshape(cost, labels_shape)
             cost.set_shape(lshape)
         return math_ops.cast(cost, dtypes.float16) if half else cost
+
+
+TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
+
+
+def top_k(
+    input: Any, k: Any = 1, sorted: bool = True, index_type: Any = dtypes.int32,  # noqa: A002
+    name: str | None = None,
+) -> TopKV2:
+    """The k largest entries along the last dimension, largest first, and their indices
+    (ties: the lower index first): `values, indices = tf.nn.top_k(x, 2)`."""
+    values, indices = apply_op(
+        "TopKV2", input=input, k=k, sorted=sorted, index_type=index_type, name=name or "TopKV2"
+    )
+    return TopKV2(values, indices)
 
 
 def in_top_k(predictions: Any, targets: Any, k: Any, name: str | None = None) -> Tensor:

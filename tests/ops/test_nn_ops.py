@@ -516,6 +516,13 @@ def test_sparse_xent_higher_rank_and_unknown_shapes(tf1):
                 tf.nn.sparse_softmax_cross_entropy_with_logits(labels=zu, logits=xu)], {**fx, **fz, **fxu, **fzu}
 
     assert_same(tf1, build)
+
+    def unknown_rank(tf):
+        x, fx = feed(tf, logits, shape=None)
+        z, fz = feed(tf, labels, shape=None)
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=z, logits=x), {**fx, **fz}
+
+    assert_same(tf1, unknown_rank)
     y = fl.nn.sparse_softmax_cross_entropy_with_logits(labels=fl.zeros([2, 3], fl.int32), logits=fl.zeros([2, 3, 4]))
     assert y.shape.as_list() == [2, 3] and y.dtype == fl.float32
 
@@ -628,6 +635,50 @@ def test_in_top_k_runtime_errors(tf1, pshape, tshape, message):
         p, fp = feed(tf, np.zeros(pshape, np.float32), shape=None)
         t, ft = feed(tf, np.zeros(tshape, np.int32), shape=None)
         return tf.nn.in_top_k(p, t, 1), {**fp, **ft}
+
+    _, err = assert_same_error(tf1, build)
+    assert message in str(err)
+
+
+# --- TopKV2 -------------------------------------------------------------------------
+def test_top_k_values(tf1):
+    x = np.array([[3.0, 1.0, 3.0, 2.0], [-1, 1, 5, 1], [-0.0, 0.0, -np.inf, np.inf]], np.float32)
+
+    def build(tf):
+        p, fd = feed(tf, x, shape=[None, None])
+        return [tf.nn.top_k(p, 3), tf.nn.top_k(tf.cast(p, tf.float64), 4), tf.nn.top_k(p, 0),
+                tf.nn.top_k(x[0], 2, index_type=tf.int64), tf.nn.top_k(np.array([[5, 1, 5, 200]], np.uint8), 2),
+                tf.nn.top_k(np.array([7, -3, 7, -128], np.int8), 4), tf.nn.top_k(np.zeros((0, 3)), 2)], fd
+
+    out = assert_same(tf1, build, rtol=0, atol=0)
+    assert out[0][1].tolist() == [[0, 2, 3], [2, 1, 3], [3, 0, 1]]  # ties: lower index first
+
+
+def test_top_k_build():
+    r = fl.nn.top_k(fl.placeholder(fl.float32, [None, 5]), 2)
+    values, indices = r
+    assert (r.values.op.type, r.values.op.name) == ("TopKV2", "TopKV2") and values is r.values
+    assert values.shape.as_list() == [None, 2] and indices.dtype == fl.int32
+    assert fl.nn.top_k(fl.zeros([2, 5]), fl.placeholder(fl.int32, [])).values.shape.as_list() == [2, None]
+    with pytest.raises(ValueError, match="input must have last dimension >= k = 3 but is 2 for 'TopKV2"):
+        fl.nn.top_k(fl.constant([1.0, 2.0]), 3)
+    with pytest.raises(ValueError, match="Shape must be at least rank 1 but is rank 0"):
+        fl.nn.top_k(fl.constant(1.0), 1)
+    with pytest.raises(ValueError, match="given by scalar input 1, must be non-negative but is -1"):
+        fl.nn.top_k(fl.constant([1.0, 2.0]), -1)
+
+
+@pytest.mark.parametrize(
+    "x, k, message",
+    [([1.0, 2.0], 3, "input must have at least k columns. Had 2, needed 3"),
+     ([1.0, 2.0], -1, "Need k >= 0, got -1"),
+     (1.0, 1, r"input must be >= 1-D, got shape []")],
+)
+def test_top_k_runtime_errors(tf1, x, k, message):
+    def build(tf):
+        p, fp = feed(tf, x, np.float32, shape=None)
+        q, fq = feed(tf, k, np.int32, shape=None)
+        return tf.nn.top_k(p, q), {**fp, **fq}
 
     _, err = assert_same_error(tf1, build)
     assert message in str(err)
