@@ -80,33 +80,34 @@ def block_at(key: tuple[int, int], counter: int, offsets: np.ndarray) -> np.ndar
     hi64 = counter >> 64
     with np.errstate(over="ignore"):
         lo = np.uint64(lo64) + offsets  # wraps modulo 2**64
-        carry = (lo < np.uint64(lo64)).astype(np.uint64)
-        hi = np.uint64(hi64) + carry
-    m32 = np.uint64(_MASK32)
+        hi = np.uint64(hi64) + (lo < np.uint64(lo64))  # the carry
     s32 = np.uint64(32)
-    c0 = lo & m32
-    c1 = lo >> s32
-    c2 = hi & m32
-    c3 = hi >> s32
+    c0 = lo.astype(np.uint32)
+    c1 = (lo >> s32).astype(np.uint32)
+    c2 = hi.astype(np.uint32)
+    c3 = (hi >> s32).astype(np.uint32)
     k0, k1 = key
+    p0 = np.empty(offsets.shape[0], np.uint64)
+    p1 = np.empty_like(p0)
     for r in range(ROUNDS):
         if r:
             k0 = (k0 + _W0) & _MASK32
             k1 = (k1 + _W1) & _MASK32
-        p0 = _M0 * c0  # both factors < 2**32: the product fits in 64 bits
-        p1 = _M1 * c2
-        c0, c1, c2, c3 = (
-            (p1 >> s32) ^ c1 ^ np.uint64(k0),
-            p1 & m32,
-            (p0 >> s32) ^ c3 ^ np.uint64(k1),
-            p0 & m32,
-        )
-    out = np.empty((offsets.shape[0], 4), np.uint32)
-    out[:, 0] = c0
-    out[:, 1] = c1
-    out[:, 2] = c2
-    out[:, 3] = c3
-    return out
+        # 32 x 32 -> 64-bit products; their low and high words feed the next round.
+        np.multiply(c0, _M0, out=p0, casting="unsafe")
+        np.multiply(c2, _M1, out=p1, casting="unsafe")
+        lo0 = p0.astype(np.uint32)
+        lo1 = p1.astype(np.uint32)
+        np.right_shift(p0, s32, out=p0)
+        np.right_shift(p1, s32, out=p1)
+        n0 = p1.astype(np.uint32)
+        n0 ^= c1
+        n0 ^= np.uint32(k0)
+        n2 = p0.astype(np.uint32)
+        n2 ^= c3
+        n2 ^= np.uint32(k1)
+        c0, c1, c2, c3 = n0, lo1, n2, lo0
+    return np.stack([c0, c1, c2, c3], axis=1)
 
 
 class GuardedPhilox:
