@@ -469,9 +469,11 @@ def report_uninitialized_variables(
             var_list = [op.outputs[0] for op in g.get_operations() if op.type == "VariableV2"]
     var_list = list(var_list)
     with g.name_scope(name):
-        if not var_list:
-            return constant([], dtype=dtypes.string)
         inits = [state_ops.is_variable_initialized(v) for v in var_list]
-        mask = logical_not(stack(inits))
-        names = constant([v.op.name for v in var_list])
-        return boolean_mask(names, mask)
+        # The checks run beside their variables; the string work on the host CPU.
+        with g.device("/cpu:0"):
+            if not var_list:
+                return constant([], dtype=dtypes.string)
+            mask = logical_not(stack(inits))
+            names = constant([v.op.name for v in var_list])
+            return boolean_mask(names, mask)
