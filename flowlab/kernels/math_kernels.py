@@ -457,7 +457,11 @@ def _arg_reduction(op_type: str, fn_name: str) -> None:
             raise errors.InvalidArgumentError(
                 None, None, f"Reduction axis {d} is empty in shape {_dims(x.shape)}"
             )
-        return getattr(ctx.xp, fn_name)(x, axis=d).astype(out_t)
+        xp = ctx.xp
+        if x.dtype.kind == "f" and xp.isnan(x).any():
+            # TensorFlow's comparisons never pick a NaN (all-NaN gives index 0).
+            x = xp.where(xp.isnan(x), -xp.inf if fn_name == "argmax" else xp.inf, x)
+        return getattr(xp, fn_name)(x, axis=d).astype(out_t)
 
     k.__name__ = op_type
 

@@ -500,6 +500,12 @@ def test_argmax_argmin(tf1):
     assert t.dtype is fl.int64 and t.shape.as_list() == [2] and t.op.get_attr("output_type") is fl.int64
 
 
+def test_argmax_skips_nan_like_tensorflow(tf1):
+    rows = [[np.nan, 1.0, 3.0], [np.nan, np.nan, np.nan], [1.0, np.nan, 0.0], [np.nan, -np.inf, -np.inf]]
+    assert_same(tf1, lambda tf: [tf.argmax(tf.constant(np.array(rows, np.float32)), 1),
+                                 tf.argmin(tf.constant(np.array(rows, np.float32)), 1)])
+
+
 def test_argmax_errors():
     with pytest.raises(ValueError, match=r"Expected dimension in the range \[-2, 2\), but got 2"):
         fl.argmax(fl.constant([[1.0]]), 2)
