@@ -162,6 +162,26 @@ def test_relu_softplus_softmax_property(x):
         np.testing.assert_allclose(sm.sum(axis=-1), 1, rtol=1e-5)
 
 
+@settings(max_examples=20, deadline=None)
+@given(st.data())
+def test_sparse_xent_and_top_k_property(data):
+    fl.reset_default_graph()
+    dtype = data.draw(st.sampled_from(FLOATS))
+    batch, classes = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 6))
+    x = data.draw(hnp.arrays(dtype, (batch, classes), elements=st.floats(-1e3, 1e3, width=32)))
+    z = np.array(data.draw(st.lists(st.integers(0, classes - 1), min_size=batch, max_size=batch)))
+    k = data.draw(st.integers(0, classes))
+    loss, backprop = apply_op("SparseSoftmaxCrossEntropyWithLogits", features=x, labels=z)
+    values, indices = fl.nn.top_k(x, k)
+    loss, backprop, values, indices = run([loss, backprop, values, indices])
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(loss, _np_xent(np.eye(classes)[z], x64), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(backprop, _np_softmax(x64) - np.eye(classes)[z], atol=1e-5)
+    order = np.lexsort((np.arange(classes)[None].repeat(batch, 0), -x64), axis=-1)[:, :k]
+    np.testing.assert_array_equal(indices, order)
+    np.testing.assert_array_equal(values, np.take_along_axis(x, order, -1))
+
+
 # --- softmax ------------------------------------------------------------------------
 def _np_softmax(x, axis=-1):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
