@@ -31,7 +31,7 @@ from typing import Any
 from flowlab import errors
 from flowlab.kernels.registry import DEAD
 from flowlab.runtime.fp_errors import enter_quiet, exit_quiet, quietly
-from flowlab.runtime.plan import Plan, PlanNode, fetch_value, op_error
+from flowlab.runtime.plan import Plan, PlanNode, fed_fetch_value, fetch_value, op_error
 from flowlab.runtime.step import Step
 
 
@@ -145,6 +145,7 @@ class Execution:
             self.step.rollback()
             raise self.error
         out = []
+        fed = set(self.plan.feed_slots)
         for slot, ref, name in zip(self.plan.fetch_slots, self.plan.fetch_refs, self.plan.fetch_names):
             v = self.values[slot]
             if v is DEAD:
@@ -152,7 +153,10 @@ class Execution:
                     None, None, f"Fetched tensor '{name}' is dead: it was produced on a branch "
                     "that was not taken."
                 )
-            out.append(fetch_value(v.read() if ref else v))
+            if slot in fed:
+                out.append(fed_fetch_value(v))
+            else:
+                out.append(fetch_value(v.read() if ref else v))
         return out
 
     # --- one node -----------------------------------------------------------------

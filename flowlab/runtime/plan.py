@@ -127,6 +127,12 @@ def const_value(arr: Any) -> Any:
     return arr
 
 
+def fed_fetch_value(x: Any) -> Any:
+    """A fetched tensor that was fed comes back as the fed array (TensorFlow returns
+    a 0-d array here, not a scalar)."""
+    return np.array(x)
+
+
 _plan_ids = itertools.count()
 
 
@@ -274,8 +280,13 @@ def _generate_straight_line(plan: Plan) -> None:
         lines.append(f"    {stmt}")
         line_to_node[len(lines)] = i
     rets = []
+    fed_slots = set(plan.feed_slots)
+    ns["_ffv"] = fed_fetch_value
     for slot, ref in zip(plan.fetch_slots, plan.fetch_refs):
-        rets.append(f"_fv(s{slot}.read())" if ref else f"_fv(s{slot})")
+        if slot in fed_slots:
+            rets.append(f"_ffv(s{slot})")
+        else:
+            rets.append(f"_fv(s{slot}.read())" if ref else f"_fv(s{slot})")
     lines.append(f"    return [{', '.join(rets)}]")
     source = "\n".join(lines) + "\n"
     filename = f"<flowlab plan {next(_plan_ids)}>"

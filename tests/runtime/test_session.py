@@ -277,3 +277,16 @@ def test_floating_point_errors_are_silent_inside_steps_only():
     assert np.isnan(out[0]) or np.isinf(out[0])
     np.testing.assert_array_equal(out, out2)
     assert np.geterr()["divide"] == "warn"  # the user's settings are untouched
+
+
+def test_fetching_a_fed_tensor_returns_the_fed_array(tf1):
+    from tests.difftest import assert_same
+
+    def build(tf):
+        c = tf.constant(1.0)
+        x = tf.placeholder(tf.int32, [])
+        return [c, x, x + 1], {c: 10.0, x: 3}
+
+    out = assert_same(tf1, build)
+    assert isinstance(out[0], np.ndarray) and out[0].shape == ()
+    assert type(out[2]) is np.int32
