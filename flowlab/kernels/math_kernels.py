@@ -70,11 +70,16 @@ def mul(ctx: Any, x: Any, y: Any) -> Any:
         raise _incompatible(x, y) from None
 
 
+def _strings(v: Any) -> Any:
+    # 0-d string values travel as bytes; make them 0-d object arrays.
+    return v if isinstance(v, np.ndarray) else np.asarray(v, dtype=object)
+
+
 @kernel("Add", devices=CPU)  # strings live on the host
 def add(ctx: Any, x: Any, y: Any) -> Any:
     try:
-        if x.dtype == object:  # strings: bytes concatenation
-            return ctx.xp.asarray(np.char.add(np.asarray(x, "S"), np.asarray(y, "S")), dtype=object)
+        if ctx.attrs["T"].name == "string":
+            return _strings(x) + _strings(y)  # elementwise bytes concatenation
         return x + y
     except ValueError:
         raise _incompatible(x, y) from None
@@ -187,7 +192,9 @@ def _equality(op_type: str, fn: Callable[..., Any], mismatch: bool) -> None:
     @kernel(op_type)
     def k(ctx: Any, x: Any, y: Any) -> Any:
         try:
-            return ctx.xp.asarray(fn(x, y), dtype=bool) if x.dtype == object else fn(x, y)
+            if ctx.attrs["T"].name == "string":
+                return np.asarray(fn(_strings(x), _strings(y)), dtype=bool)[()]
+            return fn(x, y)
         except ValueError:
             if ctx.attrs.get("incompatible_shape_error", True):
                 raise _incompatible(x, y) from None

@@ -212,7 +212,11 @@ def test_binary_ops_names_and_consts(tf1):
 
 
 def test_add_strings(tf1):
-    assert_same(tf1, lambda tf: tf.add(tf.constant(["ab", "c"]), tf.constant("x")))
+    def build(tf):
+        p = tf.placeholder(tf.string, [])
+        return [tf.add(tf.constant(["ab", "c"]), tf.constant("x")), tf.add("a", "b"), tf.add(p, p),
+                tf.equal(p, "q"), tf.not_equal(tf.constant(["q", "r"]), p)], {p: "q"}
+    assert_same(tf1, build)
 
 
 def test_equal_strings_and_bools(tf1):
