@@ -23,15 +23,13 @@ import numpy as np
 from flowlab.graph import dtypes
 from flowlab.graph.tensor import Tensor
 
+# TensorFlow 1.x's top-level names; the classes stay reachable as `tf.initializers.*`
+# and as attributes of this module.
 __all__ = [
-    "Initializer", "Zeros", "Ones", "Constant", "RandomUniform", "RandomNormal",
-    "TruncatedNormal", "UniformUnitScaling", "VarianceScaling", "GlorotUniform",
-    "GlorotNormal", "zeros_initializer", "ones_initializer",
-    "constant_initializer", "random_uniform_initializer", "random_normal_initializer",
-    "truncated_normal_initializer", "uniform_unit_scaling_initializer",
-    "variance_scaling_initializer", "glorot_uniform_initializer",
-    "glorot_normal_initializer", "lecun_normal", "lecun_uniform",
-    "he_normal", "he_uniform", "initializers",
+    "zeros_initializer", "ones_initializer", "constant_initializer", "random_uniform_initializer",
+    "random_normal_initializer", "truncated_normal_initializer", "uniform_unit_scaling_initializer",
+    "variance_scaling_initializer", "glorot_uniform_initializer", "glorot_normal_initializer",
+    "initializers",
 ]
 
 

@@ -29,7 +29,7 @@ from flowlab.ops.builder import convert_to_tensor, register_tensor_conversion_fu
 from flowlab.ops.core_ops import group, identity, no_op
 
 __all__ = [
-    "Variable", "VariableV1", "global_variables", "local_variables", "trainable_variables",
+    "Variable", "global_variables", "local_variables", "trainable_variables",
     "model_variables", "moving_average_variables", "all_variables",
     "global_variables_initializer", "local_variables_initializer", "variables_initializer",
     "initialize_all_variables", "initialize_variables", "initialize_local_variables",

@@ -153,6 +153,6 @@ def test_config_round_trip_and_names():
     again = fl.variance_scaling_initializer.from_config(init.get_config())
     assert again.get_config() == init.get_config()
     assert fl.glorot_uniform_initializer is fl.initializers.glorot_uniform
-    assert isinstance(fl.initializers.he_normal(), fl.VarianceScaling)
+    assert isinstance(fl.initializers.he_normal(), fl.ops.init_ops.VarianceScaling)
     assert fl.initializers.he_uniform().get_config()["scale"] == 2.0
     assert fl.zeros_initializer().get_config() == {"dtype": "float32"}
