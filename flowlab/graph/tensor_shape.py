@@ -180,7 +180,9 @@ class TensorShape:
         elif dims is None:
             self._dims = None
         else:
-            if isinstance(dims, (int, Dimension)) or hasattr(dims, "__index__"):
+            # One int-like (3, np.int64(3), a 0-d array) is a rank-1 shape; anything
+            # iterable (list, tuple, 1-d array) lists the dims.
+            if isinstance(dims, (int, Dimension)) or getattr(dims, "ndim", None) == 0:
                 dims = [dims]
             self._dims = tuple(Dimension(d).value for d in dims)
 

@@ -187,7 +187,7 @@ def test_to_string_round_trips(spec):
         assert getattr(again, f) == getattr(spec, f)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(specs, specs, specs)
 def test_merge_laws(a, b, c):
     # identity, idempotence, associativity, and "the argument's set fields win"
