@@ -25,7 +25,7 @@ import numpy as np
 from flowlab.graph import dtypes
 from flowlab.graph.graph import get_default_graph
 from flowlab.graph.tensor import Operation, Tensor
-from flowlab.graph.tensor_shape import TensorShape, as_shape
+from flowlab.graph.tensor_shape import Dimension, TensorShape, as_shape
 from flowlab.ops.array_shapes import (  # noqa: F401  (re-exported for slicing)
     _FOLD_LIMIT,
     _concat_fn,
@@ -117,11 +117,62 @@ def _autopack(value: Any, dtype: Any = None, name: str | None = None, as_ref: bo
             elif isinstance(v, (list, builtins.tuple)) and _has_tensor(v):
                 elems.append(_autopack(v, dt, str(i)))
             else:
-                elems.append(constant(v, dtype=dt))
+                elems.append(constant(_plain(v), dtype=dt))
         return apply_op("Pack", values=elems, axis=0, name=scope)
 
 
 register_tensor_conversion_function(_ListWithTensors, _autopack, priority=99)
+
+
+# --- static shapes as values: Dimension, TensorShape, [Dimension(2), -1] ---------------------
+def _plain(value: Any) -> Any:
+    """`value` with Dimensions and TensorShapes replaced by ints (ValueError if unknown)."""
+    if isinstance(value, Dimension):
+        if value.value is None:
+            raise ValueError("Cannot convert an unknown Dimension to a Tensor: ?")
+        return value.value
+    if isinstance(value, TensorShape):
+        if not value.is_fully_defined():
+            raise ValueError(f"Cannot convert a partially known TensorShape {value} to a Tensor.")
+        return value.as_list()
+    if isinstance(value, (list, builtins.tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _has_dimension(value: Any) -> bool:
+    if isinstance(value, (Dimension, TensorShape)):
+        return True
+    if isinstance(value, (list, builtins.tuple)):
+        return any(_has_dimension(v) for v in value)
+    return False
+
+
+class _ListWithDimensionsMeta(type):
+    def __instancecheck__(cls, value: Any) -> bool:
+        return isinstance(value, (list, builtins.tuple)) and _has_dimension(value)
+
+
+class _ListWithDimensions(metaclass=_ListWithDimensionsMeta):
+    """Matches lists/tuples that hold Dimensions or TensorShapes (and no Tensor)."""
+
+
+def _shape_value_to_tensor(value: Any, dtype: Any = None, name: str | None = None,
+                           as_ref: bool = False) -> Tensor:
+    try:
+        v = _plain(value)
+    except ValueError:
+        if not isinstance(value, (list, builtins.tuple)):
+            raise
+        raise TypeError(f"Failed to convert elements of {value!r} to Tensor. Consider casting "
+                        "elements to a supported type.") from None
+    if dtype is None and np.any(np.asarray(v, dtype=np.int64) >= 2**31):
+        dtype = dtypes.int64
+    return constant(v, dtype=dtype, name=name or "Const")
+
+
+for _base in (Dimension, TensorShape, _ListWithDimensions):
+    register_tensor_conversion_function(_base, _shape_value_to_tensor, priority=100)
 
 
 def _to_tensor(value: Any, name: str, dtype: Any = None, hint: Any = None) -> Tensor:

@@ -446,3 +446,18 @@ def test_gradient_helper_ops_match_tensorflow(tf1):
     assert_same_graph(tf1, lambda tf: [tf.broadcast_to(ph(tf, [None, 1]), [2, 3]),
                                        tf.broadcast_to(ph(tf, [3]), ph(tf, [2], tf.int32)),
                                        tf.invert_permutation(ph(tf, [None], tf.int32))])
+
+
+def test_static_dimensions_and_shapes_convert(tf1):
+    def build(tf):
+        x = tf.placeholder(tf.float32, [2, None, 4])
+        return [tf.reshape(x, [x.shape[0], -1]), tf.zeros([x.shape[0], 3]), tf.zeros(x.shape[::2]),
+                tf.fill([x.shape[0]], 2.0), tf.zeros(tf.TensorShape([2, 3]))]
+
+    assert [f[2:] for f in graph_facts(fl, build)] == [f[2:] for f in graph_facts(tf1, build)]
+    x = fl.placeholder(fl.float32, [2, None, 4])
+    assert run(fl.convert_to_tensor(x.shape[0])) == 2
+    with pytest.raises(ValueError, match=r"Cannot convert a partially known TensorShape \(2, \?, 4\)"):
+        fl.zeros(x.shape)
+    with pytest.raises(TypeError, match="Failed to convert elements"):
+        fl.reshape(x, [x.shape[1], -1])
