@@ -183,9 +183,12 @@ def _scatter_kernel(op_type: str, how: str) -> None:
             bad = (flat < 0) | (flat >= n)
             if bad.any():
                 i = int(np.argmax(bad))
-                where = ",".join(str(int(k)) for k in np.unravel_index(i, idx.shape)) if idx.ndim else ""
+                where = (
+                    "[" + ",".join(str(int(k)) for k in np.unravel_index(i, idx.shape)) + "]"
+                    if idx.ndim else ""
+                )
                 raise errors.InvalidArgumentError(
-                    None, None, f"indices[{where}] = {flat[i]} is not in [0, {n})"
+                    None, None, f"indices{where} = {flat[i]} is not in [0, {n})"
                 )
             rows = np.broadcast_to(upd, want).reshape((flat.size,) + params.shape[1:])
             new = params.copy()

@@ -362,6 +362,21 @@ def test_runtime_update_errors(tf1):
     _, err = assert_same_error(tf1, neg)
     assert "indices[0] = -1 is not in [0, 3)" in str(err)
 
+    def scalar_index(tf):
+        v = tf.Variable(np.zeros((3, 2), np.float32), name="v")
+        p = tf.placeholder(tf.int32, [])
+        return tf.scatter_add(v, p, [1.0, 2.0]), {p: 5}
+
+    _, err = assert_same_error(tf1, scalar_index)
+    assert "indices = 5 is not in [0, 3)" in str(err)
+
+    def nd_index(tf):
+        v = tf.Variable(np.zeros((3, 2), np.float32), name="v")
+        return tf.scatter_add(v, [[0, 4]], np.ones((1, 2, 2), np.float32))
+
+    _, err = assert_same_error(tf1, nd_index)
+    assert "indices[0,1] = 4 is not in [0, 3)" in str(err)
+
     def bad_updates(tf):
         v = tf.Variable(np.zeros((2, 2), np.float32), name="v")
         p = tf.placeholder(tf.float32)
