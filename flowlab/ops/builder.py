@@ -128,7 +128,10 @@ def create_op(op_type: str, name: str | None = None, **kwargs: Any) -> Operation
         if key in kwargs and adef.kind == "type" and kwargs[key] is not None:
             inferred[key] = dtypes.as_dtype(kwargs[key]).base_dtype
 
-    with g.as_default():
+    # Inputs convert inside a scope named after the op, so that the constants they
+    # make are named "Reshape/shape" (TensorFlow's rule); the scope's own name is
+    # the op's unique name.
+    with g.as_default(), g.name_scope(name) as scope:
         inputs: list[Tensor] = []
         for arg in od.inputs:
             if arg.name not in kwargs:
@@ -157,8 +160,7 @@ def create_op(op_type: str, name: str | None = None, **kwargs: Any) -> Operation
     for arg in od.outputs:
         out_dtypes.extend(_arg_dtypes(arg, attrs))
 
-    # A name ending in "/" is a scope's own name, used as is (TensorFlow's rule).
-    unique = name[:-1] if name.endswith("/") else g.unique_name(name)
+    unique = scope[:-1]
     shape_fn = od.shape_fn
 
     def checked_shapes(op: Operation) -> list[Any]:
