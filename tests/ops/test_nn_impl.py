@@ -10,15 +10,7 @@ import pytest
 
 import flowlab as fl
 from tests.difftest import assert_same
-
-FLOATS = [np.float32, np.float64]
-
-
-def feed(tf, value, dtype=None, shape="same"):
-    """A placeholder fed with `value` (TensorFlow constant-folds constants otherwise)."""
-    value = np.asarray(value, dtype=dtype)
-    p = tf.placeholder(value.dtype, shape=value.shape if shape == "same" else shape)
-    return p, {p: value}
+from tests.ops.nn_testing import FLOATS, feed
 
 
 def op_types():
