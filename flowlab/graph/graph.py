@@ -360,6 +360,9 @@ class Graph:
                     f"Tensor {t.name} must be from the same graph as the op '{name}' being "
                     "created (it belongs to another graph)."
                 )
+        mapped = self._gradient_override_map.get(op_type)
+        if mapped is not None:
+            attrs = {**attrs, "_gradient_op_type": mapped}
         st = self._state()
         colocation = tuple(o.name for o in st.colocation_stack)
         device = ""
@@ -516,7 +519,15 @@ class Graph:
     # --- gradients (used by the autodiff layer) ------------------------------------
     @contextlib.contextmanager
     def gradient_override_map(self, op_type_map: dict[str, str]) -> Iterator[None]:
-        """Use another op type's registered gradient for ops created in the block."""
+        """Use another op type's registered gradient for ops created in the block.
+
+        Each op created in the block whose type is a key gets the attr
+        `_gradient_op_type` (the mapped type, a str), which the autodiff layer reads.
+        """
+        if not isinstance(op_type_map, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in op_type_map.items()
+        ):
+            raise TypeError("op_type_map must be a dictionary mapping strings to strings")
         old = dict(self._gradient_override_map)
         self._gradient_override_map.update(op_type_map)
         try:

@@ -765,3 +765,29 @@ def test_creation_traceback_holds_only_user_frames():
     pkg = fl.__file__.rsplit("/", 1)[0]
     assert not any(f.filename.startswith(pkg + "/") for f in frames)
     assert op.defined_at() == f"test_graph.py:{line}"
+
+
+# --- gradient override map ---------------------------------------------------------
+def test_gradient_override_map_marks_ops_created_in_the_block(tf1):
+    def build(tf):
+        g = tf.get_default_graph()
+        x = tf.constant(1.0, name="x")
+        out = []
+        with g.gradient_override_map({"Identity": "MyGrad"}):
+            a = tf.identity(x, name="a")
+            with g.gradient_override_map({"Identity": "Inner", "AddV2": "Sum"}):
+                b = tf.identity(x, name="b")
+                c = tf.add(x, x, name="c")
+            d = tf.add(x, x, name="d")
+        e = tf.identity(x, name="e")
+        for op in (a.op, b.op, c.op, d.op, e.op, x.op):
+            try:
+                v = op.get_attr("_gradient_op_type")
+                out.append(v.decode() if isinstance(v, bytes) else v)
+            except ValueError:
+                out.append(None)
+        out.append(error(lambda: g.gradient_override_map({"Identity": 3}).__enter__()))
+        return out
+
+    got = both(tf1, build)
+    assert got[:6] == ["MyGrad", "Inner", "Sum", None, None, None]
