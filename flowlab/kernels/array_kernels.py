@@ -78,18 +78,22 @@ def reshape(ctx: Any, x: Any, shape: Any) -> Any:
         if d < -1:
             raise _bad(f"Size {i} must be non-negative, not {d}")
     n = int(np.size(x))
-    known = int(np.prod([d for d in dims if d != -1], dtype=np.int64))
+    # TensorFlow's rule: zero sizes do not count in the product, and with a zero size
+    # requested, the input's zero dimensions do not count either (so [-1, 0] works).
+    has_zero = 0 in dims
+    product = int(np.prod([d for d in dims if d > 0], dtype=np.int64))
     if unknown:
-        if known == 0 or n % known:
-            if known == 0 and n == 0:
-                dims[unknown[0]] = 0
-            else:
-                raise _bad(f"Input to reshape is a tensor with {n} values, but the requested shape "
-                           f"requires a multiple of {known}")
-        else:
-            dims[unknown[0]] = n // known
-    elif known != n:
-        raise _bad(f"Input to reshape is a tensor with {n} values, but the requested shape has {known}")
+        in_dims = np.shape(x)
+        n_in = int(np.prod([d for d in in_dims if d > 0 or not has_zero], dtype=np.int64))
+        in_has_zero = has_zero and 0 in in_dims
+        missing = n_in // product
+        if not in_has_zero and product * missing != n_in:
+            raise _bad(f"Input to reshape is a tensor with {n_in} values, but the requested shape "
+                       f"requires a multiple of {product}")
+        dims[unknown[0]] = missing
+    total = int(np.prod(dims, dtype=np.int64))
+    if total != n:
+        raise _bad(f"Input to reshape is a tensor with {n} values, but the requested shape has {total}")
     return ctx.xp.reshape(x, dims)
 
 

@@ -99,6 +99,10 @@ _FOLD_LIMIT = 1 << 16
 
 def _fold(op: Operation) -> Any:
     """Run `op`'s CPU kernel on its inputs' known values (small values only)."""
+    for t in op.outputs:
+        n = t.shape.num_elements()
+        if n is not None and n > _FOLD_LIMIT:
+            return None
     values = []
     for x in op.inputs:
         v = constant_value(x)
