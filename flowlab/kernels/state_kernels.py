@@ -210,6 +210,54 @@ for _op_type, _how in (
     _scatter_kernel(_op_type, _how)
 
 
+def _scatter_nd_kernel(op_type: str, how: str) -> None:
+    apply = _scatter_apply(how)
+
+    def scatter_nd(ctx: Any, step: Any, ref: VariableState, indices: Any, updates: Any) -> VariableState:
+        def compute(params: Any) -> Any:
+            params = np.asarray(params)
+            idx = np.asarray(indices)
+            upd = np.asarray(updates)
+            k = idx.shape[-1] if idx.ndim else 0
+            if idx.ndim == 0 or k > params.ndim:
+                raise errors.InvalidArgumentError(
+                    None, None,
+                    f"Dimensions of indices must be at least 1 and the last dimension of indices "
+                    f"must be at most the rank of the variable; got indices.shape "
+                    f"{_shape_str(idx.shape)}, params.shape {_shape_str(params.shape)}",
+                )
+            want = idx.shape[:-1] + params.shape[k:]
+            if upd.shape != want:
+                raise errors.InvalidArgumentError(
+                    None, None,
+                    "Must have updates.shape = indices.shape[:batch_dim] + params_shape["
+                    f"slice_dim:], got updates.shape: {_shape_str(upd.shape)}, indices.shape: "
+                    f"{_shape_str(idx.shape)}, params_shape: {_shape_str(params.shape)}",
+                )
+            rows = idx.reshape(-1, k)
+            bad = ((rows < 0) | (rows >= np.asarray(params.shape[:k]))).any(axis=1)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise errors.InvalidArgumentError(
+                    None, None,
+                    f"indices[{i}] = [{', '.join(str(int(x)) for x in rows[i])}] does not index "
+                    f"into shape {_shape_str(params.shape)}",
+                )
+            new = params.copy()
+            with np.errstate(all="ignore"):
+                apply(new, tuple(rows.T), upd.reshape((rows.shape[0],) + params.shape[k:]))
+            return new
+
+        return _update(ctx, step, ref, compute)
+
+    scatter_nd.__name__ = scatter_nd.__qualname__ = f"scatter_nd_{how}"
+    kernel(op_type, devices="CPU", step=True)(scatter_nd)
+
+
+for _op_type, _how in (("ScatterNdUpdate", "update"), ("ScatterNdAdd", "add"), ("ScatterNdSub", "sub")):
+    _scatter_nd_kernel(_op_type, _how)
+
+
 @kernel("IsVariableInitialized", host_memory=("is_initialized",))
 def is_variable_initialized(ctx: Any, ref: VariableState) -> Any:
     return np.bool_(ref.is_initialized)

@@ -31,8 +31,8 @@ from flowlab.ops.op_def import op_def
 
 __all__ = [
     "assign", "assign_add", "assign_sub", "scatter_update", "scatter_add", "scatter_sub",
-    "scatter_mul", "scatter_div", "scatter_min", "scatter_max", "is_variable_initialized",
-    "count_up_to",
+    "scatter_mul", "scatter_div", "scatter_min", "scatter_max", "scatter_nd_update",
+    "scatter_nd_add", "scatter_nd_sub", "is_variable_initialized", "count_up_to",
 ]
 
 
@@ -87,6 +87,37 @@ def _scatter_shape(op: Operation) -> list[TensorShape]:
     return [var]
 
 
+def _scatter_nd_shape(op: Operation) -> list[TensorShape]:
+    var, idx, upd = (t.shape for t in op.inputs)
+    if idx.ndims == 0:
+        raise ValueError("Shape must be at least rank 1 but is rank 0")
+    if idx.ndims is None or upd.ndims is None:
+        return [var]
+    outer = idx.ndims - 1
+    ishape, ushape = idx.as_tuple(), upd.as_tuple()
+    try:
+        merge_shapes(TensorShape(ishape[:outer]), TensorShape(ushape[:outer]))  # type: ignore[index]
+    except ValueError as e:
+        raise ValueError(
+            f"Dimensions [0,{outer}) of indices[shape={shape_str(idx)}] = "
+            f"{shape_str(TensorShape(ishape[:outer]))} must match dimensions [0,{outer}) of "  # type: ignore[index]
+            f"updates[shape={shape_str(upd)}] = {shape_str(TensorShape(ushape[:outer]))}: {e}"  # type: ignore[index]
+        ) from None
+    k = ishape[-1]  # type: ignore[index]
+    if var.ndims is not None and k is not None and k <= var.ndims:
+        inner_var = TensorShape(var.as_tuple()[k:])  # type: ignore[index]
+        inner_upd = TensorShape(ushape[outer:])  # type: ignore[index]
+        try:
+            merge_shapes(inner_var, inner_upd)
+        except ValueError as e:
+            raise ValueError(
+                f"Dimensions [{k},{var.ndims}) of input[shape={shape_str(var)}] = "
+                f"{shape_str(inner_var)} must match dimensions [{outer},{upd.ndims}) of "
+                f"updates[shape={shape_str(upd)}] = {shape_str(inner_upd)}: {e}"
+            ) from None
+    return [var]
+
+
 def _scalar_ref_shape(op: Operation) -> list[TensorShape]:
     s = op.inputs[0].shape
     if s.ndims not in (None, 0):
@@ -128,6 +159,19 @@ for _name, (_types, _lock, _doc) in _SCATTER.items():
         attrs=[f"T: {_types}", "Tindices: {int32, int64}", f"use_locking: bool = {_lock}"],
         shape_fn=_scatter_shape, stateful=True, doc=_doc,
     )
+_SCATTER_ND = {
+    "ScatterNdUpdate": ("type", "true", "ref[indices] = updates, indexing the leading dims."),
+    "ScatterNdAdd": ("numeric", "false", "ref[indices] += updates (duplicates accumulate)."),
+    "ScatterNdSub": ("numeric", "false", "ref[indices] -= updates (duplicates accumulate)."),
+}
+for _name, (_types, _lock, _doc) in _SCATTER_ND.items():
+    op_def(
+        _name, inputs=["ref: Ref(T)", "indices: Tindices", "updates: T"],
+        outputs=["output_ref: Ref(T)"],
+        attrs=[f"T: {_types}", "Tindices: {int32, int64}", f"use_locking: bool = {_lock}",
+               "bad_indices_policy: string = ''"],
+        shape_fn=_scatter_nd_shape, stateful=True, doc=_doc,
+    )
 op_def(
     "IsVariableInitialized", inputs=["ref: Ref(dtype)"], outputs=["is_initialized: bool"],
     attrs=["dtype: type"], shape_fn=lambda op: [TensorShape([])], stateful=True,
@@ -140,7 +184,7 @@ op_def(
 )
 
 for _name in ["VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized",
-              "CountUpTo", *_SCATTER]:
+              "CountUpTo", *_SCATTER, *_SCATTER_ND]:
     not_differentiable(_name)
 
 
@@ -235,6 +279,28 @@ def scatter_min(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
 def scatter_max(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
     """`ref[indices, ...] = maximum(ref[indices, ...], updates)`."""
     return _scatter("ScatterMax", ref, indices, updates, use_locking, name)
+
+
+def scatter_nd_update(ref: Any, indices: Any, updates: Any, use_locking: bool = True,
+                      name: str | None = None) -> Tensor:
+    """`ref[indices[i]] = updates[i]`, where each row of `indices` (last dimension K)
+    indexes the first K dimensions of `ref`.
+
+        sess.run(tf.scatter_nd_update(v, [[0, 1], [2, 0]], [5.0, 6.0]))
+    """
+    return _scatter("ScatterNdUpdate", ref, indices, updates, use_locking, name)
+
+
+def scatter_nd_add(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
+                   name: str | None = None) -> Tensor:
+    """`ref[indices[i]] += updates[i]`; repeated indices accumulate."""
+    return _scatter("ScatterNdAdd", ref, indices, updates, use_locking, name)
+
+
+def scatter_nd_sub(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
+                   name: str | None = None) -> Tensor:
+    """`ref[indices[i]] -= updates[i]`; repeated indices accumulate."""
+    return _scatter("ScatterNdSub", ref, indices, updates, use_locking, name)
 
 
 def is_variable_initialized(variable: Any, name: str | None = None) -> Tensor:

@@ -314,6 +314,16 @@ class Variable:
     def scatter_max(self, sparse_delta: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
         return self._scatter(state_ops.scatter_max, sparse_delta, use_locking, name)
 
+    def scatter_nd_update(self, indices: Any, updates: Any, name: str | None = None) -> Tensor:
+        """`self[indices[i]] = updates[i]` (each row of `indices` indexes leading dims)."""
+        return state_ops.scatter_nd_update(self._variable, indices, updates, use_locking=True, name=name)
+
+    def scatter_nd_add(self, indices: Any, updates: Any, name: str | None = None) -> Tensor:
+        return state_ops.scatter_nd_add(self._variable, indices, updates, use_locking=True, name=name)
+
+    def scatter_nd_sub(self, indices: Any, updates: Any, name: str | None = None) -> Tensor:
+        return state_ops.scatter_nd_sub(self._variable, indices, updates, use_locking=True, name=name)
+
     def count_up_to(self, limit: int) -> Tensor:
         return state_ops.count_up_to(self._variable, limit=limit)
 

@@ -563,3 +563,51 @@ def test_feeding_a_variable_replaces_its_value_for_the_step(tf1):
         np.testing.assert_array_equal(s.run(v * 2, {v: [5.0, 6.0]}), [10.0, 12.0])
         with pytest.raises(errors.FailedPreconditionError):
             s.run(v)  # the feed did not initialize it
+
+
+@pytest.mark.parametrize(
+    "fn,indices,updates",
+    [
+        ("scatter_nd_update", [[0], [2]], [[1.0, 2.0], [3.0, 4.0]]),
+        ("scatter_nd_add", [[0, 1], [0, 1], [2, 0]], [5.0, 6.0, 7.0]),
+        ("scatter_nd_sub", [[[1, 1]], [[2, 1]]], [[1.0], [2.0]]),
+        ("scatter_nd_add", np.array([[1]], np.int64), [[9.0, 9.0]]),
+    ],
+)
+def test_scatter_nd_ops_match_tensorflow(tf1, fn, indices, updates):
+    def build(tf):
+        v = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2), name="v")
+        return getattr(tf, fn)(v, indices, np.asarray(updates, np.float32))
+
+    assert_same(tf1, build)
+    same_graph_facts(tf1, lambda tf: (lambda t: (t.name, t.op.get_attr("use_locking"), _names(tf)))(build(tf)))
+
+
+def test_scatter_nd_errors(tf1):
+    def build_error(tf):
+        v = tf.Variable(np.zeros((3, 2), np.float32))
+        try:
+            tf.scatter_nd_add(v, [[0, 1]], [5.0, 6.0])
+        except ValueError as e:
+            return str(e).split(" for ")[0]
+
+    same_graph_facts(tf1, build_error)
+
+    def oob(tf):
+        v = tf.Variable(np.zeros((3, 2), np.float32), name="v")
+        p = tf.placeholder(tf.int32)
+        return tf.scatter_nd_sub(v, p, [5.0]), {p: [[0, 7]]}
+
+    _, err = assert_same_error(tf1, oob)
+    assert "indices[0] = [0, 7] does not index into shape [3,2]" in str(err)
+
+
+def test_variable_scatter_nd_methods():
+    v = fl.Variable(np.zeros((2, 2), np.float32))
+    a = v.scatter_nd_update([[0, 0]], [1.0])
+    with fl.control_dependencies([a]):
+        b = v.scatter_nd_add([[1, 1], [1, 1]], [2.0, 3.0])
+    assert a.op.get_attr("use_locking") is True and b.op.get_attr("use_locking") is True
+    with fl.Session() as s:
+        s.run(v.initializer)
+        np.testing.assert_array_equal(s.run(b), [[1.0, 0.0], [0.0, 5.0]])
