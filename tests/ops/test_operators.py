@@ -26,12 +26,12 @@ def run(t, feed=None):
 
 
 X = np.array([[1.5, -2.0], [3.0, 0.5]], np.float32)
-I = np.array([[7, -3], [4, 9]], np.int32)
+INTS = np.array([[7, -3], [4, 9]], np.int32)
 BOOL = np.array([True, False, True, False])
 
 
 def _arith(tf):
-    x, i = tf.constant(X), tf.constant(I)
+    x, i = tf.constant(X), tf.constant(INTS)
     return [x + x, 1 + x, x - 1, 1 - x, x * 2, 2 * x, x / 2, 2 / x, i / 2, 7 / i, i // 2, 7 // i,
             x // 0.5, i % 5, 7 % i, x % 1.25, x ** 2, 2 ** x, i ** 2, x @ x, X @ x, -x, -i, abs(x), abs(i),
             x + np.float32(2), np.float32(2) + x, X + x, np.array([1.0, 2.0]) * x]
@@ -48,7 +48,7 @@ def test_arithmetic_operators_build_tensorflow_ops(tf1):
 
 
 def _compare(tf):
-    x, i = tf.constant(X), tf.constant(I)
+    x, i = tf.constant(X), tf.constant(INTS)
     return [x < 1, 1 < x, x <= x, x > 0.5, x >= x, i < 5, 3 >= i, X < x]
 
 
@@ -58,7 +58,7 @@ def test_comparison_operators(tf1):
 
 
 def _logic(tf):
-    b, c, i = tf.constant(BOOL), tf.constant(BOOL[::-1].copy()), tf.constant(I)
+    b, c, i = tf.constant(BOOL), tf.constant(BOOL[::-1].copy()), tf.constant(INTS)
     return [b & c, b | c, b ^ c, ~b, True & b, False | b, True ^ b, i & 6, i | 8, i ^ i, ~i, 5 & i]
 
 
