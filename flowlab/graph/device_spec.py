@@ -24,6 +24,10 @@ VALID_DEVICE_TYPES = frozenset({"CPU", "GPU", "TPU", "CUSTOM", "EPU"})
 
 _FIELDS = ("job", "replica", "task", "device_type", "device_index")
 
+# Parsed components by string: graph building parses the same few strings for every
+# op.  Components, not DeviceSpecs, since a DeviceSpec's fields may be assigned.
+_PARSED: dict[str, tuple[Any, ...]] = {}
+
 
 def _str_or_none(v: Any) -> str | None:
     return None if v is None else str(v)
@@ -128,6 +132,9 @@ class DeviceSpec:
                 f"A device must be a string, a DeviceSpec or a function, got {spec!r} "
                 f"of type {type(spec).__name__}."
             )
+        cached = _PARSED.get(spec)
+        if cached is not None:
+            return cls(*cached)
         job = replica = task = dtype = index = None
         for part in spec.split("/"):
             y = part.split(":")
@@ -154,6 +161,9 @@ class DeviceSpec:
                     f"Unknown attribute '{y[0]}' is encountered while parsing the device "
                     f"spec: '{spec}'."
                 )
+        if len(_PARSED) > 4096:
+            _PARSED.clear()
+        _PARSED[spec] = (job, replica, task, dtype, index)
         return cls(job, replica, task, dtype, index)
 
     parse_from_string = from_string

@@ -212,3 +212,11 @@ def test_random_specs_match_tensorflow(spec):
         pytest.skip("tensorflow is not installed")
     s = spec.to_string()
     assert tf.DeviceSpec.from_string(s).to_string() == s
+
+
+def test_parsed_specs_are_independent_objects():
+    a = DeviceSpec.from_string("/job:ps/cpu:0")
+    b = DeviceSpec.from_string("/job:ps/cpu:0")
+    assert a is not b
+    a.job = "other"
+    assert b.job == "ps" and DeviceSpec.from_string("/job:ps/cpu:0").job == "ps"
