@@ -706,3 +706,13 @@ def test_int64_axes_and_dimension(tf1):
                                  tf.reduce_max(tf.constant(x), np.array([0, 1]))])
     t = fl.reduce_sum(fl.constant(x), fl.constant([1], fl.int64))
     assert t.op.get_attr("Tidx") is fl.int64 and t.shape.as_list() == [2]
+
+
+def test_every_math_op_has_a_cpu_kernel():
+    import flowlab.ops.math_defs as math_defs
+    from flowlab.kernels.registry import find_kernel
+    from flowlab.ops.op_def import registered_ops
+
+    mine = [name for name, d in registered_ops().items() if d.defined_at.startswith(math_defs.__file__)]
+    assert len(mine) > 60
+    assert [name for name in mine if find_kernel(name, "CPU") is None] == []
