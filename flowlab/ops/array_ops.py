@@ -28,12 +28,14 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import Dimension, TensorShape, as_shape
 from flowlab.ops.array_shapes import (  # noqa: F401  (re-exported for slicing)
     _FOLD_LIMIT,
+    _broadcast_to_fn,
     _concat_fn,
     _dims,
     _expand_dims_fn,
     _fill_fn,
     _fold,
     _int_list,
+    _mirror_pad_grad_fn,
     _one_hot_fn,
     _pack_fn,
     _pad_fn,
@@ -41,6 +43,7 @@ from flowlab.ops.array_shapes import (  # noqa: F401  (re-exported for slicing)
     _reshape_fn,
     _reverse_fn,
     _same_shape,
+    _same_shape_n,
     _select_fn,
     _select_v2_fn,
     _shape_fn,
@@ -56,7 +59,7 @@ from flowlab.ops.array_shapes import (  # noqa: F401  (re-exported for slicing)
     constant_value_as_shape,
 )
 from flowlab.ops.builder import apply_op, convert_to_tensor, register_tensor_conversion_function
-from flowlab.ops.const_fold import constant_evaluator, constant_value
+from flowlab.ops.const_fold import constant_evaluator
 from flowlab.ops.constant_op import constant
 from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.op_def import op_def
@@ -248,38 +251,6 @@ op_def("ReverseV2", inputs=["tensor: T", "axis: Tidx"], outputs=["output: T"],
 
 
 # Helpers of the gradient functions (Transpose, ConcatV2, MirrorPad) and broadcasting.
-def _same_shape_n(op: Operation) -> list[Any]:
-    return [x.shape for x in op.inputs[1:]]
-
-
-def _mirror_pad_grad_fn(op: Operation) -> list[Any]:
-    d = _dims(op.inputs[0])
-    pv = constant_value(op.inputs[1])
-    if d is None:
-        return [TensorShape(None)]
-    if pv is None:
-        return [TensorShape([None] * len(d))]
-    pv = np.asarray(pv).reshape(len(d), 2)
-    return [TensorShape([None if x is None else x - int(pv[i].sum()) for i, x in enumerate(d)])]
-
-
-def _broadcast_to_fn(op: Operation) -> list[Any]:
-    out = constant_value_as_shape(op.inputs[1])
-    d = _dims(op.inputs[0])
-    if out.ndims is None or d is None:
-        return [out]
-    if len(d) > out.ndims:
-        raise ValueError(f"Shape must be at most rank {out.ndims} but is rank {len(d)}")
-    dims = out.as_list()
-    for k, a in enumerate(d[::-1], 1):
-        b = dims[-k]
-        if a not in (None, 1) and b is not None and a != b:
-            raise ValueError(f"Dimensions must be equal, but are {a} and {b}")
-        if b is None and a not in (None, 1):
-            dims[-k] = a
-    return [TensorShape(dims)]
-
-
 op_def("InvertPermutation", inputs=["x: T"], outputs=["y: T"], attrs=[f"T: {_INDEX} = int32"],
        shape_fn=_same_shape)
 op_def("ConcatOffset", inputs=["concat_dim: int32", "shape: N * shape_type"],

@@ -473,3 +473,35 @@ def _reverse_fn(op: Operation) -> list[Any]:
             if not -len(d) <= x < len(d):
                 raise ValueError(f"'axis'[0] = {x} is out of valid range [0, {len(d) - 1}")
     return [op.inputs[0].shape]
+
+
+def _same_shape_n(op: Operation) -> list[Any]:
+    return [x.shape for x in op.inputs[1:]]
+
+
+def _mirror_pad_grad_fn(op: Operation) -> list[Any]:
+    d = _dims(op.inputs[0])
+    pv = constant_value(op.inputs[1])
+    if d is None:
+        return [TensorShape(None)]
+    if pv is None:
+        return [TensorShape([None] * len(d))]
+    pv = np.asarray(pv).reshape(len(d), 2)
+    return [TensorShape([None if x is None else x - int(pv[i].sum()) for i, x in enumerate(d)])]
+
+
+def _broadcast_to_fn(op: Operation) -> list[Any]:
+    out = constant_value_as_shape(op.inputs[1])
+    d = _dims(op.inputs[0])
+    if out.ndims is None or d is None:
+        return [out]
+    if len(d) > out.ndims:
+        raise ValueError(f"Shape must be at most rank {out.ndims} but is rank {len(d)}")
+    dims = out.as_list()
+    for k, a in enumerate(d[::-1], 1):
+        b = dims[-k]
+        if a not in (None, 1) and b is not None and a != b:
+            raise ValueError(f"Dimensions must be equal, but are {a} and {b}")
+        if b is None and a not in (None, 1):
+            dims[-k] = a
+    return [TensorShape(dims)]
