@@ -119,5 +119,18 @@ def executing_eagerly() -> bool:
     return False
 
 
+def _namespace(name: str, *modules: _types.ModuleType, extra: dict | None = None) -> _types.SimpleNamespace:  # type: ignore[type-arg]
+    members = {n: getattr(m, n) for m in modules for n in getattr(m, "__all__", [])}
+    members.update(extra or {})
+    ns = _types.SimpleNamespace(**members)
+    ns.__name__ = f"flowlab.{name}"  # type: ignore[attr-defined]
+    return ns
+
+
+# `tf.math.log`, `tf.math.equal`, ...: the math builders under TensorFlow's namespace.
+from flowlab.ops import math_ops as _math_ops  # noqa: E402
+
+math = _namespace("math", _math_ops, extra={"softmax": nn.softmax, "log_softmax": nn.log_softmax})
+
 # `tf.compat.v1.X` is `tf.X` here.
 compat = _types.SimpleNamespace(v1=_sys.modules[__name__], dimension_value=dimension_value)

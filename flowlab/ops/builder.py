@@ -229,14 +229,25 @@ def _convert_arg(
             inferred[arg.type_attr] = want
         return ts
     want = arg.fixed_type or (inferred.get(arg.type_attr) if arg.type_attr else None)
-    t = _to_tensor(od, name, arg, value, want)
+    hint = None
+    if want is None and arg.type_attr is not None:
+        # A type attr's default guides Python values (`Tidx = int32`: axis [] is int32).
+        adef = od.attrs[arg.type_attr]
+        hint = adef.default if adef.has_default else None
+    t = _to_tensor(od, name, arg, value, want, hint=hint)
     if arg.type_attr is not None and arg.type_attr not in inferred:
         inferred[arg.type_attr] = t.dtype.base_dtype
     return [t]
 
 
 def _to_tensor(
-    od: OpDef, name: str, arg: ArgDef, value: Any, want: dtypes.DType | None, index: int | None = None
+    od: OpDef,
+    name: str,
+    arg: ArgDef,
+    value: Any,
+    want: dtypes.DType | None,
+    index: int | None = None,
+    hint: dtypes.DType | None = None,
 ) -> Tensor:
     argname = arg.name if index is None else f"{arg.name}[{index}]"
     if isinstance(value, Tensor) or hasattr(value, "_as_graph_element") and not isinstance(value, (list, tuple)):
@@ -251,7 +262,7 @@ def _to_tensor(
             )
     else:
         try:
-            t = convert_to_tensor(value, dtype=want, name=arg.name)
+            t = convert_to_tensor(value, dtype=want, name=arg.name, preferred_dtype=hint)
         except (TypeError, ValueError) as e:
             raise TypeError(
                 f"Expected {want.name if want else 'a tensor'} for argument '{argname}' of "
