@@ -33,7 +33,7 @@ __all__ = [
     "model_variables", "moving_average_variables", "all_variables",
     "global_variables_initializer", "local_variables_initializer", "variables_initializer",
     "initialize_all_variables", "initialize_variables", "initialize_local_variables",
-    "report_uninitialized_variables",
+    "report_uninitialized_variables", "assert_variables_initialized",
 ]
 
 # Every operator a Tensor overloads; a Variable applies it to its value.
@@ -461,6 +461,28 @@ def local_variables_initializer() -> Operation:
 initialize_all_variables = global_variables_initializer
 initialize_variables = variables_initializer
 initialize_local_variables = local_variables_initializer
+
+
+def assert_variables_initialized(var_list: Any = None) -> Tensor | None:
+    """A tensor whose evaluation fails with FailedPreconditionError when a variable of
+    `var_list` (default: global and local) is not initialized: the ranks of the
+    variables' values (None when there are no variables)."""
+    from flowlab.ops.array_ops import stack
+    from flowlab.ops.builder import apply_op
+
+    g = get_default_graph()
+    if var_list is None:
+        var_list = global_variables() + local_variables()
+        if not var_list:
+            var_list = [op.outputs[0] for op in g.get_operations() if op.type == "VariableV2"]
+    var_list = list(var_list)
+    if not var_list:
+        return None
+    ranks = []
+    for v in var_list:
+        with g.colocate_with(v.op):
+            ranks.append(apply_op("Rank", input=convert_to_tensor(v), name="Rank"))
+    return ranks[0] if len(ranks) == 1 else stack(ranks)
 
 
 def report_uninitialized_variables(

@@ -611,3 +611,18 @@ def test_variable_scatter_nd_methods():
     with fl.Session() as s:
         s.run(v.initializer)
         np.testing.assert_array_equal(s.run(b), [[1.0, 0.0], [0.0, 5.0]])
+
+
+def test_assert_variables_initialized(tf1):
+    def build(tf):
+        a = tf.Variable(1.0, name="a")
+        tf.Variable([1, 2], name="b")
+        r = tf.assert_variables_initialized()
+        r1 = tf.assert_variables_initialized([a])
+        return r, r1
+
+    same_graph_facts(tf1, lambda tf: [t.name for t in build(tf)] + _names(tf))
+    assert_same(tf1, build)
+    assert_same_error_no_init(tf1, lambda tf: build(tf)[0])
+    with fl.Graph().as_default():
+        assert fl.assert_variables_initialized() is None
