@@ -458,6 +458,19 @@ def broadcast_to(ctx: Any, x: Any, shape: Any) -> Any:
         raise _bad(f"Incompatible shapes: {_dims(xs)} vs. {_dims(s)}") from None
 
 
+@kernel("Unique")
+def unique(ctx: Any, x: Any) -> Any:
+    a = np.asarray(x) if ctx.xp is np else x.get()
+    if a.ndim != 1:
+        raise _bad(f"unique expects a 1D vector. but got shape {_dims(a.shape)}")
+    vals, first, inverse = np.unique(a, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # TensorFlow keeps first-appearance order
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    idx = rank[inverse.reshape(-1)].astype(_np_type(ctx, "out_idx"))
+    return [ctx.xp.asarray(vals[order]), ctx.xp.asarray(idx)]
+
+
 # The indexing kernels (Slice, StridedSlice, gathers, scatters, partitions) register from
 # their own module, which mirrors flowlab.ops.slicing.
 from flowlab.kernels import slicing_kernels  # noqa: E402,F401

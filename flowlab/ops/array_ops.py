@@ -68,7 +68,7 @@ __all__ = [
     "shape", "shape_n", "size", "rank", "reshape", "transpose", "concat", "stack", "unstack",
     "split", "expand_dims", "squeeze", "tile", "pad", "fill", "zeros", "ones", "zeros_like",
     "ones_like", "one_hot", "where", "where_v2", "reverse", "reverse_v2", "newaxis",
-    "constant_value_as_shape", "invert_permutation", "broadcast_to",
+    "invert_permutation", "broadcast_to", "unique",
 ]
 
 newaxis = None
@@ -251,6 +251,9 @@ op_def("ReverseV2", inputs=["tensor: T", "axis: Tidx"], outputs=["output: T"],
 
 
 # Helpers of the gradient functions (Transpose, ConcatV2, MirrorPad) and broadcasting.
+op_def("Unique", inputs=["x: T"], outputs=["y: T", "idx: out_idx"],
+       attrs=["T: type", f"out_idx: {_INDEX} = int32"],
+       shape_fn=lambda op: [TensorShape([None]), op.inputs[0].shape.with_rank(1)])
 op_def("InvertPermutation", inputs=["x: T"], outputs=["y: T"], attrs=[f"T: {_INDEX} = int32"],
        shape_fn=_same_shape)
 op_def("ConcatOffset", inputs=["concat_dim: int32", "shape: N * shape_type"],
@@ -262,7 +265,7 @@ op_def("BroadcastTo", inputs=["input: T", "shape: Tidx"], outputs=["output: T"],
        attrs=["T: type", f"Tidx: {_INDEX} = int32"], shape_fn=_broadcast_to_fn)
 
 for _t in ("Shape", "ShapeN", "Size", "Rank", "ZerosLike", "OnesLike", "Where", "OneHot",
-           "InvertPermutation", "ConcatOffset"):
+           "InvertPermutation", "ConcatOffset", "Unique"):
     not_differentiable(_t)
 
 _register_folding("InvertPermutation", "ConcatOffset", "BroadcastTo", "Pack", "Unpack", "ConcatV2", "Reshape", "ExpandDims", "Squeeze", "Transpose",
@@ -423,6 +426,9 @@ def split(value: Any, num_or_size_splits: Any, axis: Any = 0, num: int | None = 
                         value=_to_tensor(value, "value"), num_split=int(num_or_size_splits),
                         name=name or "split")
     sizes = _index(num_or_size_splits, "size_splits")
+    if sizes.shape.ndims == 0:
+        raise ValueError("Rank-0 tensors are not supported as the num_or_size_splits argument to "
+                         f"split. Argument provided: {num_or_size_splits}")
     if num is None:
         s = sizes.shape
         if s.ndims != 1 or s[0].value is None:
@@ -623,6 +629,12 @@ reverse_v2 = reverse
 def invert_permutation(x: Any, name: str | None = None) -> Tensor:
     """The inverse permutation: `y[x[i]] = i`."""
     return apply_op("InvertPermutation", x=_index(x, "x"), name=name or "InvertPermutation")
+
+
+def unique(x: Any, out_idx: Any = dtypes.int32, name: str | None = None) -> list[Tensor]:
+    """The distinct values of the 1-D `x` in order of first appearance, and for each
+    element of `x` the index of its value in them: `y[idx[i]] == x[i]`."""
+    return apply_op("Unique", x=_to_tensor(x, "x"), out_idx=dtypes.as_dtype(out_idx), name=name or "Unique")
 
 
 def broadcast_to(input: Any, shape: Any, name: str | None = None) -> Tensor:

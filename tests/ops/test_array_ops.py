@@ -485,3 +485,16 @@ def test_graph_def_round_trip():
     for n, a, b in zip(names, ref, got):
         assert a.dtype == b.dtype and np.array_equal(a, b), n
         assert g.get_tensor_by_name(n).shape == g2.get_tensor_by_name(n).shape, n
+
+
+def test_unique(tf1):
+    y, idx = run(fl.unique([4, 1, 4, 2, 1, 9]))
+    assert y.tolist() == [4, 1, 2, 9] and idx.tolist() == [0, 1, 0, 2, 1, 3] and idx.dtype == np.int32
+    assert_same(tf1, lambda tf: list(tf.unique([4, 1, 4, 2, 1, 9])) + list(tf.unique(np.array([3.0, 1.0, 3.0]), out_idx=tf.int64))
+                + list(tf.unique(np.zeros(0, np.int64))))
+    assert_same_graph(tf1, lambda tf: list(tf.unique(ph(tf, [None], tf.int32))))
+
+
+def test_split_by_a_scalar_tensor_is_refused():
+    with pytest.raises(ValueError, match="Rank-0 tensors are not supported as the num_or_size_splits"):
+        fl.split([1, 2], fl.constant(2))
