@@ -61,9 +61,7 @@ def sigmoid_cross_entropy_with_logits(
         relu_logits = array_ops.where(cond, logits, zeros)
         neg_abs_logits = array_ops.where(cond, math_ops.negative(logits), logits)
         return math_ops.add(
-            math_ops.subtract(relu_logits, math_ops.multiply(logits, labels)),
-            math_ops.log1p(math_ops.exp(neg_abs_logits)),
-            name=scope,
+            relu_logits - logits * labels, math_ops.log1p(math_ops.exp(neg_abs_logits)), name=scope
         )
 
 
@@ -146,8 +144,9 @@ def batch_normalization(
         inv = math_ops.rsqrt(variance + variance_epsilon)
         if scale is not None:
             inv *= scale
+        scaled = x * math_ops.cast(inv, x.dtype)
         shift = offset - mean * inv if offset is not None else -mean * inv
-        return x * math_ops.cast(inv, x.dtype) + math_ops.cast(shift, x.dtype)
+        return scaled + math_ops.cast(shift, x.dtype)
 
 
 # --- losses -------------------------------------------------------------------------

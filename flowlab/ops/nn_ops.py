@@ -317,13 +317,26 @@ def _on_axis(op_type: str, logits: Any, axis: Any, name: str | None) -> Tensor:
             f"`dim` must be in the range [{-ndims}, {ndims}) where {ndims} is the number of "
             f"dimensions in the input. Received: dim={axis}",
         )
-    axis %= ndims
-    perm = list(range(ndims))
-    perm[axis], perm[-1] = perm[-1], perm[axis]
-    out = apply_op(op_type, logits=array_ops.transpose(logits, perm), name=op_type)
-    out = array_ops.transpose(out, perm, name=name or "transpose")
+    # TensorFlow swaps `axis` with the last axis through a permutation computed in the
+    # graph (Rank, Range, ConcatV2); the same ops here keep later op seeds aligned.
+    dim: Any = axis
+    rank = array_ops.rank(logits)
+    if dim < 0:
+        dim = dim + rank
+    input_rank = array_ops.rank(logits)
+    dim_axis = dim % ndims
+    swapped = _swap_axis(logits, dim_axis, math_ops.subtract(input_rank, 1))
+    out = apply_op(op_type, logits=swapped, name=op_type)
+    out = _swap_axis(out, dim_axis, math_ops.subtract(input_rank, 1), name=name)
     out.set_shape(logits.shape)
     return out
+
+
+def _swap_axis(x: Tensor, dim_index: Any, last_index: Tensor, name: str | None = None) -> Tensor:
+    perm = array_ops.concat(
+        [math_ops.range(dim_index), [last_index], math_ops.range(dim_index + 1, last_index), [dim_index]], 0
+    )
+    return array_ops.transpose(x, perm, name=name or "transpose")
 
 
 def softmax(logits: Any, axis: Any = None, name: str | None = None, dim: Any = None) -> Tensor:
@@ -365,18 +378,14 @@ def l2_loss(t: Any, name: str | None = None) -> Tensor:
 
 # --- softmax cross entropies --------------------------------------------------------
 def _flatten_outer_dims(x: Tensor) -> Tensor:
-    """x as a matrix [-1, last dim] (x itself when it is one already)."""
-    s = x.shape
-    if s.ndims == 2:
-        return x
-    last = s[-1].value if s.ndims is not None else None
-    if last is None:
-        last = array_ops.shape(x)[-1:]
-        out = array_ops.reshape(x, array_ops.concat([[-1], last], 0))
-    else:
-        out = array_ops.reshape(x, [-1, last])
-    if s.ndims is not None and all(d is not None for d in s.as_list()[:-1]):
-        out.set_shape([int(np.prod(s.as_list()[:-1], dtype=np.int64)), s.as_list()[-1]])
+    """x as a matrix [-1, last dim], built from the same ops as in TensorFlow (the op
+    count matters: it seeds random ops created later under a graph-level seed)."""
+    rank = array_ops.rank(x)
+    last = array_ops.slice(array_ops.shape(x), [math_ops.subtract(rank, 1)], [1])
+    out = array_ops.reshape(x, array_ops.concat([[-1], last], 0))
+    dims = x.shape.as_list() if x.shape.ndims is not None else None
+    if dims is not None and all(d is not None for d in dims[:-1]):
+        out.set_shape([int(np.prod(dims[:-1], dtype=np.int64)), dims[-1]])
     return out
 
 
@@ -396,6 +405,7 @@ def softmax_cross_entropy_with_logits_v2(
         precise = math_ops.cast(logits, dtypes.float32) if half else logits
         if labels.dtype.base_dtype is not precise.dtype.base_dtype:
             labels = math_ops.cast(labels, precise.dtype)
+        input_rank = array_ops.rank(precise)
         shape = logits.shape
         ndims = shape.ndims
         if axis != -1 and not (ndims is not None and axis == ndims - 1):
@@ -405,24 +415,16 @@ def softmax_cross_entropy_with_logits_v2(
             perm = [i for i in range(ndims) if i != a] + [a]
             precise = array_ops.transpose(precise, perm)
             labels = array_ops.transpose(labels, perm)
-        if ndims == 2:
-            cost = apply_op(
-                "SoftmaxCrossEntropyWithLogits", features=precise, labels=labels, name=scope
-            )[0]
-        else:
-            outer = precise.shape[:-1] if precise.shape.ndims is not None else None
-            input_shape = None if outer is None or not outer.is_fully_defined() else outer.as_list()
-            if input_shape is None:
-                input_shape = array_ops.shape(precise)[:-1]
-            cost = apply_op(
-                "SoftmaxCrossEntropyWithLogits", features=_flatten_outer_dims(precise),
-                labels=_flatten_outer_dims(labels), name=scope,
-            )[0]
-            cost = array_ops.reshape(cost, input_shape)
-            if ndims is not None:
-                dims = shape.as_list()
-                del dims[axis]
-                cost.set_shape(dims)
+        input_shape = array_ops.shape(precise)
+        precise = _flatten_outer_dims(precise)
+        labels = _flatten_outer_dims(labels)
+        cost = apply_op("SoftmaxCrossEntropyWithLogits", features=precise, labels=labels, name=scope)[0]
+        output_shape = array_ops.slice(input_shape, [0], [math_ops.subtract(input_rank, 1)])
+        cost = array_ops.reshape(cost, output_shape)
+        if ndims is not None:
+            dims = shape.as_list()
+            del dims[axis]
+            cost.set_shape(dims)
         return math_ops.cast(cost, dtypes.float16) if half else cost
 
 
@@ -460,6 +462,7 @@ def sparse_softmax_cross_entropy_with_logits(
         half = logits.dtype.base_dtype is dtypes.float16
         precise = math_ops.cast(logits, dtypes.float32) if half else logits
         lshape, xshape = labels.shape, logits.shape
+        labels_shape = array_ops.shape(labels)
         if xshape.ndims == 0:
             raise ValueError(f"`logits` cannot be a scalar. Received logits={logits}`")
         if xshape.ndims is not None and lshape.ndims is not None and lshape.ndims != xshape.ndims - 1:
@@ -480,9 +483,12 @@ def sparse_softmax_cross_entropy_with_logits(
                 "SparseSoftmaxCrossEntropyWithLogits", features=precise, labels=labels, name=op_name
             )[0]
         else:
-            labels_shape: Any = lshape.as_list() if lshape.is_fully_defined() else array_ops.shape(labels)
+            # TensorFlow also asserts shape(labels) == shape(logits)[:-1] here when the
+            # static shapes are not fully known; a mismatch fails in the kernel instead.
+            num_classes = array_ops.shape(logits)[array_ops.rank(logits) - 1]
             cost = apply_op(
-                "SparseSoftmaxCrossEntropyWithLogits", features=_flatten_outer_dims(precise),
+                "SparseSoftmaxCrossEntropyWithLogits",
+                features=array_ops.reshape(precise, [-1, num_classes]),
                 labels=array_ops.reshape(labels, [-1]), name=op_name,
             )[0]
             cost = array_ops.reshape(cost, labels_shape)

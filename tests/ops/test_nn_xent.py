@@ -108,11 +108,15 @@ def test_softmax_xent_unknown_shapes(tf1):
 def test_softmax_xent_names_shapes_and_labels_cast():
     x = fl.placeholder(fl.float32, [None, 5])
     loss = fl.nn.softmax_cross_entropy_with_logits_v2(labels=[[0.0, 1, 0, 0, 0]], logits=x)
-    assert (loss.op.type, loss.op.name) == ("SoftmaxCrossEntropyWithLogits", "softmax_cross_entropy_with_logits")
+    # As in TensorFlow: the kernel on flattened inputs, reshaped back to logits.shape[:-1].
+    assert (loss.op.type, loss.op.name) == ("Reshape", "softmax_cross_entropy_with_logits/Reshape_2")
+    xent = loss.op.inputs[0].op
+    assert (xent.type, xent.name) == ("SoftmaxCrossEntropyWithLogits", "softmax_cross_entropy_with_logits")
     assert loss.shape.as_list() == [None]
     v1 = fl.nn.softmax_cross_entropy_with_logits(labels=fl.zeros([3, 5]), logits=x)
-    assert v1.op.name == "softmax_cross_entropy_with_logits_sg"
-    assert v1.op.inputs[1].op.type == "StopGradient"
+    xent = v1.op.inputs[0].op
+    assert (xent.type, xent.name) == ("SoftmaxCrossEntropyWithLogits", "softmax_cross_entropy_with_logits_sg")
+    assert xent.inputs[1].op.inputs[0].op.type == "StopGradient"  # Reshape(StopGradient(labels))
     assert fl.nn.softmax_cross_entropy_with_logits_v2(
         labels=fl.zeros([2, 3, 5], fl.float64), logits=fl.zeros([2, 3, 5], fl.float64)
     ).shape.as_list() == [2, 3]
