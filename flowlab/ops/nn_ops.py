@@ -195,8 +195,9 @@ op_def(
     ],
     shape_fn=_top_k_shape, doc="The k largest entries of each row (last dimension) and their indices.",
 )
-# StopGradient belongs with the core ops; the losses and `moments` need it, and no
-# other module declares it yet (see the module docstring of this file's report).
+# StopGradient belongs with the core ops (top-level `tf.stop_gradient`); it is declared
+# here because the cross entropies and `moments` need it and no core module has it yet.
+# Move it (declaration, kernel, evaluator, builder) to core_ops when the core takes it.
 op_def(
     "StopGradient", inputs=["input: T"], outputs=["output: T"], attrs=["T: type"],
     shape_fn=_same_shape, doc="The input; no gradient flows back through it.",
