@@ -68,7 +68,7 @@ __all__ = [
     "shape", "shape_n", "size", "rank", "reshape", "transpose", "concat", "stack", "unstack",
     "split", "expand_dims", "squeeze", "tile", "pad", "fill", "zeros", "ones", "zeros_like",
     "ones_like", "one_hot", "where", "where_v2", "reverse", "reverse_v2", "newaxis",
-    "invert_permutation", "broadcast_to", "unique",
+    "invert_permutation", "broadcast_to", "unique", "sequence_mask",
 ]
 
 newaxis = None
@@ -635,6 +635,37 @@ def unique(x: Any, out_idx: Any = dtypes.int32, name: str | None = None) -> list
     """The distinct values of the 1-D `x` in order of first appearance, and for each
     element of `x` the index of its value in them: `y[idx[i]] == x[i]`."""
     return apply_op("Unique", x=_to_tensor(x, "x"), out_idx=dtypes.as_dtype(out_idx), name=name or "Unique")
+
+
+def sequence_mask(lengths: Any, maxlen: Any = None, dtype: Any = dtypes.bool,
+                  name: str | None = None) -> Tensor:
+    """`mask[..., j] = j < lengths[...]` for j in [0, maxlen) (default: max of lengths).
+
+    >>> tf.sequence_mask([1, 3], 4)   # [[T, F, F, F], [T, T, T, F]]
+    """
+    with _name_scope(name, "SequenceMask"):
+        lens = _to_tensor(lengths, "lengths")
+        if maxlen is None:
+            r = lens.shape.ndims
+            axes = (list(builtins.range(r)) if r is not None
+                    else apply_op("Range", start=0, limit=apply_op("Rank", input=lens, name="Rank"),
+                                  delta=1, name="range"))
+            m = apply_op("Max", input=lens, reduction_indices=_index(axes, "Const"), keep_dims=False,
+                         name="Max")
+            m = apply_op("Maximum", x=constant(0, dtype=m.dtype), y=m, name="Maximum")
+        else:
+            m = _to_tensor(maxlen, "maxlen")
+        if m.shape.ndims not in (None, 0):
+            raise ValueError("Argument `maxlen` must be scalar for sequence_mask, received `maxlen` = "
+                             f"{m} with shape '{m.shape}' instead")
+        row = apply_op("Range", start=constant(0, dtype=m.dtype), limit=m, delta=constant(1, dtype=m.dtype),
+                       name="Range")
+        matrix = apply_op("Cast", x=expand_dims(lens, -1), DstT=m.dtype, name="Cast")
+        result = apply_op("Less", x=row, y=matrix, name="Less")
+        dt = dtypes.as_dtype(dtype).base_dtype if dtype is not None else dtypes.bool
+        if dt is dtypes.bool:
+            return result
+        return apply_op("Cast", x=result, DstT=dt, name="Cast_1")
 
 
 def broadcast_to(input: Any, shape: Any, name: str | None = None) -> Tensor:

@@ -406,7 +406,8 @@ def _slice_helper(tensor: Any, slice_spec: Any, var: Any = None) -> Tensor:
     with _name_scope(None, "strided_slice") as scope:
         if begin:
             bounds = begin + end + strides
-            wide = any(isinstance(v, Tensor) and v.dtype.base_dtype is dtypes.int64 for v in bounds)
+            wide = any(v.dtype.base_dtype is dtypes.int64 if isinstance(v, Tensor)
+                       else not -(2**31) <= int(v) < 2**31 for v in bounds)
             dt = dtypes.int64 if wide else dtypes.int32
             packed = [_pack_bounds(v, what, dt) for v, what in ((begin, "stack"), (end, "stack_1"),
                                                                  (strides, "stack_2"))]

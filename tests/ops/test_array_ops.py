@@ -498,3 +498,15 @@ def test_unique(tf1):
 def test_split_by_a_scalar_tensor_is_refused():
     with pytest.raises(ValueError, match="Rank-0 tensors are not supported as the num_or_size_splits"):
         fl.split([1, 2], fl.constant(2))
+
+
+def test_sequence_mask(tf1):
+    out = run(fl.sequence_mask([1, 3, 0], 4))
+    assert out.tolist() == [[True, False, False, False], [True, True, True, False], [False] * 4]
+    assert_same(tf1, lambda tf: [tf.sequence_mask([1, 3, 0], 4), tf.sequence_mask([[1, 2], [3, 0]]),
+                                 tf.sequence_mask(np.array([2, 1], np.int64), dtype=tf.float32)])
+    assert_same(tf1, lambda tf: (lambda p: (tf.sequence_mask(p), {p: [[1, 2], [3, 0]]}))(ph(tf, None, tf.int32)))
+    assert_same_graph(tf1, lambda tf: [tf.sequence_mask(ph(tf, [None], tf.int32)),
+                                       tf.sequence_mask(ph(tf, [None], tf.int32), 5, tf.float32)])
+    with pytest.raises(ValueError, match="must be scalar"):
+        fl.sequence_mask([1], [2, 3])
