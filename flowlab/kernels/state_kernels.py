@@ -27,22 +27,30 @@ def _shape_str(shape: tuple[int, ...]) -> str:
 
 def _owned(ctx: Any, value: Any) -> Any:
     """`value` as an array the variable may keep: read-only, and never the caller's
-    buffer (a fed array or a kernel's output could be written to later)."""
+    buffer (a fed array or a kernel's output could be written to later).  0-d values
+    are kept as NumPy scalars, which are immutable and cheap to compute with (the
+    runtime carries 0-d values as scalars everywhere)."""
     if type(value) is np.ndarray:
+        if value.ndim == 0:
+            return value[()]
         if value.flags.writeable:
             value = value.copy()
         return freeze(value)
-    if isinstance(value, np.generic) or not hasattr(value, "shape"):
-        return freeze(np.array(value))
+    if isinstance(value, np.generic):
+        return value
+    if not hasattr(value, "shape"):
+        return np.asarray(value)[()]
     # Another array module (CuPy) has no read-only flag: own a private copy.
     return ctx.xp.array(value, copy=True)
 
 
 def _fresh(value: Any) -> Any:
-    """A kernel's own new result, made read-only without a copy."""
-    if isinstance(value, np.generic):
-        value = np.asarray(value)
-    return freeze(value)
+    """A kernel's own new result, made read-only without a copy (scalars as they are)."""
+    if type(value) is np.ndarray:
+        if value.ndim == 0:
+            return value[()]
+        value.flags.writeable = False
+    return value
 
 
 def _update(ctx: Any, step: Any, ref: VariableState, compute: Callable[[Any], Any]) -> VariableState:
@@ -59,6 +67,9 @@ def _update(ctx: Any, step: Any, ref: VariableState, compute: Callable[[Any], An
 @kernel("VariableV2")
 def variable_v2(ctx: Any) -> VariableState:
     attrs = ctx.attrs
+    state = ctx.resources.get(attrs["container"], attrs["shared_name"] or ctx.name)
+    if state is not None:
+        return state
     dtype = attrs["dtype"].as_numpy_dtype
     return ctx.resources.lookup_or_create(
         attrs["container"], attrs["shared_name"] or ctx.name,
@@ -108,28 +119,30 @@ def _same_size(params: Any, value: Any) -> None:
         )
 
 
+def _add(step: Any, ref: VariableState, value: Any, sign: int) -> VariableState:
+    # The hot path of every training counter: no closures, no errstate (steps already
+    # ignore floating-point errors), one shape check, one NumPy operation.
+    old = ref.read()
+    if old.shape != value.shape:
+        _same_size(old, value)
+    step.write_var(ref, _fresh(old + value if sign > 0 else old - value))
+    return ref
+
+
 @kernel("AssignAdd", step=True)
 def assign_add(ctx: Any, step: Any, ref: VariableState, value: Any) -> VariableState:
-    xp = ctx.xp
-
-    def add(params: Any) -> Any:
-        _same_size(params, value)
-        with np.errstate(all="ignore"):
-            return xp.add(params, value)
-
-    return _update(ctx, step, ref, add)
+    if ctx.attrs["use_locking"]:
+        with ref.lock:
+            return _add(step, ref, value, 1)
+    return _add(step, ref, value, 1)
 
 
 @kernel("AssignSub", step=True)
 def assign_sub(ctx: Any, step: Any, ref: VariableState, value: Any) -> VariableState:
-    xp = ctx.xp
-
-    def sub(params: Any) -> Any:
-        _same_size(params, value)
-        with np.errstate(all="ignore"):
-            return xp.subtract(params, value)
-
-    return _update(ctx, step, ref, sub)
+    if ctx.attrs["use_locking"]:
+        with ref.lock:
+            return _add(step, ref, value, -1)
+    return _add(step, ref, value, -1)
 
 
 # --- scatter -----------------------------------------------------------------------

@@ -79,6 +79,10 @@ class ResourceManager:
                     r = self._resources[key] = create()
         return r
 
+    def get(self, container: str, name: str) -> Any:
+        """The resource, or None (no lock: dict reads are atomic)."""
+        return self._resources.get((container, name))
+
     def lookup(self, container: str, name: str) -> Any:
         try:
             return self._resources[(container, name)]
