@@ -352,3 +352,20 @@ def test_strided_slice_grad_matches_tensorflow(tf1, key):
     expected = np.zeros_like(X)
     expected[key] = 2.0 if hasattr(fl, "multiply") else 1.0
     np.testing.assert_array_equal(out, expected)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2), st.lists(st.integers(0, 9), min_size=0, max_size=6), st.booleans())
+def test_gather_and_scatter_property(axis, raw, int64):
+    fl.reset_default_graph()
+    idx = np.array([r % X.shape[axis] for r in raw], np.int64 if int64 else np.int32)
+    x = fl.placeholder(fl.float32, None)
+    i = fl.placeholder(fl.int64 if int64 else fl.int32, [None])
+    g = fl.gather(x, i, axis=axis)
+    upd = np.arange(len(raw), dtype=np.float32) + 1
+    s = fl.scatter_nd(fl.expand_dims(i, 1), upd, np.array([X.shape[axis]], idx.dtype))
+    got_g, got_s = run([g, s], {x: X, i: idx})
+    np.testing.assert_array_equal(got_g, np.take(X, idx, axis=axis))
+    want = np.zeros(X.shape[axis], np.float32)
+    np.add.at(want, idx, upd)
+    np.testing.assert_array_equal(got_s, want)
