@@ -30,6 +30,11 @@ def identity(ctx: Any, x: Any) -> Any:
     return x
 
 
+@kernel("StopGradient")
+def stop_gradient(ctx: Any, x: Any) -> Any:
+    return x
+
+
 @kernel("NoOp")
 def no_op(ctx: Any) -> None:
     return None

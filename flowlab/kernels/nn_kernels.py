@@ -236,11 +236,6 @@ def in_top_k(ctx: Any, predictions: Any, targets: Any, k: Any) -> Any:
     return valid & finite & (better < int(k))
 
 
-@kernel("StopGradient")
-def stop_gradient(ctx: Any, x: Any) -> Any:
-    return x
-
-
 @kernel("TopKV2")
 def top_k(ctx: Any, x: Any, k: Any) -> Any:
     xp = ctx.xp

@@ -11,10 +11,13 @@ from flowlab.graph.graph import get_default_graph
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape, as_shape
 from flowlab.ops.builder import apply_op, convert_to_tensor
+from flowlab.ops.const_fold import constant_evaluator, constant_value
+from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.op_def import op_def
 
 __all__ = [
     "placeholder", "placeholder_with_default", "identity", "no_op", "group", "tuple",
+    "stop_gradient",
 ]
 
 
@@ -35,6 +38,21 @@ op_def(
 )
 op_def("Identity", inputs=["input: T"], outputs=["output: T"], attrs=["T: type"], shape_fn=_same_as_input)
 op_def("NoOp", doc="Does nothing; a target for control dependencies.")
+op_def(
+    "StopGradient", inputs=["input: T"], outputs=["output: T"], attrs=["T: type"],
+    shape_fn=_same_as_input, doc="The input; no gradient flows back through it.",
+)
+not_differentiable("StopGradient")
+
+
+@constant_evaluator("StopGradient")
+def _stop_gradient_value(op: Operation) -> Any:
+    return constant_value(op.inputs[0])
+
+
+@constant_evaluator("PlaceholderWithDefault")
+def _placeholder_with_default_value(op: Operation) -> Any:
+    return None  # it may be fed: never static
 
 
 def placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> Tensor:
@@ -65,6 +83,11 @@ def identity(input: Any, name: str | None = None) -> Tensor:
         input = input.value()
     t = convert_to_tensor(input)
     return apply_op("Identity", input=t, name=name or "Identity")
+
+
+def stop_gradient(input: Any, name: str | None = None) -> Tensor:
+    """The same value; gradients do not flow back through it (`tf.stop_gradient`)."""
+    return apply_op("StopGradient", input=input, name=name or "StopGradient")
 
 
 def no_op(name: str | None = None) -> Operation:

@@ -22,7 +22,8 @@ from flowlab.graph.tensor import Tensor
 from flowlab.graph.tensor_shape import TensorShape, as_shape
 from flowlab.ops import array_ops, math_ops, random_ops
 from flowlab.ops.builder import convert_to_tensor
-from flowlab.ops.nn_ops import _axis_arg, _name_scope, _require_both, bias_add, relu, stop_gradient
+from flowlab.ops.core_ops import stop_gradient
+from flowlab.ops.nn_ops import _axis_arg, _name_scope, _require_both, bias_add, relu
 
 __all__ = [
     "sigmoid_cross_entropy_with_logits", "weighted_cross_entropy_with_logits", "log_poisson_loss",

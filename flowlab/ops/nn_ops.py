@@ -1,6 +1,6 @@
 """The nn ops (`tf.nn`) that are kernels in TensorFlow: activations, softmax and
 log-softmax, BiasAdd, L2Loss, the softmax cross entropies (dense and sparse labels),
-InTopKV2, and StopGradient.
+and InTopKV2 (StopGradient is a core op).
 
 Each op is declared here (op type, attrs, shape function with TensorFlow's messages);
 the CPU kernels live in `flowlab.kernels.nn_kernels`.  The builders follow TensorFlow
@@ -27,7 +27,8 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
 from flowlab.ops import array_ops, math_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor
-from flowlab.ops.const_fold import constant_evaluator, constant_value
+from flowlab.ops.const_fold import constant_value
+from flowlab.ops.core_ops import stop_gradient
 from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.op_def import op_def
 
@@ -195,21 +196,7 @@ op_def(
     ],
     shape_fn=_top_k_shape, doc="The k largest entries of each row (last dimension) and their indices.",
 )
-# StopGradient belongs with the core ops (top-level `tf.stop_gradient`); it is declared
-# here because the cross entropies and `moments` need it and no core module has it yet.
-# Move it (declaration, kernel, evaluator, builder) to core_ops when the core takes it.
-op_def(
-    "StopGradient", inputs=["input: T"], outputs=["output: T"], attrs=["T: type"],
-    shape_fn=_same_shape, doc="The input; no gradient flows back through it.",
-)
-
 not_differentiable("InTopKV2")
-not_differentiable("StopGradient")
-
-
-@constant_evaluator("StopGradient")
-def _stop_gradient_value(op: Operation) -> Any:
-    return constant_value(op.inputs[0])
 
 
 # --- helpers ------------------------------------------------------------------------
@@ -246,9 +233,6 @@ def _require_both(fn: str, labels: Any, logits: Any) -> None:
         )
 
 
-def stop_gradient(input: Any, name: str | None = None) -> Tensor:
-    """The same value; gradients do not flow back through it (`tf.stop_gradient`)."""
-    return apply_op("StopGradient", input=input, name=name or "StopGradient")
 
 
 # --- activations --------------------------------------------------------------------
