@@ -341,6 +341,8 @@ def _check_index(idx: Any) -> None:
         if idx.dtype.base_dtype not in (dtypes.int32, dtypes.int64, dtypes.int16) or idx.shape.ndims == 1:
             raise _index_error(idx)
         return
+    if isinstance(idx, np.ndarray) and idx.ndim == 0 and idx.dtype.kind in "iu":
+        return
     if isinstance(idx, (bool, np.bool_)) or not isinstance(idx, (int, np.integer, Dimension)):
         raise _index_error(idx)
 

@@ -29,7 +29,7 @@ KEYS = [
     (Ellipsis, 0), (Ellipsis, slice(None, None, 2)), (0, Ellipsis, 1), (None, 1), (1, None),
     (slice(None), None, 2), (Ellipsis, None), (None, Ellipsis, None, -1), (slice(1, 100), slice(-100, 2)),
     (slice(5, 1, -1), slice(None), slice(3, -10, -2)), (2, slice(None), slice(1, 1)), (), Ellipsis,
-    (slice(None, None, 3), Ellipsis), (np.int64(1), np.int32(-1)),
+    (slice(None, None, 3), Ellipsis), (np.int64(1), np.int32(-1)), (np.array(1), np.array(-2)),
 ]
 
 
