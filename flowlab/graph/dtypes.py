@@ -45,7 +45,7 @@ class DType:
 
     __slots__ = ("name", "_np", "_is_ref", "_base", "_ref", "_enum", "__weakref__")
 
-    def __init__(self, name: str, np_dtype: Any, is_ref: bool = False, enum: int = 0) -> None:
+    def __init__(self, name: str, np_dtype: Any, is_ref: builtins.bool = False, enum: int = 0) -> None:
         self.name = name
         self._np = np_dtype
         self._is_ref = is_ref
@@ -79,11 +79,11 @@ class DType:
         return self
 
     @property
-    def is_ref_dtype(self) -> bool:
+    def is_ref_dtype(self) -> builtins.bool:
         return self._is_ref
 
     @property
-    def _is_ref_dtype(self) -> bool:
+    def _is_ref_dtype(self) -> builtins.bool:
         # TensorFlow's spelling, which TensorFlow 1.x programs use.
         return self._is_ref
 
@@ -94,35 +94,35 @@ class DType:
         return self._ref
 
     @property
-    def is_numpy_compatible(self) -> bool:
+    def is_numpy_compatible(self) -> builtins.bool:
         return self._base not in (resource, variant)
 
     @property
-    def is_floating(self) -> bool:
+    def is_floating(self) -> builtins.bool:
         return self._base in (float16, float32, float64)
 
     @property
-    def is_integer(self) -> bool:
+    def is_integer(self) -> builtins.bool:
         return self._base in _INTEGER
 
     @property
-    def is_unsigned(self) -> bool:
+    def is_unsigned(self) -> builtins.bool:
         return self._base in (uint8, uint16, uint32, uint64)
 
     @property
-    def is_complex(self) -> bool:
+    def is_complex(self) -> builtins.bool:
         return self._base in (complex64, complex128)
 
     @property
-    def is_bool(self) -> bool:
+    def is_bool(self) -> builtins.bool:
         return self._base is bool
 
     @property
-    def is_numeric(self) -> bool:
+    def is_numeric(self) -> builtins.bool:
         return self.is_floating or self.is_integer or self.is_complex
 
     @property
-    def is_quantized(self) -> bool:
+    def is_quantized(self) -> builtins.bool:
         return False
 
     @property
@@ -150,7 +150,7 @@ class DType:
             return np.iinfo(b._np).max
         raise TypeError(f"cannot find maximum value of {self.name}")
 
-    def is_compatible_with(self, other: Any) -> bool:
+    def is_compatible_with(self, other: Any) -> builtins.bool:
         """Whether a value of type `other` may be used where `self` is expected:
         the same type, or `other` is the reference twin of `self` (not the reverse)."""
         other = as_dtype(other)
@@ -162,7 +162,7 @@ class DType:
     def __str__(self) -> str:
         return f"<dtype: '{self.name}'>"
 
-    def __eq__(self, other: object) -> bool:
+    def __eq__(self, other: object) -> builtins.bool:
         if other is None:
             return False
         if isinstance(other, DType):
@@ -172,7 +172,7 @@ class DType:
         except TypeError:
             return False
 
-    def __ne__(self, other: object) -> bool:
+    def __ne__(self, other: object) -> builtins.bool:
         return not self.__eq__(other)
 
     def __hash__(self) -> int:

@@ -42,7 +42,7 @@ def user_traceback(limit: int = 8) -> tuple[Frame, ...]:
 
     Test files (`tests/`) count as user code even though they sit beside the package.
     """
-    frames = []
+    frames: list[Frame] = []
     f = sys._getframe(1)
     while f is not None and len(frames) < limit:
         fn = f.f_code.co_filename

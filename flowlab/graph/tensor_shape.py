@@ -173,6 +173,7 @@ class TensorShape:
     """A possibly partial shape: `TensorShape([None, 3])`, `TensorShape(None)`."""
 
     __slots__ = ("_dims",)
+    _dims: tuple[int | None, ...] | None
 
     def __init__(self, dims: Any) -> None:
         if isinstance(dims, TensorShape):
@@ -361,10 +362,10 @@ def broadcast_shapes(a: TensorShape, b: TensorShape) -> TensorShape:
     """NumPy broadcasting of two partial shapes; ValueError when incompatible."""
     if a._dims is None or b._dims is None:
         return TensorShape(None)
-    x, y = list(a._dims), list(b._dims)
-    n = max(len(x), len(y))
-    x = [1] * (n - len(x)) + x
-    y = [1] * (n - len(y)) + y
+    n = max(len(a._dims), len(b._dims))
+    one: list[int | None] = [1]
+    x = one * (n - len(a._dims)) + list(a._dims)
+    y = one * (n - len(b._dims)) + list(b._dims)
     out: list[int | None] = []
     for p, q in zip(x, y):
         if p == 1:
