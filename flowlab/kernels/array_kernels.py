@@ -34,6 +34,10 @@ def _host(a: Any) -> np.ndarray:
     return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
 
 
+def _is_string(v: Any) -> bool:
+    return isinstance(v, bytes) or (isinstance(v, np.ndarray) and v.dtype == object)
+
+
 def _ints(v: Any) -> list[int]:
     return [int(x) for x in np.asarray(v).reshape(-1)]
 
@@ -214,21 +218,22 @@ def fill(ctx: Any, dims: Any, value: Any) -> Any:
     for x in d:
         if x < 0:
             raise _bad(f"Dimension {x} must be >= 0")
-    v = np.asarray(value)
+    if _is_string(value):  # strings are object arrays of bytes, in NumPy on every device
+        return np.full(d, value if isinstance(value, bytes) else value.item(), dtype=object)
+    v = ctx.xp.asarray(value)
     return ctx.xp.full(d, v, dtype=v.dtype)
 
 
 @kernel("ZerosLike")
 def zeros_like(ctx: Any, x: Any) -> Any:
-    x = np.asarray(x) if np.ndim(x) == 0 else x
-    if x.dtype == object:
-        return np.full(x.shape, b"", dtype=object)
-    return ctx.xp.zeros_like(x)
+    if _is_string(x):
+        return np.full(np.shape(x), b"", dtype=object)
+    return ctx.xp.zeros_like(ctx.xp.asarray(x))
 
 
 @kernel("OnesLike")
 def ones_like(ctx: Any, x: Any) -> Any:
-    x = np.asarray(x) if np.ndim(x) == 0 else x
+    x = ctx.xp.asarray(x)
     return ctx.xp.ones_like(x)
 
 

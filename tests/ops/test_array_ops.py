@@ -214,7 +214,7 @@ VALUE_CASES = {
     + tf.unstack(X, axis=-1) + tf.unstack([[1, 2], [3, 4]]),
     "split": lambda tf: tf.split(X, 2, 2) + tf.split(X, [1, -1, 1], 1) + tf.split(X, [3], -2),
     "fill": lambda tf: [tf.fill([2, 3], 7), tf.fill(tf.constant([2], tf.int64), 1.5),
-                        tf.fill([], True)],
+                        tf.fill([], True), tf.fill([2], b"ab"), tf.zeros([2], tf.string)],
     "zeros_ones": lambda tf: [tf.zeros([2, 3]), tf.ones([2], tf.int64), tf.zeros(5),
                               tf.zeros([2], tf.bool), tf.ones([0, 3]), tf.zeros([40, 30]),
                               tf.ones(tf.constant([2, 2]), tf.int32), tf.zeros((), tf.float64)],
