@@ -107,7 +107,10 @@ class Execution:
         token = enter_quiet()
         try:
             self.start()
+            plain = self.listener is None and not self.plan.has_control_flow
             while True:
+                if plain:
+                    self._run_plain()
                 while self.ready and self.error is None:
                     self.run_one()
                 if self.error is not None or self.outstanding == 0:
@@ -116,6 +119,59 @@ class Execution:
             return self.finish()
         finally:
             exit_quiet(token)
+
+    def _run_plain(self) -> None:
+        """The propagation loop for plans without control flow and without a listener:
+        no value can be dead, so a ready synchronous node is one kernel call and a few
+        list updates.  Asynchronous and pooled nodes go through `_execute`."""
+        table = self.plan.dataflow_table()
+        nodes = self.plan.nodes
+        values = self.values
+        pending = self.pending
+        ready = self.ready
+        popleft = ready.popleft
+        append = ready.append
+        done_nodes = self.done_nodes
+        step = self.step
+        completed = 0
+        try:
+            while ready:
+                i = popleft()
+                fn, ctx, needs_step, special, slots, reads, outs, consumers, single = table[i]
+                if special:
+                    self._execute(nodes[i])
+                    if self.error is not None:
+                        return
+                    continue
+                if reads:
+                    args = [values[s].read() if r else values[s] for s, r in zip(slots, reads)]
+                else:
+                    args = [values[s] for s in slots]
+                try:
+                    res = fn(ctx, step, *args) if needs_step else fn(ctx, *args)
+                    if single:
+                        if outs[0] >= 0:
+                            values[outs[0]] = res
+                    elif outs:
+                        if len(res) != len(outs):
+                            raise errors.InternalError(
+                                None, None, f"kernel returned {len(res)} outputs, expected {len(outs)}"
+                            )
+                        for slot, v in zip(outs, res):
+                            if slot >= 0:
+                                values[slot] = v
+                except Exception as e:
+                    self._fail(op_error(e, nodes[i].op, ctx.device.name), nodes[i])
+                    return
+                done_nodes[i] = True
+                completed += 1
+                for c in consumers:
+                    p = pending[c] - 1
+                    pending[c] = p
+                    if p == 0:
+                        append(c)
+        finally:
+            self.completed += completed
 
     def run_one(self, index: int | None = None) -> PlanNode:
         """Run one ready node (the first, or the one with plan index `index`)."""

@@ -96,6 +96,37 @@ class Plan:
     def initial_pending(self) -> list[int]:
         return [len(n.deps) for n in self.nodes]
 
+    @property
+    def has_control_flow(self) -> bool:
+        """Whether some op may produce or consume dead values (Switch, Merge, ...)."""
+        flag = self.__dict__.get("_has_cf")
+        if flag is None:
+            flag = self.__dict__["_has_cf"] = any(
+                n.op.op_def is not None and n.op.op_def.is_control_flow for n in self.nodes
+            )
+        return flag
+
+    def dataflow_table(self) -> list[tuple[Any, ...]]:
+        """Per node, what the dataflow executor's plain loop needs, as one tuple:
+        (kernel, ctx, needs_step, special, input slots, reads (None when no input is a
+        variable read), output slots, consumers, single).  `special` marks asynchronous
+        and expensive kernels, which take the full path."""
+        table = self.__dict__.get("_table")
+        if table is None:
+            table = [
+                (
+                    n.kernel.fn, n.ctx, n.kernel.needs_step,
+                    n.kernel.asynchronous or n.kernel.expensive,
+                    tuple(s for s, _ in n.inputs),
+                    tuple(r for _, r in n.inputs) if any(r for _, r in n.inputs) else None,
+                    tuple(n.outputs) if n.num_outputs else (), tuple(n.consumers),
+                    n.single_output and n.num_outputs == 1,
+                )
+                for n in self.nodes
+            ]
+            self.__dict__["_table"] = table
+        return table
+
     def node_for_exception(self, exc: BaseException) -> PlanNode | None:
         """The node whose line of the straight-line function raised `exc`."""
         tb = exc.__traceback__
