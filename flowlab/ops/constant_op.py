@@ -129,7 +129,7 @@ def make_const(arr: np.ndarray, name: str = "Const") -> Tensor:
         arr = arr.copy()
         arr.flags.writeable = False
     dt = dtypes.as_dtype(arr.dtype) if arr.dtype != object else dtypes.string
-    op = g._create_op(
-        "Const", [], [dt], {"value": arr, "dtype": dt}, g.unique_name(name), CONST, CONST.shape_fn
-    )
+    # A name ending in "/" is a scope's own name and names the op exactly ("zeros").
+    unique = name[:-1] if name.endswith("/") else g.unique_name(name)
+    op = g._create_op("Const", [], [dt], {"value": arr, "dtype": dt}, unique, CONST, CONST.shape_fn)
     return op.outputs[0]
