@@ -25,3 +25,7 @@ __all__ += [
     "batch", "batch_join", "input_producer", "limit_epochs", "range_input_producer",
     "shuffle_batch", "shuffle_batch_join", "slice_input_producer", "string_input_producer",
 ]
+from flowlab.train.saver import *  # noqa: E402,F401,F403
+from flowlab.train.saver import __all__ as _saver_all  # noqa: E402
+
+__all__ += _saver_all

@@ -1,0 +1,473 @@
+"""The on-disk checkpoint format: a JSON index plus data shards of raw arrays.
+
+A checkpoint is named by a *prefix* (``/ckpt/model.ckpt-100``) and made of the files
+
+    <prefix>.index                          the index (UTF-8 JSON, below)
+    <prefix>.data-00000-of-00002            data shard 0: raw bytes of tensors
+    <prefix>.data-00001-of-00002            data shard 1 (one shard per Save op/device)
+
+as TensorFlow names them, so programs that glob checkpoint files behave.  Nothing is
+pickled: a shard holds each tensor's bytes in C order, little-endian, one after the
+other (each starting at a multiple of 64 bytes); string tensors are stored as
+``n`` little-endian uint64 lengths followed by the concatenated bytes.
+
+The index::
+
+    {"format": "flowlab-checkpoint", "version": 1, "num_shards": 2,
+     "tensors": {
+       "layer/w": {"dtype": "float32", "shape": [10, 4],
+                   "slices": [{"slice": [[0, 5], [0, 4]], "shard": 0,
+                               "offset": 0, "length": 80, "crc32": 123456789}, ...]},
+       "step":    {"dtype": "int64", "shape": [],
+                   "slices": [{"slice": null, "shard": 1, "offset": 0, "length": 8,
+                               "crc32": 42}]}}}
+
+``shape`` is the full shape of the saved tensor; each entry of ``slices`` is one
+stored piece: ``slice`` is a list of ``[start, length]`` per dimension (``null``: the
+whole tensor), ``shard`` the data file, ``offset``/``length`` the byte range and
+``crc32`` the zlib CRC-32 of those bytes.  A variable saved as 3 slices (a sharded
+variable, its ``save_slice_info``) has 3 entries under its full name; any slice of it
+(the whole tensor, or a different sharding) can be read back when the saved pieces
+cover it.  Slice specs as strings follow TensorFlow's ``shape_and_slices`` syntax:
+``""`` (the whole tensor) or ``"10 4 0,5:-"`` (full shape, then ``start,length`` or
+``-`` per dimension).
+
+Invariants that make a checkpoint survive faults:
+- every file is written under a temporary name (``<name>.tmp-<random>``) and renamed
+  with ``os.replace`` once complete; the index is renamed after its data shards, and
+  the Saver's ``checkpoint`` state file is written last, so a process killed mid-save
+  leaves the previous checkpoint complete and the state file pointing at it;
+- readers verify each piece's length and CRC-32 and raise ``DataLossError`` naming the
+  file and the tensor; a missing tensor is a ``NotFoundError`` naming it.
+Data is not fsync'ed (as TensorFlow): a killed process loses nothing the kernel has
+accepted; a power loss may.
+
+Test hook: ``FLOWLAB_CHECKPOINT_WRITE_DELAY`` (seconds, float) sleeps after a data
+shard is written and before it is renamed, so fault tests can kill a saving process
+at that point.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import time
+import uuid
+import zlib
+from typing import Any
+
+import numpy as np
+
+from flowlab import errors
+
+FORMAT = "flowlab-checkpoint"
+VERSION = 1
+_ALIGN = 64
+_CHUNK = 1 << 24  # bytes per write/read call: bounded extra memory, interleaved CRC
+
+Slice = tuple[tuple[int, int], ...]  # (start, length) per dimension
+
+
+# --- names ---------------------------------------------------------------------------
+def data_filename(prefix: str, shard: int, num_shards: int) -> str:
+    return f"{prefix}.data-{shard:05d}-of-{num_shards:05d}"
+
+
+def index_filename(prefix: str) -> str:
+    return f"{prefix}.index"
+
+
+def checkpoint_files(prefix: str) -> list[str]:
+    """The existing files of checkpoint `prefix` (index and data shards)."""
+    found = glob.glob(glob.escape(prefix) + ".data-?????-of-?????")
+    idx = index_filename(prefix)
+    return sorted(found) + ([idx] if os.path.exists(idx) else [])
+
+
+def _temp_name(path: str) -> str:
+    return f"{path}.tmp-{uuid.uuid4().hex[:12]}"
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename."""
+    tmp = _temp_name(path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+# --- slice specs ---------------------------------------------------------------------
+def parse_shape_and_slice(spec: str | bytes) -> tuple[tuple[int, ...] | None, Slice | None]:
+    """TensorFlow's ``shape_and_slices`` syntax -> (full shape, slice) or (None, None).
+
+    ``"10 4 0,5:-"`` -> ((10, 4), ((0, 5), (0, 4)))."""
+    if isinstance(spec, bytes):
+        spec = spec.decode("utf-8")
+    spec = spec.strip()
+    if not spec:
+        return None, None
+    parts = spec.split(" ")
+    try:
+        full = tuple(int(p) for p in parts[:-1])
+        dims = parts[-1].split(":") if parts[-1] else []
+        if len(dims) != len(full) or any(d < 0 for d in full):
+            raise ValueError
+        sl = []
+        for d, size in zip(dims, full):
+            if d == "-":
+                sl.append((0, size))
+                continue
+            start, length = (int(x) for x in d.split(","))
+            if start < 0 or length < 0 or start + length > size:
+                raise ValueError
+            sl.append((start, length))
+    except ValueError:
+        raise errors.InvalidArgumentError(
+            None, None, f"Invalid shape_and_slice spec '{spec}': expected '' or "
+            "'<dim0> ... <dimN-1> <start>,<length>:...' with '-' for a whole dimension."
+        ) from None
+    return full, tuple(sl)
+
+
+def format_shape_and_slice(full_shape: tuple[int, ...], sl: Slice) -> str:
+    """The inverse of `parse_shape_and_slice`."""
+    dims = ":".join(
+        "-" if (s == 0 and n == size) else f"{s},{n}" for (s, n), size in zip(sl, full_shape)
+    )
+    return " ".join(str(d) for d in full_shape) + " " + dims
+
+
+# --- bytes of one tensor -------------------------------------------------------------
+def _dtype_name(dt: np.dtype) -> str:
+    return "string" if dt.kind in "OSU" else dt.name
+
+
+def _encode_strings(arr: np.ndarray) -> bytes:
+    items = [x if isinstance(x, bytes) else str(x).encode("utf-8") for x in arr.ravel()]
+    lengths = np.array([len(x) for x in items], dtype="<u8")
+    return lengths.tobytes() + b"".join(items)
+
+
+def _decode_strings(buf: memoryview, shape: tuple[int, ...], where: str) -> np.ndarray:
+    n = int(np.prod(shape, dtype=np.int64))
+    if len(buf) < 8 * n:
+        raise errors.DataLossError(None, None, f"{where}: string tensor is truncated.")
+    lengths = np.frombuffer(buf[: 8 * n], dtype="<u8")
+    out = np.empty(n, dtype=object)
+    pos = 8 * n
+    for i, ln in enumerate(lengths.tolist()):
+        out[i] = bytes(buf[pos: pos + ln])
+        pos += ln
+    if pos != len(buf):
+        raise errors.DataLossError(None, None, f"{where}: string tensor has a bad length.")
+    return out.reshape(shape)
+
+
+def _raw_view(arr: np.ndarray) -> memoryview:
+    """A byte view of `arr` in C order, little-endian (copying only when needed)."""
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    arr = np.ascontiguousarray(arr)
+    return memoryview(arr).cast("B") if arr.size else memoryview(b"")
+
+
+# --- writing -------------------------------------------------------------------------
+class ShardWriter:
+    """Writes one data shard and a partial index of what it holds.
+
+    `add()` appends tensors to a temporary data file; `finish()` renames it to
+    `<prefix>.data-<shard>-of-<num_shards>` and returns the index entries.  `abort()`
+    removes the temporary file."""
+
+    def __init__(self, prefix: str, shard: int = 0, num_shards: int = 1) -> None:
+        self.prefix, self.shard, self.num_shards = prefix, shard, num_shards
+        self.path = data_filename(prefix, shard, num_shards)
+        d = os.path.dirname(self.path)
+        if d:
+            os.makedirs(d, exist_ok=True)
+        self.tmp = _temp_name(self.path)
+        self._f = open(self.tmp, "wb", buffering=0)
+        self._pos = 0
+        self.tensors: dict[str, dict[str, Any]] = {}
+
+    def add(self, name: str, value: Any, full_shape: tuple[int, ...] | None = None,
+            sl: Slice | None = None) -> None:
+        arr = np.asarray(value)
+        shape = tuple(arr.shape)
+        if full_shape is None:
+            full_shape = shape
+        elif sl is not None and tuple(n for _, n in sl) != shape:
+            raise errors.InvalidArgumentError(
+                None, None, f"Tensor '{name}': slice {format_shape_and_slice(full_shape, sl)} "
+                f"has shape {list(tuple(n for _, n in sl))} but the value has shape {list(shape)}."
+            )
+        if sl is not None and all(s == 0 and n == size for (s, n), size in zip(sl, full_shape)):
+            sl = None
+        entry = self.tensors.get(name)
+        dtn = _dtype_name(arr.dtype)
+        if entry is None:
+            entry = self.tensors[name] = {"dtype": dtn, "shape": list(full_shape), "slices": []}
+        elif entry["dtype"] != dtn or entry["shape"] != list(full_shape) or sl is None:
+            raise errors.InvalidArgumentError(
+                None, None, f"Tensor '{name}' is saved twice with different dtypes, shapes, "
+                "or once whole; only slices of one tensor may share a name."
+            )
+        pad = (-self._pos) % _ALIGN
+        if pad:
+            self._f.write(b"\0" * pad)
+            self._pos += pad
+        data = memoryview(_encode_strings(arr)) if dtn == "string" else _raw_view(arr)
+        crc = 0
+        for i in range(0, len(data), _CHUNK):
+            chunk = data[i: i + _CHUNK]
+            self._f.write(chunk)
+            crc = zlib.crc32(chunk, crc)
+        entry["slices"].append({
+            "slice": None if sl is None else [list(p) for p in sl],
+            "shard": self.shard, "offset": self._pos, "length": len(data), "crc32": crc,
+        })
+        self._pos += len(data)
+
+    def finish(self) -> dict[str, dict[str, Any]]:
+        self._f.close()
+        delay = os.environ.get("FLOWLAB_CHECKPOINT_WRITE_DELAY")
+        if delay:
+            time.sleep(float(delay))
+        os.replace(self.tmp, self.path)
+        return self.tensors
+
+    def abort(self) -> None:
+        if not self._f.closed:
+            self._f.close()
+        _remove_quietly(self.tmp)
+
+
+def write_index(prefix: str, tensors: dict[str, dict[str, Any]], num_shards: int) -> None:
+    """Write `<prefix>.index` (atomically); call after every shard is renamed."""
+    doc = {"format": FORMAT, "version": VERSION, "num_shards": num_shards,
+           "tensors": dict(sorted(tensors.items()))}
+    atomic_write_text(index_filename(prefix), json.dumps(doc, separators=(",", ":")))
+
+
+def save_tensors(prefix: str, names: list[str], values: list[Any],
+                 specs: list[str] | None = None) -> None:
+    """Save tensors as a one-shard checkpoint `prefix` (the SaveV2 kernel's work)."""
+    w = ShardWriter(prefix)
+    try:
+        for i, (name, value) in enumerate(zip(names, values)):
+            full, sl = parse_shape_and_slice(specs[i] if specs else "")
+            w.add(name, value, full, sl)
+        tensors = w.finish()
+    except BaseException:
+        w.abort()
+        raise
+    write_index(prefix, tensors, 1)
+
+
+def merge_checkpoints(sources: list[str], destination: str, delete_old_dirs: bool = True) -> None:
+    """Merge one-shard checkpoints `sources` into checkpoint `destination` with
+    ``len(sources)`` shards: rename each data file, then write the merged index."""
+    n = len(sources)
+    merged: dict[str, dict[str, Any]] = {}
+    parts = [CheckpointReader(src) for src in sources]
+    for i, part in enumerate(parts):
+        for name, entry in part.tensors.items():
+            pieces = [dict(p, shard=i) for p in entry["slices"]]
+            if name in merged:
+                merged[name]["slices"].extend(pieces)
+            else:
+                merged[name] = dict(entry, slices=pieces)
+    for i, src in enumerate(sources):
+        os.replace(data_filename(src, 0, 1), data_filename(destination, i, n))
+    write_index(destination, merged, n)
+    for src in sources:
+        _remove_quietly(index_filename(src))
+        if delete_old_dirs:
+            try:
+                os.rmdir(os.path.dirname(src))
+            except OSError:
+                pass
+
+
+# --- reading -------------------------------------------------------------------------
+class CheckpointReader:
+    """Reads a checkpoint written by this module (`tf.train.NewCheckpointReader`).
+
+        r = CheckpointReader("/ckpt/model.ckpt-100")
+        r.get_variable_to_shape_map()     # {"w": [10, 4], ...}
+        r.get_tensor("w")                 # the whole tensor, checksums verified
+    """
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        path = index_filename(prefix)
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except FileNotFoundError:
+            raise errors.NotFoundError(
+                None, None, f"Unsuccessful TensorSliceReader constructor: Failed to find any "
+                f"matching files for {prefix}"
+            ) from None
+        try:
+            doc = json.loads(raw.decode("utf-8"))
+            if doc.get("format") != FORMAT:
+                raise ValueError("not a flowlab checkpoint index")
+            self.num_shards = int(doc["num_shards"])
+            self.tensors: dict[str, dict[str, Any]] = doc["tensors"]
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
+            raise errors.DataLossError(
+                None, None, f"Checkpoint index {path} is corrupted or truncated ({e})."
+            ) from None
+
+    # --- what is there ----------------------------------------------------------
+    def has_tensor(self, name: str) -> bool:
+        return name in self.tensors
+
+    def get_variable_to_shape_map(self) -> dict[str, list[int]]:
+        return {k: list(v["shape"]) for k, v in self.tensors.items()}
+
+    def get_variable_to_dtype_map(self) -> dict[str, Any]:
+        from flowlab.graph import dtypes
+
+        return {k: dtypes.string if v["dtype"] == "string" else dtypes.as_dtype(v["dtype"])
+                for k, v in self.tensors.items()}
+
+    def _entry(self, name: str) -> dict[str, Any]:
+        try:
+            return self.tensors[name]
+        except KeyError:
+            raise errors.NotFoundError(
+                None, None, f"Key {name} not found in checkpoint {self.prefix}"
+            ) from None
+
+    # --- values -----------------------------------------------------------------
+    def get_tensor(self, name: str) -> np.ndarray:
+        """The whole saved tensor (assembled from its slices)."""
+        return self.read(name, "")
+
+    def read(self, name: str, spec: str | bytes = "", dtype: Any = None) -> Any:
+        """The slice `spec` of tensor `name` (`""`: all of it), checksums verified.
+
+        Assembles it from the saved pieces that overlap it, so a tensor saved as 3
+        slices reads back whole or in 2 slices."""
+        entry = self._entry(name)
+        full = tuple(entry["shape"])
+        want_full, want = parse_shape_and_slice(spec)
+        if want_full is not None and want_full != full:
+            raise errors.InvalidArgumentError(
+                None, None, f"Requested tensor '{name}' with full shape {list(want_full)}, but "
+                f"the checkpoint {self.prefix} holds shape {list(full)}."
+            )
+        if want is None:
+            want = tuple((0, n) for n in full)
+        is_str = entry["dtype"] == "string"
+        np_dtype = np.dtype(object) if is_str else np.dtype(entry["dtype"])
+        if dtype is not None and np.dtype(dtype) != np_dtype:
+            raise errors.InvalidArgumentError(
+                None, None, f"tensor_name = {name}; expected dtype {np.dtype(dtype).name} does "
+                f"not equal original dtype {entry['dtype']}"
+            )
+        pieces = entry["slices"]
+        # Fast path: the request is exactly one stored piece.
+        for p in pieces:
+            psl = tuple((0, n) for n in full) if p["slice"] is None else tuple(map(tuple, p["slice"]))
+            if psl == want:
+                return self._load_piece(name, p, np_dtype, tuple(n for _, n in want))
+        out = np.empty(tuple(n for _, n in want), dtype=np_dtype)
+        covered = np.zeros(out.shape, dtype=bool) if out.size else None
+        for p in pieces:
+            psl = tuple((0, n) for n in full) if p["slice"] is None else tuple(map(tuple, p["slice"]))
+            inter = [(max(a, c), min(a + b, c + d)) for (a, b), (c, d) in zip(psl, want)]
+            if any(lo >= hi for lo, hi in inter) and out.size:
+                continue
+            value = self._load_piece(name, p, np_dtype, tuple(n for _, n in psl))
+            src = tuple(slice(lo - a, hi - a) for (lo, hi), (a, _) in zip(inter, psl))
+            dst = tuple(slice(lo - c, hi - c) for (lo, hi), (c, _) in zip(inter, want))
+            out[dst] = value[src]
+            if covered is not None:
+                covered[dst] = True
+        if covered is not None and not covered.all():
+            raise errors.NotFoundError(
+                None, None, f"The slices saved for '{name}' in checkpoint {self.prefix} do not "
+                f"cover the requested slice {spec!r}."
+            )
+        return out
+
+    def _load_piece(self, name: str, p: dict[str, Any], np_dtype: np.dtype,
+                    shape: tuple[int, ...]) -> np.ndarray:
+        path = data_filename(self.prefix, int(p["shard"]), self.num_shards)
+        where = f"Checkpoint data file {path}, tensor '{name}'"
+        length, offset = int(p["length"]), int(p["offset"])
+        is_str = np_dtype.kind == "O"
+        if not is_str:
+            expected = int(np.prod(shape, dtype=np.int64)) * np_dtype.itemsize
+            if expected != length:
+                raise errors.DataLossError(
+                    None, None, f"{where}: index says {length} bytes, shape {list(shape)} "
+                    f"needs {expected}."
+                )
+            arr = np.empty(shape, dtype=np_dtype.newbyteorder("<"))
+            buf = memoryview(arr).cast("B") if arr.size else memoryview(bytearray(0))
+        else:
+            buf = memoryview(bytearray(length))
+        try:
+            with open(path, "rb", buffering=0) as f:
+                f.seek(offset)
+                got, crc = 0, 0
+                while got < length:
+                    n = f.readinto(buf[got: min(length, got + _CHUNK)])
+                    if not n:
+                        break
+                    crc = zlib.crc32(buf[got: got + n], crc)
+                    got += n
+        except FileNotFoundError:
+            raise errors.DataLossError(None, None, f"{where}: the data file is missing.") from None
+        if got != length:
+            raise errors.DataLossError(
+                None, None, f"{where}: the file is truncated (read {got} of {length} bytes at "
+                f"offset {offset})."
+            )
+        if crc != int(p["crc32"]):
+            raise errors.DataLossError(
+                None, None, f"{where}: checksum does not match: stored {int(p['crc32'])} vs. "
+                f"calculated on the restored bytes {crc}."
+            )
+        if is_str:
+            return _decode_strings(buf, shape, where)
+        if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and not np.little_endian):
+            arr = arr.astype(np_dtype)
+        return arr
+
+
+def checkpoint_exists(prefix: str) -> bool:
+    """Whether a checkpoint with this prefix (its index) exists."""
+    return os.path.exists(index_filename(prefix))
+
+
+def remove_checkpoint(prefix: str) -> None:
+    """Delete the files of checkpoint `prefix` (index first, so it stops being valid)."""
+    idx = index_filename(prefix)
+    _remove_quietly(idx)
+    for f in glob.glob(glob.escape(prefix) + ".data-?????-of-?????"):
+        _remove_quietly(f)
+
+
+__all__ = [
+    "CheckpointReader", "ShardWriter", "save_tensors", "merge_checkpoints", "write_index",
+    "parse_shape_and_slice", "format_shape_and_slice", "checkpoint_exists",
+    "remove_checkpoint", "data_filename", "index_filename", "checkpoint_files",
+    "atomic_write_text",
+]

@@ -1,0 +1,524 @@
+"""`tf.train.Saver`: save and restore variables through SaveV2/RestoreV2 ops.
+
+The paper's section 4.3: checkpointing is built from graph ops.  A Saver adds to the
+graph, under a name scope "save" (then "save_1", ...), the same ops as TensorFlow:
+
+    save/filename/input, save/filename, save/Const    the checkpoint prefix (fed)
+    save/SaveV2 (+ tensor_names, shape_and_slices)     writes the variables' values
+    save/control_dependency                            the prefix, after the write
+    save/RestoreV2, save/Assign, save/Assign_1, ...    reads and assigns them
+    save/restore_all                                   groups the assigns
+
+When the variables live on several devices (or `sharded=True`) there is one SaveV2
+per device, placed on that device and writing that device's variables to a part
+checkpoint, then one MergeV2Checkpoints combines the parts into
+`<prefix>.data-0000i-of-0000n` + `<prefix>.index`; restore has one RestoreV2 per
+device.  The files are flowlab.train.checkpoint_format's (no pickle; checksums).
+
+Fault tolerance (ARCHITECTURE.md section 10): data and index are written under
+temporary names and renamed, and the `checkpoint` state file (TensorFlow's text
+format) is rewritten, also atomically, only after the checkpoint is complete; old
+checkpoints are deleted after that.  A process killed at any point leaves
+`latest_checkpoint(dir)` naming a complete checkpoint.  A restore is one step whose
+Assign writes go through the step's undo log: if any tensor is missing
+(NotFoundError) or corrupt (DataLossError), no variable changes.
+
+Meta graphs (`<prefix>.meta`) are JSON: {"meta_info_def", "graph_def" (the GraphDef
+JSON dict), "saver_def", "collection_def"}; `import_meta_graph` rebuilds the graph,
+its variables and collections and returns a Saver, without executing any code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import flowlab.kernels.checkpoint_kernels  # noqa: F401  (registers the checkpoint kernels)
+from flowlab import errors
+from flowlab.graph.device_spec import DeviceSpec
+from flowlab.graph.graph import GraphKeys, get_default_graph
+from flowlab.graph.graph_def import graph_to_dict
+from flowlab.graph.tensor import Operation, Tensor
+from flowlab.ops import io_checkpoint_ops as io
+from flowlab.ops.array_ops import stack
+from flowlab.ops.constant_op import constant
+from flowlab.ops.core_ops import group, identity, placeholder_with_default
+from flowlab.ops.state_ops import assign
+from flowlab.ops.variables import Variable
+from flowlab.train import checkpoint_format as fmt
+from flowlab.train.checkpoint_management import *  # noqa: F403
+from flowlab.train.checkpoint_management import __all__ as _management_all
+from flowlab.train.checkpoint_management import (
+    checkpoint_exists,
+    meta_graph_filename,
+    update_checkpoint_state,
+)
+
+__all__ = [
+    "Saver", "SaverDef", "SaveSliceInfo", "export_meta_graph", "import_meta_graph",
+    *_management_all,
+]
+
+
+@dataclass
+class SaverDef:
+    """The names a Saver runs (TensorFlow's SaverDef proto, as a dataclass)."""
+
+    filename_tensor_name: str = ""
+    save_tensor_name: str = ""
+    restore_op_name: str = ""
+    max_to_keep: int = 5
+    sharded: bool = False
+    keep_checkpoint_every_n_hours: float = 10000.0
+    version: int = 2
+
+
+@dataclass
+class SaveSliceInfo:
+    """Where a variable sits in a larger (partitioned) tensor it is saved as part of
+    (`Variable.SaveSliceInfo`): set with `v._set_save_slice_info(...)`."""
+
+    full_name: str
+    full_shape: list[int]
+    var_offset: list[int]
+    var_shape: list[int]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> str:
+        dims = ":".join(f"{o},{s}" for o, s in zip(self.var_offset, self.var_shape))
+        return " ".join(str(d) for d in self.full_shape) + " " + dims
+
+
+@dataclass
+class _Saveable:
+    name: str  # the tensor name in the checkpoint
+    var: Any  # a Variable (or a VariableV2 ref tensor)
+    spec: str  # shape_and_slices entry
+
+    @property
+    def ref(self) -> Tensor:
+        return self.var._ref() if isinstance(self.var, Variable) else self.var
+
+    @property
+    def device(self) -> str:
+        d = self.ref.device or ""
+        return DeviceSpec.from_string(d).to_string() if d else ""
+
+
+def _op_name(v: Any) -> str:
+    return v.op.name
+
+
+def _saveables(var_list: Any) -> list[_Saveable]:
+    """Checkpoint names for `var_list` (list: the variables' names, or their
+    save_slice_info full name; dict: its keys), sorted by name as TensorFlow."""
+    if var_list is None:
+        g = get_default_graph()
+        var_list = g.get_collection(GraphKeys.GLOBAL_VARIABLES) + g.get_collection(
+            GraphKeys.SAVEABLE_OBJECTS if hasattr(GraphKeys, "SAVEABLE_OBJECTS") else "saveable_objects"
+        )
+    items: list[tuple[str, Any]] = []
+    if isinstance(var_list, dict):
+        for key, v in var_list.items():
+            for part in (v if isinstance(v, (list, tuple)) else [v]):
+                items.append((key, part))
+    else:
+        if not isinstance(var_list, (list, tuple, set)):
+            var_list = [var_list]
+        for v in var_list:
+            info = v._get_save_slice_info() if isinstance(v, Variable) else None
+            items.append((info.full_name if info is not None else _checked(v).op.name, v))
+    out: list[_Saveable] = []
+    seen: dict[str, bool] = {}
+    for name, v in items:
+        _checked(v)
+        info = v._get_save_slice_info() if isinstance(v, Variable) else None
+        sliced = info is not None
+        if name in seen and not (seen[name] and sliced):
+            raise ValueError(f"At least two variables have the same name: {name}")
+        seen[name] = sliced
+        out.append(_Saveable(name, v, info.spec if sliced else ""))
+    out.sort(key=lambda s: s.name)
+    return out
+
+
+def _checked(v: Any) -> Any:
+    if isinstance(v, Variable):
+        return v
+    if isinstance(v, Tensor) and v.dtype.is_ref_dtype:
+        return v
+    raise TypeError(
+        f"Variable to save is not a Variable: {v!r}. Pass tf.Variable objects (or a dict "
+        "of name -> Variable) as var_list."
+    )
+
+
+class Saver:
+    """Saves and restores variables (`tf.train.Saver`).
+
+        saver = tf.train.Saver(max_to_keep=3)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            path = saver.save(sess, "/tmp/run/model.ckpt", global_step=100)
+            saver.restore(sess, tf.train.latest_checkpoint("/tmp/run"))
+
+    `var_list`: None (all global variables), a list of variables (saved under their
+    names) or a dict name -> variable (or -> list of slices of one partitioned
+    variable).  A checkpoint saved with one sharding restores into another.
+    """
+
+    def __init__(
+        self, var_list: Any = None, reshape: bool = False, sharded: bool = False,
+        max_to_keep: int | None = 5, keep_checkpoint_every_n_hours: float = 10000.0,
+        name: str | None = None, restore_sequentially: bool = False,
+        saver_def: SaverDef | None = None, builder: Any = None, defer_build: bool = False,
+        allow_empty: bool = False, write_version: int = 2, pad_step_number: bool = False,
+        save_relative_paths: bool = False, filename: str | None = None,
+    ) -> None:
+        del reshape, restore_sequentially, builder, write_version
+        if defer_build and var_list is not None:
+            raise ValueError(
+                "If `var_list` is provided then build cannot be deferred. Either set "
+                "defer_build=False or var_list=None."
+            )
+        self._var_list = var_list
+        self._sharded = sharded
+        self._max_to_keep = max_to_keep or 0
+        self._keep_hours = keep_checkpoint_every_n_hours
+        self._name = name
+        self._allow_empty = allow_empty
+        self._pad_step_number = pad_step_number
+        self._save_relative_paths = save_relative_paths
+        self._filename = filename
+        self._last_checkpoints: list[tuple[str, float]] = []
+        self._checkpoints_to_be_deleted: list[tuple[str, float]] = []
+        self._next_checkpoint_time = time.time() + keep_checkpoint_every_n_hours * 3600
+        self._is_empty = False
+        self.saver_def: SaverDef | None = saver_def
+        if saver_def is not None:
+            self._max_to_keep = saver_def.max_to_keep
+            self._keep_hours = saver_def.keep_checkpoint_every_n_hours
+            self._sharded = saver_def.sharded
+        elif not defer_build:
+            self.build()
+
+    # --- graph ------------------------------------------------------------------
+    def build(self) -> None:
+        if self.saver_def is not None or self._is_empty:
+            return
+        saveables = _saveables(self._var_list)
+        if not saveables:
+            if self._allow_empty:
+                self._is_empty = True
+                return
+            raise ValueError("No variables to save")
+        g = get_default_graph()
+        with g.name_scope(self._name or "save") as scope:
+            default = constant(self._filename or "model", name="filename/input")
+            fn = placeholder_with_default(default, shape=[], name="filename")
+            fn = placeholder_with_default(fn, shape=[], name="Const")
+            by_device: dict[str, list[_Saveable]] = {}
+            for s in saveables:
+                by_device.setdefault(s.device, []).append(s)
+            sharded = self._sharded or len(by_device) > 1
+            if sharded:
+                save_tensor = self._sharded_save(g, fn, by_device)
+                restore_ops = [self._restore_group(g, fn, ss, dev, "restore_shard")
+                               for dev, ss in sorted(by_device.items())]
+            else:
+                save = io.save_v2(fn, [s.name for s in saveables], [s.spec for s in saveables],
+                                  [s.ref for s in saveables])
+                with g.control_dependencies([save]):
+                    save_tensor = identity(fn, name="control_dependency")
+                restore_ops = self._assigns(fn, saveables)
+            restore_all = group(*restore_ops, name="restore_all")
+        self._sharded = sharded
+        self.saver_def = SaverDef(
+            filename_tensor_name=fn.name, save_tensor_name=save_tensor.name,
+            restore_op_name=restore_all.name, max_to_keep=self._max_to_keep, sharded=sharded,
+            keep_checkpoint_every_n_hours=self._keep_hours,
+        )
+        del scope
+
+    def _sharded_save(self, g: Any, fn: Tensor, by_device: dict[str, list[_Saveable]]) -> Tensor:
+        """One SaveV2 per device into `<prefix>_temp/part-i-of-n`, then a merge."""
+        tmp = io.string_join([fn, "_temp/part"])
+        n = len(by_device)
+        parts, saves = [], []
+        for i, (dev, ss) in enumerate(sorted(by_device.items())):
+            with g.device(dev):
+                part = io.sharded_filename(tmp, i, n)
+                saves.append(io.save_v2(part, [s.name for s in ss], [s.spec for s in ss],
+                                        [s.ref for s in ss]))
+                parts.append(part)
+        with g.control_dependencies(saves):
+            merge = io.merge_v2_checkpoints(stack(parts), fn, delete_old_dirs=True)
+        with g.control_dependencies([merge]):
+            return identity(fn, name="control_dependency")
+
+    def _assigns(self, fn: Tensor, ss: list[_Saveable]) -> list[Operation]:
+        restored = io.restore_v2(fn, [s.name for s in ss], [s.spec for s in ss],
+                                 [s.ref.dtype.base_dtype for s in ss])
+        ops = []
+        for s, t in zip(ss, restored):
+            shape = s.ref.shape
+            if not s.spec and shape.is_fully_defined():
+                t.set_shape(shape)
+            ops.append(assign(s.ref, t, validate_shape=shape.is_fully_defined()).op)
+        return ops
+
+    def _restore_group(self, g: Any, fn: Tensor, ss: list[_Saveable], dev: str, name: str) -> Operation:
+        with g.device(dev):
+            return group(*self._assigns(fn, ss), name=name)
+
+    def as_saver_def(self) -> SaverDef | None:
+        return self.saver_def
+
+    # --- checkpoints kept -------------------------------------------------------
+    @property
+    def last_checkpoints(self) -> list[str]:
+        """The checkpoints this Saver still keeps, oldest first."""
+        return [p for p, _ in self._last_checkpoints]
+
+    def set_last_checkpoints(self, last_checkpoints: list[str]) -> None:
+        self._last_checkpoints = [(p, 0.0) for p in last_checkpoints]
+
+    def set_last_checkpoints_with_time(self, last_checkpoints_with_time: list[tuple[str, float]]) -> None:
+        self._last_checkpoints = list(last_checkpoints_with_time)
+
+    def recover_last_checkpoints(self, checkpoint_paths: list[str]) -> None:
+        """Keep managing `checkpoint_paths` (e.g. after a restart), by file mtime."""
+        times = []
+        for p in checkpoint_paths:
+            idx = fmt.index_filename(p)
+            if os.path.exists(idx):
+                times.append((p, os.path.getmtime(idx)))
+        self.set_last_checkpoints_with_time(times)
+
+    def _record(self, path: str) -> None:
+        if self._max_to_keep <= 0:
+            return
+        self._last_checkpoints = [(p, t) for p, t in self._last_checkpoints if p != path]
+        self._last_checkpoints.append((path, time.time()))
+        while len(self._last_checkpoints) > self._max_to_keep:
+            self._checkpoints_to_be_deleted.append(self._last_checkpoints.pop(0))
+
+    def _delete_old(self, meta_graph_suffix: str) -> None:
+        while self._checkpoints_to_be_deleted:
+            path, t = self._checkpoints_to_be_deleted.pop(0)
+            if t > self._next_checkpoint_time:
+                self._next_checkpoint_time += self._keep_hours * 3600
+                continue
+            fmt.remove_checkpoint(path)
+            meta = meta_graph_filename(path, meta_graph_suffix)
+            if os.path.exists(meta):
+                os.remove(meta)
+
+    # --- running ----------------------------------------------------------------
+    def save(
+        self, sess: Any, save_path: str, global_step: Any = None, latest_filename: str | None = None,
+        meta_graph_suffix: str = "meta", write_meta_graph: bool = True, write_state: bool = True,
+        strip_default_attrs: bool = False, save_debug_info: bool = False,
+    ) -> str | None:
+        """Save the variables to `save_path` (`-<global_step>` appended); returns the
+        checkpoint prefix, or None for an empty Saver."""
+        del strip_default_attrs, save_debug_info
+        self.build()
+        if latest_filename is None:
+            latest_filename = "checkpoint"
+        if os.path.split(latest_filename)[0]:
+            raise ValueError("'latest_filename' must not contain path components")
+        save_path = os.fspath(save_path)
+        if global_step is not None:
+            if not isinstance(global_step, (int,)) or isinstance(global_step, bool):
+                global_step = int(sess.run(global_step)) if isinstance(global_step, (Tensor, Variable)) \
+                    else int(global_step)
+            fmt_ = "%s-%08d" if self._pad_step_number else "%s-%d"
+            checkpoint_file = fmt_ % (save_path, global_step)
+        else:
+            checkpoint_file = save_path
+            if os.path.basename(save_path) == latest_filename and not self._sharded:
+                raise ValueError(
+                    f"'latest_filename' collides with 'save_path': '{latest_filename}' and "
+                    f"'{save_path}'"
+                )
+        if not hasattr(sess, "run"):
+            raise TypeError(f"'sess' must be a Session; {sess!r}")
+        save_dir = os.path.dirname(save_path)
+        if self._is_empty:
+            return None
+        assert self.saver_def is not None
+        try:
+            out = sess.run(self.saver_def.save_tensor_name,
+                           {self.saver_def.filename_tensor_name: checkpoint_file})
+        except errors.NotFoundError as e:
+            if save_dir and not os.path.isdir(save_dir):
+                raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.") from e
+            raise
+        model_checkpoint_path = out.decode("utf-8") if isinstance(out, bytes) else str(out)
+        if write_state:
+            self._record(model_checkpoint_path)
+            update_checkpoint_state(
+                save_dir, model_checkpoint_path, self.last_checkpoints, latest_filename,
+                save_relative_paths=self._save_relative_paths,
+            )
+            self._delete_old(meta_graph_suffix)
+        if write_meta_graph:
+            export_meta_graph(meta_graph_filename(checkpoint_file, meta_graph_suffix),
+                              graph=sess.graph, saver_def=self.saver_def)
+        return model_checkpoint_path
+
+    def restore(self, sess: Any, save_path: str | None) -> None:
+        """Restore the variables from checkpoint `save_path`; on a missing or corrupt
+        tensor (NotFoundError / DataLossError) no variable changes."""
+        if self._is_empty:
+            return
+        if save_path is None:
+            raise ValueError("Can't load save_path when it is None.")
+        save_path = os.fspath(save_path)
+        if not checkpoint_exists(save_path):
+            raise ValueError("The passed save_path is not a valid checkpoint: " + save_path)
+        self.build()
+        assert self.saver_def is not None
+        try:
+            sess.run(self.saver_def.restore_op_name, {self.saver_def.filename_tensor_name: save_path})
+        except errors.NotFoundError as e:
+            raise errors.NotFoundError(
+                e.node_def, e.op,
+                "Restoring from checkpoint failed. This is most likely due to a Variable name "
+                "or other graph key that is missing from the checkpoint. Please ensure that "
+                "you have not altered the graph expected based on the checkpoint. Original "
+                f"error:\n\n{e.message}",
+            ) from None
+
+    def export_meta_graph(self, filename: str | None = None, collection_list: Any = None,
+                          as_text: bool = False, export_scope: Any = None,
+                          clear_devices: bool = False, clear_extraneous_savers: bool = False,
+                          strip_default_attrs: bool = False, save_debug_info: bool = False) -> dict[str, Any]:
+        del as_text, export_scope, clear_extraneous_savers, strip_default_attrs, save_debug_info
+        self.build()
+        return export_meta_graph(filename, collection_list=collection_list,
+                                 clear_devices=clear_devices, saver_def=self.saver_def)
+
+
+# --- meta graphs ---------------------------------------------------------------------
+def _collection_to_json(values: list[Any]) -> dict[str, Any] | None:
+    if values and all(isinstance(v, Variable) for v in values):
+        return {"kind": "variables", "value": [{
+            "variable_name": v._ref().name, "initializer_name": v.initializer.name,
+            "snapshot_name": v.value().name, "initial_value_name": v.initial_value.name,
+            "trainable": v.trainable,
+        } for v in values]}
+    if all(isinstance(v, (Tensor, Operation)) for v in values):
+        return {"kind": "node_list", "value": [v.name for v in values]}
+    if all(isinstance(v, (bytes, str)) for v in values):
+        return {"kind": "bytes_list",
+                "value": [v.decode("utf-8") if isinstance(v, bytes) else v for v in values]}
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return {"kind": "int64_list", "value": list(values)}
+    if all(isinstance(v, float) for v in values):
+        return {"kind": "float_list", "value": list(values)}
+    return None  # not representable (TensorFlow warns and skips it too)
+
+
+def export_meta_graph(filename: str | None = None, collection_list: Any = None,
+                      graph: Any = None, clear_devices: bool = False,
+                      saver_def: SaverDef | None = None, **kwargs: Any) -> dict[str, Any]:
+    """The MetaGraph of `graph` as a JSON-able dict, written to `filename` if given
+    (atomically).  `tf.train.export_meta_graph`."""
+    g = graph or get_default_graph()
+    gd = graph_to_dict(g)
+    if clear_devices:
+        for node in gd["node"]:
+            node.pop("device", None)
+    keys = collection_list if collection_list is not None else g.get_all_collection_keys()
+    collections = {}
+    for key in keys:
+        c = _collection_to_json(list(g.get_collection(key)))
+        if c is not None:
+            collections[key] = c
+    meta = {
+        "format": "flowlab-meta-graph", "version": 1,
+        "meta_info_def": {"flowlab_version": "0.1.0", "tags": []},
+        "graph_def": gd,
+        "saver_def": asdict(saver_def) if saver_def is not None else None,
+        "collection_def": collections,
+    }
+    if filename:
+        d = os.path.dirname(filename)
+        if d:
+            os.makedirs(d, exist_ok=True)
+        fmt.atomic_write_text(filename, json.dumps(meta))
+    return meta
+
+
+def import_meta_graph(meta_graph_or_file: Any, clear_devices: bool = False,
+                      import_scope: str | None = None, **kwargs: Any) -> Saver | None:
+    """Rebuild a graph exported by `export_meta_graph`/`Saver.save` into the default
+    graph (with its variables and collections); returns a Saver for it, or None when
+    it has no saver and no variables.  `tf.train.import_meta_graph`."""
+    from flowlab.ops.importer import import_graph_def
+
+    meta = meta_graph_or_file
+    if not isinstance(meta, dict):
+        with open(os.fspath(meta), encoding="utf-8") as f:
+            text = f.read()
+        try:
+            meta = json.loads(text)
+        except ValueError as e:
+            raise errors.DataLossError(None, None, f"Meta graph file {meta_graph_or_file} is "
+                                       f"corrupted ({e}).") from None
+    gd = meta["graph_def"]
+    if clear_devices:
+        gd = dict(gd, node=[{k: v for k, v in n.items() if k != "device"} for n in gd["node"]])
+    g = get_default_graph()
+    import_graph_def(gd, name=import_scope or "")
+    prefix = (import_scope + "/") if import_scope else ""
+    has_vars = False
+    for key, c in meta.get("collection_def", {}).items():
+        kind, values = c["kind"], c["value"]
+        if kind == "variables":
+            for vd in values:
+                has_vars = True
+                g.add_to_collection(key, _rebuilt_variable(g, vd, prefix))
+        elif kind == "node_list":
+            for name in values:
+                g.add_to_collection(key, g.as_graph_element(prefix + name))
+        else:
+            for v in values:
+                g.add_to_collection(key, v)
+    sd = meta.get("saver_def")
+    if sd is not None:
+        sd = SaverDef(**sd)
+        if prefix:
+            sd.filename_tensor_name = prefix + sd.filename_tensor_name
+            sd.save_tensor_name = prefix + sd.save_tensor_name
+            sd.restore_op_name = prefix + sd.restore_op_name
+        return Saver(saver_def=sd)
+    return Saver(**kwargs) if has_vars else None
+
+
+_VAR_CACHE_KEY = "_flowlab_rebuilt_variables"
+
+
+def _rebuilt_variable(g: Any, vd: dict[str, Any], prefix: str) -> Variable:
+    """A Variable object over imported ops (one per variable, shared by collections)."""
+    cache = g.__dict__.setdefault(_VAR_CACHE_KEY, {})
+    name = prefix + vd["variable_name"]
+    if name in cache:
+        return cache[name]
+    v = Variable.__new__(Variable)
+    v._variable = g.as_graph_element(name)
+    v._snapshot = g.as_graph_element(prefix + vd["snapshot_name"])
+    v._initializer_op = g.as_graph_element(prefix + vd["initializer_name"])
+    v._initial_value = g.as_graph_element(prefix + vd["initial_value_name"])
+    v._trainable = bool(vd.get("trainable", True))
+    v._constraint = None
+    v._caching_device = None
+    v._save_slice_info = None
+    cache[name] = v
+    return v
