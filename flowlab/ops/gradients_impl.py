@@ -1,0 +1,393 @@
+"""`gradients(ys, xs)`: reverse-mode differentiation as a graph-to-graph transformation.
+
+The paper's section 4.1: the gradient of `ys` with respect to `xs` is a backward
+subgraph added to the same graph, made of ordinary ops; nothing in the runtime knows
+about it.  The walk is TensorFlow's:
+
+1. Mark the ops between xs and ys: reachable forward from the xs and backward from
+   the ys.  For each such op, count how many of its outputs' consumers also lie
+   between (its *pending count*).
+2. Seed each y with its grad_y (ones of y's shape by default, named
+   `gradients/grad_ys_i`) and start from the ys whose count is zero.
+3. Pop an op, sum the partial gradients of each of its outputs (AddN, or the
+   IndexedSlices concatenation for sparse ones), call its gradient function inside
+   the name scope `gradients/<op name>_grad`, and hand each input gradient to the
+   producing op; an op whose count reaches zero is ready.
+4. Return the summed gradient of each x, None where x is unconnected.
+
+Invariants: the forward graph is never modified; an op's gradient function is called
+at most once, after every consumer on a path to a y has contributed; ops that the
+user stops (`stop_gradients`) or whose gradient is declared None pass nothing back.
+The gradient function of an op is the one registered for its `_gradient_op_type` attr
+(`Graph.gradient_override_map`) when it has one, else for its type.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib
+from collections.abc import Sequence
+from typing import Any
+
+from flowlab.graph import dtypes
+from flowlab.graph.graph import Graph, get_default_graph
+from flowlab.graph.tensor import Operation, Tensor
+from flowlab.ops import gradient_registry
+from flowlab.ops.builder import apply_op, convert_to_tensor
+from flowlab.ops.constant_op import constant
+from flowlab.ops.indexed_slices import IndexedSlices, as_indexed_slices
+
+__all__ = ["gradients", "AggregationMethod", "UnconnectedGradients"]
+
+# Modules whose import registers gradient functions; the array/state/random ones are
+# optional (another part of the project), so a missing module is skipped.
+_GRADIENT_MODULES = ("flowlab.ops.math_grad", "flowlab.ops.nn_grad", "flowlab.ops.array_grad",
+                     "flowlab.ops.custom_gradient")
+_loaded = False
+
+
+def _load_gradient_modules() -> None:
+    global _loaded
+    if _loaded:
+        return
+    for name in _GRADIENT_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+    _loaded = True
+
+
+class AggregationMethod:
+    """How partial gradients of one tensor are summed (TensorFlow's constants).
+
+    ADD_N (the default) adds them all with one AddN op; EXPERIMENTAL_TREE and
+    EXPERIMENTAL_ACCUMULATE_N add them pairwise, which frees each partial sooner."""
+
+    ADD_N = 0
+    DEFAULT = ADD_N
+    EXPERIMENTAL_TREE = 1
+    EXPERIMENTAL_ACCUMULATE_N = 2
+
+
+class UnconnectedGradients:
+    """What `gradients` returns for an x that no y depends on."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
+_TRAINABLE = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64,
+              dtypes.complex128, dtypes.resource, dtypes.variant)
+
+
+def is_trainable(t: Any) -> bool:
+    """Whether gradients flow through values of `t`'s dtype (floating and complex)."""
+    return t.dtype.base_dtype in _TRAINABLE
+
+
+def _as_list(x: Any) -> list[Any]:
+    if x is None:
+        return []
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    return [x]
+
+
+def _to_tensor_or_slices(x: Any, name: str, as_ref: bool = False) -> Any:
+    if isinstance(x, (Tensor, IndexedSlices)):
+        return x
+    handle = getattr(x, "_ref", None)
+    if as_ref and callable(handle):
+        return handle()
+    return convert_to_tensor(x, name=name, as_ref=as_ref)
+
+
+def _reachable_forward(xs_ops: list[Operation]) -> set[Operation]:
+    seen: set[Operation] = set()
+    queue = collections.deque(xs_ops)
+    while queue:
+        op = queue.popleft()
+        if op in seen:
+            continue
+        seen.add(op)
+        for out in op.outputs:
+            queue.extend(out.consumers())
+    return seen
+
+
+def _pending_counts(ys_ops: list[Operation], xs_ops: list[Operation]) -> tuple[set[Operation], dict[Operation, int]]:
+    """The ops between xs and ys, and each one's number of consumer edges between."""
+    reached = _reachable_forward(xs_ops)
+    between: set[Operation] = set()
+    queue = collections.deque(op for op in ys_ops if op in reached)
+    while queue:
+        op = queue.popleft()
+        if op in between:
+            continue
+        between.add(op)
+        for t in op.inputs:
+            if t.op in reached:
+                queue.append(t.op)
+    pending: dict[Operation, int] = collections.defaultdict(int)
+    for op in between:
+        for t in op.inputs:
+            if t.op in between:
+                pending[t.op] += 1
+    return between, pending
+
+
+def _stop_ops(between: set[Operation], pending: dict[Operation, int],
+              stop_gradient_ops: set[Operation]) -> set[Operation]:
+    """Ops whose gradient need not be computed: no input between xs and ys, or stopped."""
+    stop = {op for op in between if not any(pending.get(t.op, 0) > 0 for t in op.inputs)}
+    return stop | stop_gradient_ops
+
+
+def gradient_function(op: Operation) -> Any:
+    """The registered gradient function of `op` (override-map aware); None if declared
+    not differentiable; LookupError if there is none."""
+    op_type = op._attrs.get("_gradient_op_type", op.type)
+    if isinstance(op_type, bytes):
+        op_type = op_type.decode()
+    return gradient_registry.get_gradient_function(op_type)
+
+
+def _default_grad_y(y: Tensor, i: int, colocate: bool) -> Tensor:
+    from flowlab.ops import array_ops
+
+    if y.dtype.is_complex:
+        raise TypeError(f"Gradients of complex tensors ({y}) must set grad_ys (y.dtype = {y.dtype.name})")
+    g = y.graph
+    ctx = g.colocate_with(y.op, ignore_existing=True) if colocate else _null()
+    with ctx:
+        if y.shape.is_fully_defined():
+            shape = _const_shape(y)
+        else:
+            shape = array_ops.shape(y)
+        with g.name_scope(f"grad_ys_{i}") as scope:
+            one = constant(y.dtype.base_dtype.as_numpy_dtype(1), dtype=y.dtype.base_dtype, name="Const")
+            return apply_op("Fill", dims=shape, value=one, name=scope)
+
+
+def _const_shape(y: Tensor) -> Tensor:
+    return constant(y.shape.as_list(), dtype=dtypes.int32, name="Shape")
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *a: Any) -> None:
+        return None
+
+
+def _aggregate(grads: list[Any], method: Any, op: Operation, colocate: bool) -> Any:
+    """Sum the partial gradients of one output (None when there are none)."""
+    from flowlab.ops import math_ops
+
+    grads = [g for g in grads if g is not None]
+    if not grads:
+        return None
+    if len(grads) == 1:
+        return grads[0]
+    if method not in (None, AggregationMethod.ADD_N, AggregationMethod.EXPERIMENTAL_TREE,
+                      AggregationMethod.EXPERIMENTAL_ACCUMULATE_N):
+        raise ValueError(f"Invalid aggregation_method specified {method}.")
+    ctx = op.graph.colocate_with(op, ignore_existing=True) if colocate else _null()
+    with ctx:
+        if all(isinstance(g, Tensor) for g in grads):
+            if method in (None, AggregationMethod.ADD_N):
+                return math_ops.add_n(grads)
+            total = grads[0]
+            for g in grads[1:]:
+                total = math_ops.add_n([total, g])
+            return total
+        from flowlab.ops import array_ops
+
+        slices = [as_indexed_slices(g) for g in grads]
+        values = array_ops.concat([s.values for s in slices], 0)
+        indices = array_ops.concat([s.indices for s in slices], 0)
+        return IndexedSlices(values, indices, slices[0].dense_shape)
+
+
+def gradients(
+    ys: Any,
+    xs: Any,
+    grad_ys: Any = None,
+    name: str = "gradients",
+    colocate_gradients_with_ops: bool = False,
+    gate_gradients: bool = False,
+    aggregation_method: Any = None,
+    stop_gradients: Any = None,
+    unconnected_gradients: str = UnconnectedGradients.NONE,
+) -> list[Any]:
+    """Symbolic partial derivatives of `sum(ys)` with respect to each of `xs`.
+
+        x = tf.placeholder(tf.float32)
+        y = x * x
+        dx, = tf.gradients(y, x)          # a Tensor; 2 * x when run
+
+    Returns one entry per x: a Tensor, an IndexedSlices (sparse gradients, as from
+    gather), or None when x is not connected to any y (zeros with
+    `unconnected_gradients="zero"`).  `grad_ys` weights each y (default: ones);
+    `stop_gradients` treats those tensors as constants.
+    """
+    _load_gradient_modules()
+    if unconnected_gradients not in (UnconnectedGradients.NONE, UnconnectedGradients.ZERO):
+        raise ValueError(f"Unknown value for unconnected_gradients: {unconnected_gradients!r}")
+    ys = [_to_tensor_or_slices(y, "y") for y in _as_list(ys)]
+    xs_in = _as_list(xs)
+    xs = [_to_tensor_or_slices(x, "x", as_ref=True) for x in xs_in]
+    grad_ys_l = _as_list(grad_ys) if grad_ys is not None else [None] * len(ys)
+    if len(grad_ys_l) != len(ys):
+        raise ValueError(f"Passed {len(grad_ys_l)} grad_ys for {len(ys)} ys")
+    stops = [_to_tensor_or_slices(s, "stop") for s in _as_list(stop_gradients)]
+    graph = _graph_of(ys + xs)
+    with graph.as_default(), graph.name_scope(name or "gradients"):
+        return _gradients(graph, ys, xs, grad_ys_l, stops, colocate_gradients_with_ops,
+                          gate_gradients, aggregation_method, unconnected_gradients)
+
+
+def _graph_of(values: Sequence[Any]) -> Graph:
+    for v in values:
+        g = getattr(v, "graph", None)
+        if isinstance(g, Graph):
+            return g
+    return get_default_graph()
+
+
+def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], stops: list[Any],
+               colocate: bool, gate: Any, method: Any, unconnected: str) -> list[Any]:
+    from flowlab.ops import array_ops, core_ops
+
+    for y in ys:
+        if isinstance(y, IndexedSlices):
+            raise TypeError(f"ys must be Tensors, got IndexedSlices {y!r}")
+    for t in ys + xs:
+        if t.graph is not graph:
+            raise ValueError(f"Tensor {t.name} is not an element of this graph.")
+    # Seed gradients.
+    seeds: list[Any] = []
+    for i, (y, gy) in enumerate(zip(ys, grad_ys)):
+        if gy is None:
+            seeds.append(_default_grad_y(y, i, colocate))
+            continue
+        if isinstance(gy, IndexedSlices):
+            seeds.append(gy)
+            continue
+        gy = convert_to_tensor(gy, name=f"grad_ys_{i}", dtype_hint=y.dtype)
+        if y.dtype.is_floating or y.dtype.is_complex:
+            if gy.dtype.base_dtype is not y.dtype.base_dtype:
+                raise TypeError(
+                    f"Gradient type {gy.dtype.name} generated for real or complex tensor "
+                    f"{y.name} with type {y.dtype.name} must be real or complex "
+                    f"with type {y.dtype.name}"
+                    if gy.dtype.is_floating or gy.dtype.is_complex else
+                    f"Gradient type {gy.dtype.name} generated for real or complex tensor "
+                    f"{y.name} with type {y.dtype.name} must be real"
+                )
+        elif y.dtype.is_integer and not gy.dtype.is_integer:
+            raise TypeError(
+                f"Gradient type {gy.dtype.name} generated for integer tensor {y.name} with "
+                f"type {y.dtype.name} must be integer"
+            )
+        seeds.append(gy)
+
+    ys_ops = [y.op for y in ys]
+    xs_ops = [x.op for x in xs]
+    between, pending = _pending_counts(ys_ops, xs_ops)
+    stop_ops = _stop_ops(between, pending, {s.op for s in stops})
+    stop_tensors = {id(s) for s in stops}
+
+    # grads[op][i]: partial gradients of op.outputs[i].
+    grads: dict[Operation, list[list[Any]]] = {}
+
+    def add_grad(t: Tensor, g: Any) -> None:
+        slots = grads.setdefault(t.op, [[] for _ in t.op.outputs])
+        slots[t.value_index].append(g)
+
+    for y, seed in zip(ys, seeds):
+        add_grad(y, seed)
+
+    queue: collections.deque[Operation] = collections.deque()
+    to_do = set()
+    for op in ys_ops:
+        if op in between and pending.get(op, 0) == 0 and op not in to_do:
+            queue.append(op)
+            to_do.add(op)
+    done: dict[Operation, list[Any]] = {}
+
+    while queue:
+        op = queue.popleft()
+        out_grads = [_aggregate(g, method, op, colocate) for g in grads.get(op, [[] for _ in op.outputs])]
+        done[op] = out_grads
+        has_out_grads = any(g is not None for g in out_grads)
+        in_grads: list[Any] = [None] * len(op.inputs)
+        if has_out_grads and op not in stop_ops:
+            try:
+                grad_fn = gradient_function(op)
+            except LookupError:
+                raise LookupError(
+                    f"No gradient defined for operation '{op.name}' (op type: {op.type}). "
+                    "In general every operation must have an associated `@tf.RegisterGradient` "
+                    "for correct autodiff, which this op is lacking. If you want to pretend this "
+                    "operation is a constant in your program, you may insert `tf.stop_gradient`."
+                ) from None
+            if grad_fn is not None:
+                for i, g in enumerate(out_grads):
+                    if g is None and is_trainable(op.outputs[i]):
+                        with graph.name_scope(op.name + "_grad"):
+                            out_grads[i] = array_ops.zeros_like(op.outputs[i])
+                ctx = graph.colocate_with(op, ignore_existing=True) if colocate else _null()
+                with ctx, graph.name_scope(op.name + "_grad"):
+                    result = grad_fn(op, *out_grads)
+                    in_grads = list(result) if isinstance(result, (list, tuple)) else [result]
+                    if len(in_grads) != len(op.inputs):
+                        raise ValueError(
+                            f"Num gradients {len(in_grads)} generated for op {op.node_def} do not "
+                            f"match num inputs {len(op.inputs)}"
+                        )
+                    if gate and sum(1 for g in in_grads if g is not None) > 1:
+                        in_grads = _gate(in_grads, core_ops)
+        for t_in, g in zip(op.inputs, in_grads):
+            if g is None or id(t_in) in stop_tensors:
+                continue
+            if isinstance(g, Tensor) and t_in.dtype is not dtypes.resource:
+                try:
+                    g.set_shape(t_in.shape)
+                except ValueError:
+                    raise ValueError(
+                        f"Incompatible shapes between op input and calculated input gradient. "
+                        f"Forward operation: {op.name}. Input index: {list(op.inputs).index(t_in)}. "
+                        f"Original input shape: {t_in.shape}. Calculated input gradient shape: {g.shape}"
+                    ) from None
+            add_grad(t_in, g)
+        for t_in in op.inputs:
+            src = t_in.op
+            if src not in between:
+                continue
+            pending[src] -= 1
+            if pending[src] == 0 and src not in to_do:
+                queue.append(src)
+                to_do.add(src)
+
+    result: list[Any] = []
+    for x in xs:
+        g = None
+        if x.op in done:
+            g = done[x.op][x.value_index]
+        elif x.op in grads:
+            g = _aggregate(grads[x.op][x.value_index], method, x.op, colocate)
+        if g is None and unconnected == UnconnectedGradients.ZERO:
+            g = array_ops.zeros_like(x)
+        result.append(g)
+    return result
+
+
+def _gate(in_grads: list[Any], core_ops: Any) -> list[Any]:
+    """Make every input gradient available only once all of them are computed."""
+    dense = [g for g in in_grads if isinstance(g, Tensor)]
+    gated = iter(core_ops.tuple(dense))
+    return [next(gated) if isinstance(g, Tensor) else g for g in in_grads]

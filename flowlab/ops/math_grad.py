@@ -1,0 +1,629 @@
+"""Gradient functions of the core and math ops, and the helpers they share.
+
+Each function has TensorFlow's signature, `fn(op, *output_grads) -> input grads`, and
+builds the same formula TensorFlow's `math_grad.py` builds (so the numbers agree to
+rounding).  Binary elementwise ops reduce their gradient back to each input's shape
+(`unbroadcast`): statically when both shapes are known, else through the
+BroadcastGradientArgs op declared here (TensorFlow's op and semantics: the axes along
+which each input was broadcast).  A few fused "grad" ops that TensorFlow also has
+(TanhGrad, SigmoidGrad, SqrtGrad, RsqrtGrad, ReciprocalGrad) keep backward passes
+small; they are declared here with their kernels and their own gradients.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from flowlab import errors
+from flowlab.graph import dtypes
+from flowlab.graph.tensor import Operation, Tensor
+from flowlab.graph.tensor_shape import TensorShape
+from flowlab.kernels.registry import kernel
+from flowlab.ops import array_ops, math_ops, slicing
+from flowlab.ops.builder import apply_op
+from flowlab.ops.const_fold import constant_evaluator, constant_value
+from flowlab.ops.constant_op import constant
+from flowlab.ops.gradient_registry import gradient, not_differentiable
+from flowlab.ops.op_def import op_def
+
+__all__: list[str] = []
+
+
+# --- BroadcastGradientArgs ----------------------------------------------------------
+def broadcast_reduction_axes(sx: list[int], sy: list[int]) -> tuple[list[int], list[int]]:
+    """TensorFlow's BCast reduction indices: the axes (of the broadcast result) that
+    each input's gradient must be summed over.  ValueError if they do not broadcast."""
+    n = max(len(sx), len(sy))
+    px, py = [1] * (n - len(sx)) + list(sx), [1] * (n - len(sy)) + list(sy)
+    if all(d == 1 for d in px + py):
+        return list(range(n)), list(range(n))
+    rx: list[int] = []
+    ry: list[int] = []
+    for i, (a, b) in enumerate(zip(px, py)):
+        if a == 1 and b == 1:
+            continue
+        if a != b and a != 1 and b != 1:
+            raise ValueError(f"Incompatible shapes: {list(sx)} vs. {list(sy)}")
+        if a == 1:
+            rx.append(i)
+        if b == 1:
+            ry.append(i)
+    return rx, ry
+
+
+def _bga_shape(op: Operation) -> list[Any]:
+    for t in op.inputs:
+        if t.shape.ndims not in (None, 1):
+            raise ValueError(f"Shape must be rank 1 but is rank {t.shape.ndims}")
+    return [TensorShape([None]), TensorShape([None])]
+
+
+op_def("BroadcastGradientArgs", inputs=["s0: T", "s1: T"], outputs=["r0: T", "r1: T"],
+       attrs=["T: {int32, int64} = int32"], shape_fn=_bga_shape,
+       doc="The reduction axes of the gradients of two broadcast inputs.")
+not_differentiable("BroadcastGradientArgs")
+
+
+@kernel("BroadcastGradientArgs", devices="CPU")
+def _broadcast_gradient_args(ctx: Any, s0: Any, s1: Any) -> Any:
+    dt = ctx.attrs["T"].as_numpy_dtype
+    try:
+        rx, ry = broadcast_reduction_axes(np.asarray(s0).tolist(), np.asarray(s1).tolist())
+    except ValueError as e:
+        raise errors.InvalidArgumentError(None, None, str(e)) from None
+    return np.array(rx, dt), np.array(ry, dt)
+
+
+@constant_evaluator("BroadcastGradientArgs")
+def _bga_value(op: Operation) -> Any:
+    return None  # a two-output op: folded by its consumers' static paths instead
+
+
+def broadcast_gradient_args(s0: Tensor, s1: Tensor, name: str = "BroadcastGradientArgs") -> list[Tensor]:
+    return apply_op("BroadcastGradientArgs", s0=s0, s1=s1, name=name)
+
+
+# --- shared helpers -----------------------------------------------------------------
+def _static(t: Tensor) -> list[int] | None:
+    s = t.shape
+    return s.as_list() if s.is_fully_defined() else None
+
+
+def _reduce_to(grad: Any, axes: Any, shape: Any) -> Any:
+    return array_ops.reshape(math_ops.reduce_sum(grad, axes), shape)
+
+
+def unbroadcast(op: Operation, gx: Any, gy: Any) -> tuple[Any, Any]:
+    """Sum the gradients of a broadcasting binary op back to its inputs' shapes."""
+    x, y = op.inputs[0], op.inputs[1]
+    sx, sy = _static(x), _static(y)
+    if sx is not None and sy is not None:
+        if sx == sy:
+            return gx, gy
+        rx, ry = broadcast_reduction_axes(sx, sy)
+        if gx is not None and rx:
+            gx = _reduce_to(gx, np.array(rx, np.int32), sx)
+        if gy is not None and ry:
+            gy = _reduce_to(gy, np.array(ry, np.int32), sy)
+        return gx, gy
+    tsx, tsy = array_ops.shape(x), array_ops.shape(y)
+    rx, ry = broadcast_gradient_args(tsx, tsy)
+    if gx is not None:
+        gx = _reduce_to(gx, rx, tsx)
+    if gy is not None:
+        gy = _reduce_to(gy, ry, tsy)
+    return gx, gy
+
+
+def _conj(x: Tensor) -> Tensor:
+    return math_ops.conj(x) if x.dtype.is_complex else x
+
+
+def _with_dep(grad: Tensor) -> Any:
+    """TensorFlow computes unary gradients under a control dependency on `grad`."""
+    return grad.graph.control_dependencies([grad])
+
+
+# Const, Placeholder, NoOp, Identity and PlaceholderWithDefault are declared with the
+# array ops (flowlab.ops.array_grad), as TensorFlow does.
+
+
+# --- binary arithmetic --------------------------------------------------------------
+def _add_grad(op: Operation, grad: Any) -> Any:
+    return unbroadcast(op, grad, grad)
+
+
+gradient("AddV2")(_add_grad)
+gradient("Add")(_add_grad)
+
+
+@gradient("Sub")
+def _sub_grad(op: Operation, grad: Any) -> Any:
+    return unbroadcast(op, grad, -grad)
+
+
+@gradient("Mul")
+def _mul_grad(op: Operation, grad: Any) -> Any:
+    x, y = (_conj(t) for t in op.inputs)
+    return unbroadcast(op, math_ops.multiply(grad, y), math_ops.multiply(x, grad))
+
+
+def _div_grad(op: Operation, grad: Any) -> Any:
+    x, y = (_conj(t) for t in op.inputs)
+    div = math_ops.realdiv if op.type == "RealDiv" else _div
+    return unbroadcast(op, div(grad, y), grad * div(div(-x, y), y))
+
+
+def _div(x: Any, y: Any) -> Any:
+    return apply_op("Div", x=x, y=y, name="div")
+
+
+gradient("RealDiv")(_div_grad)
+gradient("Div")(_div_grad)
+
+
+@gradient("FloorDiv")
+def _floor_div_grad(op: Operation, grad: Any) -> Any:
+    return [None, None]
+
+
+not_differentiable("TruncateDiv")
+not_differentiable("TruncateMod")
+
+
+@gradient("FloorMod")
+def _floor_mod_grad(op: Operation, grad: Any) -> Any:
+    x, y = op.inputs
+    return unbroadcast(op, grad, grad * -math_ops.floordiv(x, y))
+
+
+@gradient("Pow")
+def _pow_grad(op: Operation, grad: Any) -> Any:
+    x, y = (_conj(t) for t in op.inputs)
+    z = _conj(op.outputs[0])
+    gx = grad * y * math_ops.pow(x, y - array_ops.ones_like(y))
+    if x.dtype.is_complex:
+        mask = math_ops.not_equal(x, array_ops.zeros_like(x))
+    else:
+        mask = math_ops.greater(x, array_ops.zeros_like(x))
+    safe_x = array_ops.where_v2(mask, x, array_ops.ones_like(x))
+    log_x = array_ops.where_v2(mask, math_ops.log(safe_x), array_ops.zeros_like(x))
+    return unbroadcast(op, gx, grad * z * log_x)
+
+
+def _max_min_grad(op: Operation, grad: Any) -> Any:
+    x, y = op.inputs
+    select = math_ops.greater_equal if op.type == "Maximum" else math_ops.less_equal
+    xmask = select(x, y)
+    zeros = array_ops.zeros_like(grad)
+    return unbroadcast(op, array_ops.where_v2(xmask, grad, zeros), array_ops.where_v2(xmask, zeros, grad))
+
+
+gradient("Maximum")(_max_min_grad)
+gradient("Minimum")(_max_min_grad)
+
+
+@gradient("SquaredDifference")
+def _squared_difference_grad(op: Operation, grad: Any) -> Any:
+    x, y = op.inputs
+    with _with_dep(grad):
+        two = constant(2, dtype=grad.dtype.base_dtype)
+        x_grad = math_ops.multiply(two, grad) * (x - y)
+    return unbroadcast(op, x_grad, -x_grad)
+
+
+@gradient("Atan2")
+def _atan2_grad(op: Operation, grad: Any) -> Any:
+    y, x = op.inputs
+    with _with_dep(grad):
+        grad_inv = grad / (math_ops.square(x) + math_ops.square(y))
+        # The op's inputs are (y, x): unbroadcast pairs gradients with inputs in order.
+        return unbroadcast(op, x * grad_inv, -y * grad_inv)
+
+
+# --- unary ----------------------------------------------------------------------------
+@gradient("Neg")
+def _neg_grad(op: Operation, grad: Any) -> Any:
+    return [-grad]
+
+
+@gradient("Abs")
+def _abs_grad(op: Operation, grad: Any) -> Any:
+    return [math_ops.multiply(grad, math_ops.sign(op.inputs[0]))]
+
+
+@gradient("Sign")
+def _sign_grad(op: Operation, grad: Any) -> Any:
+    return [array_ops.zeros_like(op.inputs[0])]
+
+
+for _name in ("Round", "Floor", "Ceil"):
+    gradient(_name)(lambda op, grad: [None])
+
+
+@gradient("Square")
+def _square_grad(op: Operation, grad: Any) -> Any:
+    x = op.inputs[0]
+    with _with_dep(grad):
+        y = constant(2, dtype=x.dtype.base_dtype)
+        return [math_ops.multiply(grad, math_ops.multiply(_conj(x), y))]
+
+
+def _unary_via(fused: str, use_output: bool = True) -> Any:
+    def grad_fn(op: Operation, grad: Any) -> Any:
+        y = op.outputs[0] if use_output else op.inputs[0]
+        with _with_dep(grad):
+            return [apply_op(fused, y=_conj(y), dy=grad, name=fused)]
+
+    return grad_fn
+
+
+@gradient("Exp")
+def _exp_grad(op: Operation, grad: Any) -> Any:
+    with _with_dep(grad):
+        return [grad * _conj(op.outputs[0])]
+
+
+@gradient("Expm1")
+def _expm1_grad(op: Operation, grad: Any) -> Any:
+    with _with_dep(grad):
+        return [grad * math_ops.exp(_conj(op.inputs[0]))]
+
+
+@gradient("Log")
+def _log_grad(op: Operation, grad: Any) -> Any:
+    with _with_dep(grad):
+        return [grad * math_ops.reciprocal(_conj(op.inputs[0]))]
+
+
+@gradient("Log1p")
+def _log1p_grad(op: Operation, grad: Any) -> Any:
+    x = op.inputs[0]
+    with _with_dep(grad):
+        one = constant(1, dtype=x.dtype.base_dtype)
+        return [grad * math_ops.reciprocal(one + _conj(x))]
+
+
+@gradient("Sin")
+def _sin_grad(op: Operation, grad: Any) -> Any:
+    with _with_dep(grad):
+        return [grad * math_ops.cos(_conj(op.inputs[0]))]
+
+
+@gradient("Cos")
+def _cos_grad(op: Operation, grad: Any) -> Any:
+    with _with_dep(grad):
+        return [-grad * math_ops.sin(_conj(op.inputs[0]))]
+
+
+@gradient("Tan")
+def _tan_grad(op: Operation, grad: Any) -> Any:
+    with _with_dep(grad):
+        secx = math_ops.reciprocal(math_ops.cos(_conj(op.inputs[0])))
+        return [grad * math_ops.square(secx)]
+
+
+def _inv_sqrt_one_minus_sq(x: Tensor) -> Tensor:
+    one = constant(1, dtype=x.dtype.base_dtype)
+    return math_ops.reciprocal(math_ops.sqrt(math_ops.subtract(one, math_ops.square(x))))
+
+
+@gradient("Asin")
+def _asin_grad(op: Operation, grad: Any) -> Any:
+    with _with_dep(grad):
+        return [grad * _inv_sqrt_one_minus_sq(_conj(op.inputs[0]))]
+
+
+@gradient("Acos")
+def _acos_grad(op: Operation, grad: Any) -> Any:
+    with _with_dep(grad):
+        return [-grad * _inv_sqrt_one_minus_sq(_conj(op.inputs[0]))]
+
+
+@gradient("Atan")
+def _atan_grad(op: Operation, grad: Any) -> Any:
+    x = _conj(op.inputs[0])
+    with _with_dep(grad):
+        one = constant(1, dtype=x.dtype.base_dtype)
+        return [grad * math_ops.reciprocal(math_ops.add(one, math_ops.square(x)))]
+
+
+@gradient("Sinh")
+def _sinh_grad(op: Operation, grad: Any) -> Any:
+    with _with_dep(grad):
+        return [grad * math_ops.cosh(_conj(op.inputs[0]))]
+
+
+@gradient("Cosh")
+def _cosh_grad(op: Operation, grad: Any) -> Any:
+    with _with_dep(grad):
+        return [grad * math_ops.sinh(_conj(op.inputs[0]))]
+
+
+@gradient("Erf")
+def _erf_grad(op: Operation, grad: Any) -> Any:
+    x = op.inputs[0]
+    two_over_root_pi = constant(2 / math.sqrt(math.pi), dtype=grad.dtype.base_dtype)
+    with _with_dep(grad):
+        return [grad * two_over_root_pi * math_ops.exp(-math_ops.square(x))]
+
+
+@gradient("Conj")
+def _conj_grad(op: Operation, grad: Any) -> Any:
+    return [math_ops.conj(grad)]
+
+
+@gradient("ComplexAbs")
+def _complex_abs_grad(op: Operation, grad: Any) -> Any:
+    # d|z| = Re(conj(z)/|z| dz): the gradient is grad * z / |z| (0 where z = 0).
+    x, y = op.inputs[0], op.outputs[0]
+    ct = x.dtype.base_dtype
+    safe = array_ops.where_v2(math_ops.equal(y, array_ops.zeros_like(y)), array_ops.ones_like(y), y)
+    g = math_ops.cast(grad / safe, ct) * x
+    return [array_ops.where_v2(math_ops.equal(y, array_ops.zeros_like(y)), array_ops.zeros_like(x), g)]
+
+
+# --- fused elementwise gradient ops (TensorFlow's names) -------------------------------
+def _same_shape(op: Operation) -> list[Any]:
+    return [op.inputs[0].shape.merge_with(op.inputs[1].shape)]
+
+
+_FUSED = {
+    "TanhGrad": lambda y, dy, t: dy * (t(1) - y * y),
+    "SigmoidGrad": lambda y, dy, t: dy * (y * (t(1) - y)),
+    "SqrtGrad": lambda y, dy, t: dy * t(0.5) / y,
+    "RsqrtGrad": lambda y, dy, t: dy * (t(-0.5) * y * y * y),
+    "ReciprocalGrad": lambda y, dy, t: -dy * y * y,
+}
+for _name in _FUSED:
+    op_def(_name, inputs=["y: T", "dy: T"], outputs=["z: T"],
+           attrs=["T: {float16, float32, float64, complex64, complex128}"], shape_fn=_same_shape)
+
+
+def _fused_kernel(name: str) -> None:
+    fn = _FUSED[name]
+
+    @kernel(name)
+    def k(ctx: Any, y: Any, dy: Any) -> Any:
+        return fn(y, dy, ctx.attrs["T"].as_numpy_dtype)
+
+
+for _name in _FUSED:
+    _fused_kernel(_name)
+
+gradient("Tanh")(_unary_via("TanhGrad"))
+gradient("Sigmoid")(_unary_via("SigmoidGrad"))
+gradient("Sqrt")(_unary_via("SqrtGrad"))
+gradient("Rsqrt")(_unary_via("RsqrtGrad"))
+gradient("Reciprocal")(_unary_via("ReciprocalGrad"))
+
+
+@gradient("TanhGrad")
+def _tanh_grad_grad(op: Operation, grad: Any) -> Any:
+    y, dy = op.inputs
+    with _with_dep(grad):
+        two = constant(-2, dtype=y.dtype.base_dtype)
+        return [grad * two * dy * _conj(y), apply_op("TanhGrad", y=_conj(y), dy=grad, name="TanhGrad")]
+
+
+@gradient("SigmoidGrad")
+def _sigmoid_grad_grad(op: Operation, grad: Any) -> Any:
+    y, dy = op.inputs
+    with _with_dep(grad):
+        gb = grad * dy
+        two = constant(2, dtype=y.dtype.base_dtype)
+        return [gb - two * gb * _conj(y), apply_op("SigmoidGrad", y=_conj(y), dy=grad, name="SigmoidGrad")]
+
+
+@gradient("SqrtGrad")
+def _sqrt_grad_grad(op: Operation, grad: Any) -> Any:
+    y, dy = op.inputs
+    z = op.outputs[0]
+    with _with_dep(grad):
+        ga = grad / y
+        return [-math_ops.multiply(_conj(ga), z), 0.5 * _conj(ga)]
+
+
+@gradient("RsqrtGrad")
+def _rsqrt_grad_grad(op: Operation, grad: Any) -> Any:
+    y, dy = op.inputs
+    with _with_dep(grad):
+        ca, cb = _conj(y), _conj(dy)
+        grad_a = -1.5 * cb * grad * math_ops.square(ca)
+        grad_b = apply_op("RsqrtGrad", y=ca, dy=grad, name="RsqrtGrad")
+        return [grad_a, grad_b]
+
+
+@gradient("ReciprocalGrad")
+def _reciprocal_grad_grad(op: Operation, grad: Any) -> Any:
+    y, dy = op.inputs
+    with _with_dep(grad):
+        ca, cb = _conj(y), _conj(dy)
+        return [-2.0 * grad * cb * ca, apply_op("ReciprocalGrad", y=ca, dy=grad, name="ReciprocalGrad")]
+
+
+# --- casts, sums of lists, products ----------------------------------------------------
+_CASTABLE = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
+
+
+@gradient("Cast")
+def _cast_grad(op: Operation, grad: Any) -> Any:
+    src = op.get_attr("SrcT").base_dtype
+    dst = op.get_attr("DstT").base_dtype
+    if src in _CASTABLE and dst in _CASTABLE:
+        return [math_ops.cast(grad, src)]
+    return [None]
+
+
+@gradient("AddN")
+def _add_n_grad(op: Operation, grad: Any) -> Any:
+    return [grad] * len(op.inputs)
+
+
+@gradient("MatMul")
+def _matmul_grad(op: Operation, grad: Any) -> Any:
+    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
+    a, b = (_conj(t) for t in op.inputs)
+    mm = math_ops.matmul
+    if not ta and not tb:
+        return mm(grad, b, transpose_b=True), mm(a, grad, transpose_a=True)
+    if not ta and tb:
+        return mm(grad, b), mm(grad, a, transpose_a=True)
+    if ta and not tb:
+        return mm(b, grad, transpose_b=True), mm(a, grad)
+    return mm(b, grad, transpose_a=True, transpose_b=True), mm(grad, a, transpose_a=True, transpose_b=True)
+
+
+def _bmm(x: Any, y: Any, adj_x: bool = False, adj_y: bool = False) -> Tensor:
+    return apply_op("BatchMatMulV2", x=x, y=y, adj_x=adj_x, adj_y=adj_y, name="MatMul")
+
+
+@gradient("BatchMatMulV2")
+def _batch_matmul_grad(op: Operation, grad: Any) -> Any:
+    x, y = op.inputs
+    ax, ay = op.get_attr("adj_x"), op.get_attr("adj_y")
+    if not ax and not ay:
+        gx, gy = _bmm(grad, y, False, True), _bmm(x, grad, True, False)
+    elif not ax and ay:
+        gx, gy = _bmm(grad, y, False, False), _bmm(grad, x, True, False)
+    elif ax and not ay:
+        gx, gy = _bmm(y, grad, False, True), _bmm(x, grad, False, False)
+    else:
+        gx, gy = _bmm(y, grad, True, True), _bmm(grad, x, True, True)
+    sx, sy = _static(x), _static(y)
+    if sx is not None and sy is not None:
+        if sx[:-2] == sy[:-2]:
+            return gx, gy
+        rx, ry = broadcast_reduction_axes(sx[:-2], sy[:-2])
+        if rx:
+            gx = _reduce_to(gx, np.array(rx, np.int32), sx)
+        if ry:
+            gy = _reduce_to(gy, np.array(ry, np.int32), sy)
+        return gx, gy
+    tsx, tsy = array_ops.shape(x), array_ops.shape(y)
+    bx = slicing.strided_slice(tsx, [0], [-2])
+    by = slicing.strided_slice(tsy, [0], [-2])
+    rx, ry = broadcast_gradient_args(bx, by)
+    return _reduce_to(gx, rx, tsx), _reduce_to(gy, ry, tsy)
+
+
+# --- reductions -------------------------------------------------------------------------
+def _static_axes(op: Operation) -> list[int] | None:
+    rank = op.inputs[0].shape.ndims
+    axes = constant_value(op.inputs[1])
+    if rank is None or axes is None:
+        return None
+    return sorted({int(a) % rank if rank else 0 for a in np.asarray(axes).reshape(-1).tolist()})
+
+
+def _kept_shape(op: Operation) -> tuple[Any, Any]:
+    """(output shape with reduced axes kept as 1, input shape), static when possible."""
+    sx = _static(op.inputs[0])
+    axes = _static_axes(op)
+    if sx is not None and axes is not None:
+        kept = [1 if i in axes else d for i, d in enumerate(sx)]
+        return np.array(kept, np.int32), np.array(sx, np.int32)
+    shape = array_ops.shape(op.inputs[0])
+    rank = array_ops.rank(op.inputs[0])
+    axes_t = math_ops.cast(array_ops.reshape(op.inputs[1], [-1]), dtypes.int32)
+    axes_t = math_ops.floormod(axes_t + rank, rank)
+    hit = math_ops.equal(array_ops.expand_dims(math_ops.range(rank), 1), array_ops.expand_dims(axes_t, 0))
+    mask = math_ops.reduce_any(hit, axis=1)
+    kept = array_ops.where_v2(mask, array_ops.ones_like(shape), shape)
+    return kept, shape
+
+
+def _tile_back(op: Operation, grad: Any) -> Any:
+    """`grad` of the reduced shape tiled back to the input's shape."""
+    kept, shape = _kept_shape(op)
+    g = array_ops.reshape(grad, kept)
+    if isinstance(kept, np.ndarray):
+        multiples = np.array([s // max(k, 1) for s, k in zip(shape.tolist(), kept.tolist())], np.int32)
+        if not multiples.size or (multiples == 1).all():
+            return g
+        return array_ops.tile(g, multiples)
+    return array_ops.tile(g, math_ops.floordiv(shape, math_ops.maximum(kept, 1)))
+
+
+@gradient("Sum")
+def _sum_grad(op: Operation, grad: Any) -> Any:
+    return [_tile_back(op, grad), None]
+
+
+@gradient("Mean")
+def _mean_grad(op: Operation, grad: Any) -> Any:
+    sum_grad = _tile_back(op, grad)
+    sx, sy = _static(op.inputs[0]), _static(op.outputs[0])
+    if sx is not None and sy is not None:
+        factor = max(int(np.prod(sx, dtype=np.int64)) // max(int(np.prod(sy, dtype=np.int64)), 1), 1)
+        return [math_ops.truediv(sum_grad, constant(factor, dtype=sum_grad.dtype.base_dtype)), None]
+    ins, outs = array_ops.shape(op.inputs[0]), array_ops.shape(op.outputs[0])
+    num = math_ops.reduce_prod(ins)
+    den = math_ops.maximum(math_ops.reduce_prod(outs), 1)
+    factor = math_ops.floordiv(num, den)
+    factor = math_ops.maximum(factor, 1)
+    return [math_ops.truediv(sum_grad, math_ops.cast(factor, sum_grad.dtype)), None]
+
+
+def _min_max_grad(op: Operation, grad: Any) -> Any:
+    kept, shape = _kept_shape(op)
+    x = op.inputs[0]
+    y = array_ops.reshape(op.outputs[0], kept)
+    g = array_ops.reshape(grad, kept)
+    indicators = math_ops.cast(math_ops.equal(y, x), g.dtype)
+    num_selected = array_ops.reshape(math_ops.reduce_sum(indicators, op.inputs[1]), kept)
+    return [math_ops.divide(indicators, num_selected) * g, None]
+
+
+gradient("Max")(_min_max_grad)
+gradient("Min")(_min_max_grad)
+
+
+@gradient("Prod")
+def _prod_grad(op: Operation, grad: Any) -> Any:
+    """The product of all other elements, from exclusive cumulative products on both
+    sides (exact where x has zeros), as TensorFlow computes it."""
+    x = op.inputs[0]
+    rank = x.shape.ndims
+    axes = _static_axes(op)
+    g = _tile_back(op, grad)
+    if rank is None or axes is None:
+        # Unknown rank or axes: the quotient form (wrong where x has zeros).
+        y = array_ops.reshape(op.outputs[0], _kept_shape(op)[0])
+        return [g * y / x, None]
+    if rank == 0:
+        return [g, None]
+    other = [i for i in range(rank) if i not in axes]
+    perm = axes + other
+    shape = array_ops.shape(x)
+    permuted = array_ops.transpose(x, perm)
+    permuted_shape = array_ops.shape(permuted)
+    reduced_num = math_ops.reduce_prod(slicing.gather(shape, np.array(axes, np.int32)))
+    other_num = math_ops.reduce_prod(slicing.gather(shape, np.array(other, np.int32)))
+    reshaped = array_ops.reshape(permuted, array_ops.stack([reduced_num, other_num]))
+    left = math_ops.cumprod(reshaped, axis=0, exclusive=True)
+    right = math_ops.cumprod(reshaped, axis=0, exclusive=True, reverse=True)
+    y = array_ops.reshape(_conj(left) * _conj(right), permuted_shape)
+    inv = np.argsort(perm).astype(np.int32)
+    out = g * array_ops.transpose(y, inv)
+    return [array_ops.reshape(out, shape), None]
+
+
+# --- scans --------------------------------------------------------------------------------
+@gradient("Cumsum")
+def _cumsum_grad(op: Operation, grad: Any) -> Any:
+    return [math_ops.cumsum(grad, op.inputs[1], exclusive=op.get_attr("exclusive"),
+                            reverse=not op.get_attr("reverse")), None]
+
+
+@gradient("Cumprod")
+def _cumprod_grad(op: Operation, grad: Any) -> Any:
+    # As TensorFlow: divides by x, so it is wrong where x has zeros.
+    x, axis = op.inputs
+    ex, rev = op.get_attr("exclusive"), op.get_attr("reverse")
+    prod = math_ops.cumprod(x, axis, exclusive=ex, reverse=rev)
+    out = math_ops.cumsum(prod * grad, axis, exclusive=ex, reverse=not rev)
+    return [math_ops.divide(out, x), None]
