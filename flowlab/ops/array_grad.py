@@ -15,7 +15,7 @@ Helpers that TensorFlow takes from its math family (UnsortedSegmentSum,
 BroadcastGradientArgs) are used when declared; otherwise the same values come from ops
 of the array family (ScatterNd sums duplicate indices; reduction axes from a
 comparison of shapes).  The graph-plumbing core ops (Identity, PlaceholderWithDefault,
-Const, Placeholder, NoOp) are registered with the math gradients (math_grad.py).
+Const, Placeholder, NoOp) are registered here too, as TensorFlow does.
 """
 
 from __future__ import annotations
@@ -27,10 +27,16 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.ops import array_ops, math_ops, slicing
 from flowlab.ops.builder import apply_op
 from flowlab.ops.const_fold import constant_value
-from flowlab.ops.gradient_registry import gradient
+from flowlab.ops.gradient_registry import gradient, not_differentiable
 from flowlab.ops.op_def import get_op_def
 
 __all__: list[str] = []
+
+# TensorFlow declares Const not differentiable; Placeholder and NoOp have no inputs (no
+# gradient in TensorFlow either), but every op must be declared.
+for _t in ("Const", "Placeholder", "NoOp"):
+    not_differentiable(_t)
+
 
 # --- helpers ---------------------------------------------------------------------------
 def _declared(op_type: str) -> bool:
@@ -103,6 +109,17 @@ def _sum_to_shape(g: Tensor, x_shape: Tensor, out_shape: Tensor) -> Tensor:
 
 def _reshape_to_input(op: Operation, grad: Any) -> Tensor:
     return array_ops.reshape(_dense(grad), array_ops.shape(op.inputs[0]))
+
+
+# --- pass-through ----------------------------------------------------------------------
+@gradient("Identity")
+def _identity_grad(op: Operation, grad: Any) -> Any:
+    return [grad]
+
+
+@gradient("PlaceholderWithDefault")
+def _placeholder_with_default_grad(op: Operation, grad: Any) -> Any:
+    return [grad]
 
 
 # --- shapes ----------------------------------------------------------------------------
