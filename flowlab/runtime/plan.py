@@ -221,6 +221,11 @@ def compile_plan(
             PlanNode(i, op, kdef, NodeContext(op, device, i), [], outs, len(op._outputs), single)
         )
 
+    # An Identity of a variable (its "read" op) aliases the variable in TensorFlow 1.x:
+    # the buffer is shared, so a consumer sees the value as of when *it* runs (e.g.
+    # after an assign_add it is control-dependent on).  Such an Identity's output slot is
+    # therefore an alias of the variable's slot: its consumers read the variable.
+    ref_alias: dict[int, int] = {}
     for node in nodes:
         op = node.op
         arg_is_ref = _input_ref_flags(op)
@@ -238,9 +243,13 @@ def compile_plan(
                 )
             # A fed reference is a plain value already: readers take it as it is.
             read = t.dtype.is_ref_dtype and not takes_ref and key not in fed
+            if not read and not takes_ref and slot in ref_alias:
+                slot, read = ref_alias[slot], True
             node.inputs.append((slot, read))
             if key not in fed:
                 deps.add(index_of[id(t.op)])
+        if op.type == "Identity" and node.inputs and node.inputs[0][1] and node.outputs[0] >= 0:
+            ref_alias[node.outputs[0]] = node.inputs[0][0]
         for c in op._control_inputs:
             if id(c) in index_of:
                 deps.add(index_of[id(c)])
@@ -249,9 +258,12 @@ def compile_plan(
             nodes[d].consumers.append(node.index)
 
     fetch_slots = [slot_of[(id(t.op), t.value_index)] for t in fetches]
+    fetch_refs = [t.dtype.is_ref_dtype and (id(t.op), t.value_index) not in fed for t in fetches]
+    for i, slot in enumerate(fetch_slots):
+        if not fetch_refs[i] and slot in ref_alias and slot not in feed_slots:
+            fetch_slots[i], fetch_refs[i] = ref_alias[slot], True
     plan = Plan(
-        graph_version, nodes, next(counter), feed_slots, fetch_slots,
-        [t.dtype.is_ref_dtype and (id(t.op), t.value_index) not in fed for t in fetches],
+        graph_version, nodes, next(counter), feed_slots, fetch_slots, fetch_refs,
         [t.name for t in fetches],
         num_expensive=sum(n.kernel.expensive for n in nodes),
     )

@@ -88,6 +88,98 @@ PROGRAMS = {
             r3 = sess.run((h, [y]), feed_dict={"x:0": [3.0]})
             results = [r1, r2, r3]
     """,
+    "kmeans_assignment_step": """
+        points = tf.constant(np.array([[0, 0], [0.5, 0.2], [5, 5], [5.5, 4.8], [9, 0]], np.float32))
+        centroids = tf.Variable(tf.slice(points, [0, 0], [2, 2]), name="centroids")
+        expanded_points = tf.expand_dims(points, 0)
+        expanded_centroids = tf.expand_dims(centroids, 1)
+        distances = tf.reduce_sum(tf.square(tf.subtract(expanded_points, expanded_centroids)), 2)
+        assignments = tf.argmin(distances, 0)
+        means = []
+        for c in range(2):
+            mask = tf.reshape(tf.where(tf.equal(assignments, c)), [1, -1])
+            means.append(tf.reduce_mean(tf.gather(points, mask), axis=[1]))
+        new_centroids = tf.concat(means, 0)
+        update = tf.assign(centroids, new_centroids)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(3):
+                _, c_val, a_val = sess.run([update, centroids, assignments])
+            results = [c_val, a_val, sess.run(distances)]
+    """,
+    "seeded_initializers_and_random_ops": """
+        tf.set_random_seed(1234)
+        w = tf.get_variable("w", [3, 4])
+        b = tf.Variable(tf.random_normal([4], stddev=0.1), name="b")
+        u = tf.random_uniform([2, 2], minval=-1, maxval=1, seed=7)
+        t = tf.truncated_normal([5], seed=3)
+        k = tf.random_uniform([3], maxval=10, dtype=tf.int32, seed=9)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            first = sess.run([w, b, u, t, k])
+            second = sess.run([u, t])
+            results = [first, second]
+    """,
+    "integer_and_boolean_logic": """
+        a = tf.constant([5, -3, 0, 7], dtype=tf.int64)
+        b = tf.constant([2, 2, 3, -2], dtype=tf.int64)
+        out = [a // b, a % b, tf.div(a, b), tf.truediv(a, b), tf.maximum(a, b), a * b, -a,
+               tf.abs(a), tf.sign(a), tf.logical_and(a > 0, b > 0), tf.logical_or(a > 0, b < 0),
+               tf.logical_not(a > 0), tf.reduce_any(a > 6), tf.reduce_all(b > 0),
+               tf.cast(tf.reduce_prod(b), tf.float32), tf.argmax(a), tf.equal(a, b), tf.not_equal(a, 0)]
+        with tf.Session() as sess:
+            results = sess.run(out)
+    """,
+    "dynamic_partition_stitch_and_scatter": """
+        data = tf.constant(np.arange(12, dtype=np.float32).reshape(6, 2))
+        parts = tf.dynamic_partition(data, [0, 1, 0, 2, 1, 0], 3)
+        idx = tf.dynamic_partition(tf.range(6), [0, 1, 0, 2, 1, 0], 3)
+        stitched = tf.dynamic_stitch(idx, parts)
+        v = tf.Variable(tf.zeros([4, 2]))
+        sc = tf.scatter_add(v, [0, 2, 0], tf.ones([3, 2]))
+        nd = tf.scatter_nd([[1], [3]], tf.constant([[1.0, 2.0], [3.0, 4.0]]), [4, 2])
+        gnd = tf.gather_nd(data, [[0, 1], [5, 0]])
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            results = sess.run(parts + [stitched, sc, nd, gnd])
+    """,
+    "softmax_losses_on_extreme_logits": """
+        logits = tf.constant([[1000.0, -1000.0, 0.0], [1.0, 2.0, 3.0]])
+        labels = tf.constant([[0.0, 1.0, 0.0], [0.2, 0.3, 0.5]])
+        out = [tf.nn.softmax(logits), tf.nn.log_softmax(logits),
+               tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits),
+               tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[1, 2], logits=logits),
+               tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits),
+               tf.nn.l2_loss(logits / 100.0), tf.nn.relu6(logits), tf.nn.elu(logits / 500.0),
+               tf.nn.softplus(logits)]
+        with tf.Session() as sess:
+            results = sess.run(out)
+    """,
+    "control_dependencies_and_group": """
+        v = tf.Variable(1.0)
+        w = tf.Variable(10.0)
+        a = tf.assign_add(v, 1.0)
+        with tf.control_dependencies([a]):
+            b = tf.assign(w, v * 3.0)
+        both = tf.group(a, b)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(both)
+            r1 = sess.run([v, w])
+            sess.run(b)
+            results = [r1, sess.run([v, w]), both.type, [op.name for op in both.control_inputs]]
+    """,
+    "tuple_collections_and_graph_lookup": """
+        x = tf.placeholder(tf.float32, [None, 3], name="inp")
+        with tf.name_scope("block"):
+            y = tf.reduce_sum(x * 2.0, axis=1, name="out")
+        tf.add_to_collection("outputs", y)
+        g = tf.get_default_graph()
+        y2 = g.get_tensor_by_name("block/out:0")
+        with tf.Session() as sess:
+            r = sess.run(tf.get_collection("outputs")[0], {"inp:0": [[1, 2, 3]]})
+            results = [r, y2 is y, y.name, x.shape.as_list(), y.shape.as_list()]
+    """,
 }
 
 
