@@ -5,6 +5,7 @@ from flowlab.graph.graph_def import write_graph
 __all__ = ["write_graph"]
 
 # Queues and input pipelines (issue 6).  Importing the kernels registers them.
+from flowlab.kernels import io_kernels as _io_kernels  # noqa: E402,F401
 from flowlab.kernels import queue_kernels as _queue_kernels  # noqa: E402,F401
 from flowlab.train.coordinator import Coordinator, LooperThread  # noqa: E402
 from flowlab.train.input import (  # noqa: E402
