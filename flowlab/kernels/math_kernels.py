@@ -524,3 +524,22 @@ def range_(ctx: Any, start: Any, limit: Any, delta: Any) -> Any:
     t = dt.as_numpy_dtype
     xp = ctx.xp
     return (xp.arange(size, dtype=t) * t(delta) + t(start)).astype(t, copy=False)
+
+
+@kernel("LinSpace", host_memory=("num",))
+def lin_space(ctx: Any, start: Any, stop: Any, num: Any) -> Any:
+    # TensorFlow's construction: start + i * ((stop - start) / (num - 1)) in the value
+    # dtype, with the last entry exactly `stop`.
+    n = int(num)
+    if n < 0:
+        raise errors.InvalidArgumentError(None, None, f"Requires num >= 0, got {n}")
+    t = ctx.attrs["T"].as_numpy_dtype
+    xp = ctx.xp
+    if n == 0:
+        return xp.zeros((0,), dtype=t)
+    if n == 1:
+        return xp.asarray([start], dtype=t)
+    delta = (t(stop) - t(start)) / t(n - 1)
+    out = (xp.arange(n, dtype=t) * delta + t(start)).astype(t, copy=False)
+    out[-1] = stop
+    return out

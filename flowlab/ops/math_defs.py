@@ -300,6 +300,18 @@ for _name in ("Cumsum", "Cumprod"):
 op_def("Range", inputs=["start: Tidx", "limit: Tidx", "delta: Tidx"], outputs=["output: Tidx"],
        attrs=[f"Tidx: {RANGE} = int32"], shape_fn=_range)
 
+def _lin_space(op: Operation) -> list[Any]:
+    for t, what in zip(op.inputs, ("start", "stop", "num")):
+        if t.shape.ndims not in (None, 0):
+            raise ValueError(f"Shape must be rank 0 but is rank {t.shape.ndims} ({what})")
+    num = constant_value(op.inputs[2])
+    return [TensorShape([None if num is None else max(int(num), 0)])]
+
+
+op_def("LinSpace", inputs=["start: T", "stop: T", "num: Tidx"], outputs=["output: T"],
+       attrs=["T: {float16, float32, float64}", "Tidx: {int32, int64} = int32"], shape_fn=_lin_space,
+       doc="`num` evenly spaced values from `start` to `stop`, both included.")
+
 # Ops without a gradient in TensorFlow (those whose TF gradient returns None, such as
 # Floor or FloorDiv, are the autodiff layer's to register).
 for _name in ("Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual",
@@ -307,6 +319,9 @@ for _name in ("Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual
               "ArgMax", "ArgMin", "Range", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Invert",
               "All", "Any"):
     not_differentiable(_name)
+# TensorFlow 2.x builds linspace from differentiable ops; flowlab's single op has no
+# gradient yet (TensorFlow 1.x's LinSpace op had none either).
+not_differentiable("LinSpace")
 
 
 # --- static values ----------------------------------------------------------------------

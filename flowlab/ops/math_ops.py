@@ -29,6 +29,7 @@ from flowlab.ops.constant_op import make_const
 from flowlab.ops.op_def import get_op_def
 
 __all__ = [
+    "linspace", "lin_space",
     "add", "add_n", "subtract", "sub", "multiply", "divide", "div", "realdiv", "truediv",
     "floordiv", "floor_div", "mod", "floormod", "truncatediv", "truncatemod", "pow",
     "maximum", "minimum", "squared_difference", "scalar_mul",
@@ -588,3 +589,17 @@ def range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,  # n
             dt = max((a.dtype.base_dtype for a in args), key=_RANGE_ORDER.index)
         s, lim, d = (cast(a, dt) for a in args)
         return apply_op("Range", name=scope, start=s, limit=lim, delta=d)
+
+
+def linspace(start: Any, stop: Any, num: Any, name: str | None = None, axis: int = 0) -> Tensor:
+    """`num` evenly spaced values from `start` to `stop` inclusive (`tf.linspace`)."""
+    if axis != 0:
+        raise NotImplementedError("linspace with axis != 0 is not supported yet")
+    with _scope(name, "linspace", (start, stop, num)) as scope:
+        a = convert_to_tensor(start, name="start", preferred_dtype=dtypes.float32)
+        b = convert_to_tensor(stop, name="stop", dtype=a.dtype)
+        n = convert_to_tensor(num, name="num", preferred_dtype=dtypes.int32)
+        return apply_op("LinSpace", name=scope, start=a, stop=b, num=n)
+
+
+lin_space = linspace
