@@ -299,7 +299,6 @@ def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], s
     xs_ops = [x.op for x in xs]
     between, pending = _pending_counts(ys_ops, xs_ops)
     stop_ops = _stop_ops(between, pending, {s.op for s in stops})
-    stop_tensors = {id(s) for s in stops}
 
     # grads[op][i]: partial gradients of op.outputs[i].
     grads: dict[Operation, list[list[Any]]] = {}
@@ -352,7 +351,7 @@ def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], s
                     if gate and sum(1 for g in in_grads if g is not None) > 1:
                         in_grads = _gate(in_grads, core_ops)
         for t_in, g in zip(op.inputs, in_grads):
-            if g is None or id(t_in) in stop_tensors:
+            if g is None:
                 continue
             if isinstance(g, Tensor) and t_in.dtype is not dtypes.resource:
                 try:

@@ -529,7 +529,7 @@ def _kept_shape(op: Operation) -> tuple[Any, Any]:
     shape = array_ops.shape(op.inputs[0])
     rank = array_ops.rank(op.inputs[0])
     axes_t = math_ops.cast(array_ops.reshape(op.inputs[1], [-1]), dtypes.int32)
-    axes_t = math_ops.floormod(axes_t + rank, rank)
+    axes_t = math_ops.floormod(axes_t + rank, math_ops.maximum(rank, 1))
     hit = math_ops.equal(array_ops.expand_dims(math_ops.range(rank), 1), array_ops.expand_dims(axes_t, 0))
     mask = math_ops.reduce_any(hit, axis=1)
     kept = array_ops.where_v2(mask, array_ops.ones_like(shape), shape)
