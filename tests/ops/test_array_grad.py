@@ -1,5 +1,6 @@
-"""Gradients of the array ops: central finite differences in float64, and TensorFlow's
-numbers (values, dtypes, IndexedSlices) for composites."""
+"""Gradients of the array ops: central finite differences in float64 (entries of the
+gradient TABLE of tests/ops/gradient_check.py), and TensorFlow's numbers (values,
+dtypes, IndexedSlices) for each op and for composites."""
 
 from __future__ import annotations
 
@@ -15,51 +16,13 @@ from flowlab.ops.builder import apply_op
 from flowlab.ops.gradient_registry import get_gradient_function, is_declared
 from flowlab.ops.gradients_impl import gradients
 from tests.difftest import assert_same
+from tests.ops.gradient_check import grad_case
 
 RNG = np.random.default_rng(7)
 
 
 def _grads(tf: Any, ys: Any, xs: Any, grad_ys: Any = None) -> Any:
     return (gradients if tf is fl else tf.gradients)(ys, xs, grad_ys=grad_ys)
-
-
-def _dense(v: Any) -> np.ndarray:
-    """A fetched gradient as a dense array (IndexedSlicesValue rows added up)."""
-    if hasattr(v, "indices"):
-        out = np.zeros(tuple(v.dense_shape), dtype=v.values.dtype)
-        np.add.at(out, v.indices, v.values)
-        return out
-    return np.asarray(v)
-
-
-# --- finite differences --------------------------------------------------------------
-def check_gradient(build: Callable[..., Any], arrays: list[np.ndarray], eps: float = 1e-6) -> None:
-    """Symbolic gradients of sum(build(x...) * w) against central differences."""
-    g = fl.Graph()
-    with g.as_default():
-        xs = [fl.placeholder(fl.float64, a.shape) for a in arrays]
-        y = build(fl, *xs)
-        w = fl.placeholder(fl.float64, None)
-        grads = gradients(y, xs, grad_ys=w)
-        with fl.Session(graph=g) as sess:
-            feed = dict(zip(xs, arrays))
-            y0 = np.asarray(sess.run(y, feed))
-            weights = RNG.standard_normal(y0.shape)
-            fetch = [gr for gr in grads if gr is not None]
-            assert len(fetch) == len(grads), "every float input must receive a gradient"
-            symbolic = [_dense(v) for v in sess.run(fetch, {**feed, w: weights})]
-            for i, a in enumerate(arrays):
-                assert symbolic[i].shape == a.shape
-                numeric = np.zeros_like(a)
-                for j in range(a.size):
-                    vals = []
-                    for d in (eps, -eps):
-                        b = a.copy()
-                        b.reshape(-1)[j] += d
-                        vals.append(float(np.sum(np.asarray(sess.run(y, {**feed, xs[i]: b})) * weights)))
-                    numeric.reshape(-1)[j] = (vals[0] - vals[1]) / (2 * eps)
-                np.testing.assert_allclose(symbolic[i], numeric, rtol=1e-6, atol=1e-6,
-                                           err_msg=f"input {i}")
 
 
 def _r(*shape: int) -> np.ndarray:
@@ -118,10 +81,10 @@ FL_CASES: dict[str, tuple[Callable[..., Any], list[np.ndarray]]] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted({**CASES, **FL_CASES}))
-def test_finite_differences(name: str) -> None:
-    build, arrays = {**CASES, **FL_CASES}[name]
-    check_gradient(build, arrays)
+# The finite-difference checks: entries of the registry-walking TABLE, run by
+# tests/ops/test_gradients.py (one case per op type, more for GatherV2, GatherNd, ...).
+for _name, (_build, _arrays) in {**CASES, **FL_CASES}.items():
+    grad_case(_name.split("/")[0], *_arrays)(_build)
 
 
 def test_every_array_op_is_declared() -> None:
