@@ -427,11 +427,22 @@ class InteractiveSession(Session):
     def __init__(self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None) -> None:
         super().__init__(target, graph, config)
         _interactive.append(self)
+        # Its graph becomes the default graph too, until it is closed (TensorFlow).
+        self._graph_stack: list[Graph] | None = graph_mod._default_stack()
+        self._graph_stack.append(self._graph)
 
     def close(self) -> None:
         super().close()
         if self in _interactive:
             _interactive.remove(self)
+        stack = getattr(self, "_graph_stack", None)
+        if stack is not None:
+            # Remove our entry (the last one for this graph), wherever it is now.
+            for i in range(len(stack) - 1, -1, -1):
+                if stack[i] is self._graph:
+                    del stack[i]
+                    break
+            self._graph_stack = None
 
 
 def _eval_with_default_session(element: Any, feed_dict: Any, session: Session | None) -> Any:

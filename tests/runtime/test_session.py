@@ -290,3 +290,16 @@ def test_fetching_a_fed_tensor_returns_the_fed_array(tf1):
     out = assert_same(tf1, build)
     assert isinstance(out[0], np.ndarray) and out[0].shape == ()
     assert type(out[2]) is np.int32
+
+
+def test_interactive_session_makes_its_graph_default_until_closed():
+    g = fl.Graph()
+    with g.as_default():
+        c = fl.constant(5)
+    s = fl.InteractiveSession(graph=g)
+    try:
+        assert fl.get_default_graph() is g
+        assert c.eval() == 5
+    finally:
+        s.close()
+    assert fl.get_default_graph() is not g
