@@ -205,7 +205,8 @@ def _input_shapes(values: list[Tensor]) -> list[Tensor]:
 @gradient("ConcatV2")
 def _concat_grad(op: Operation, grad: Any) -> Any:
     values, axis = list(op.inputs[:-1]), op.inputs[-1]
-    grad = _dense(grad)
+    if _is_sparse(grad):
+        return [*_concat_sparse_grad(values, axis, grad), None]
     axis = math_ops.floormod(axis, array_ops.rank(values[0]))
     sizes = _input_shapes(values)
     if len(sizes) > 16:
@@ -216,6 +217,44 @@ def _concat_grad(op: Operation, grad: Any) -> Any:
         offsets = apply_op("ConcatOffset", concat_dim=axis, shape=sizes, name="ConcatOffset")
         parts = [slicing.slice(grad, begin, size) for begin, size in zip(offsets, sizes)]
     return [*parts, None]
+
+
+def _concat_sparse_grad(values: list[Tensor], axis: Tensor, grad: Any) -> list[Any]:
+    """IndexedSlices for each input: its rows (axis 0) or its columns of every row."""
+    static = constant_value(axis)
+    if static is None:
+        raise ValueError("Can only compute IndexedSlices gradient with statically-known concat_dim")
+    static = int(static)
+    if static < 0:
+        rank = values[0].shape.ndims
+        if rank is None:
+            raise ValueError("Can only compute IndexedSlices gradient with negative concat_dim "
+                             "when first value rank is statically-known.")
+        static %= rank
+    sizes = [array_ops.shape(x) for x in values]
+    out: list[Any] = []
+    if static > 0:
+        # Every input keeps all the rows; its values are a window of grad.values.
+        rank_t = array_ops.shape(sizes[0])
+        mask = array_ops.concat([array_ops.zeros([static], dtype=dtypes.int32), [1],
+                                 array_ops.zeros(math_ops.subtract(rank_t, static + 1), dtype=dtypes.int32)], 0)
+        begin: Any = array_ops.zeros(rank_t, dtype=dtypes.int32)
+        for size in sizes:
+            window = array_ops.concat([[-1], slicing.slice(size, [1], [-1])], 0)
+            out.append(_indexed_slices(slicing.slice(grad.values, begin, window), grad.indices, size))
+            begin = math_ops.add(begin, math_ops.multiply(size, mask))
+        return out
+    it = grad.indices.dtype.base_dtype
+    start: Any = array_ops.zeros([], dtype=it)
+    for size in sizes:
+        end = math_ops.add(start, math_ops.cast(size[0], it))
+        inside = math_ops.logical_and(math_ops.greater_equal(grad.indices, start),
+                                      math_ops.less(grad.indices, end))
+        select = array_ops.squeeze(array_ops.where(inside), axis=[1])
+        rows = math_ops.subtract(slicing.gather(grad.indices, select), start)
+        out.append(_indexed_slices(slicing.gather(grad.values, select), rows, size))
+        start = end
+    return out
 
 
 # --- padding -----------------------------------------------------------------------------

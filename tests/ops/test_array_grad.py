@@ -230,3 +230,16 @@ def test_empty_tensors(tf1: Any) -> None:
         return _grads(tf, [tf.reduce_sum(y[:, ::2]) + tf.reduce_sum(z)], [x])
 
     assert_same(tf1, graph)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_concat_passes_indexed_slices_on(tf1: Any, axis: int) -> None:
+    def graph(tf: Any) -> Any:
+        a = tf.constant(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+        b = tf.constant(np.arange(8.0, dtype=np.float32).reshape(2, 4) if axis else
+                        np.arange(9.0, dtype=np.float32).reshape(3, 3))
+        y = tf.gather(tf.concat([a, b], axis), [3, 1, 1] if axis == 0 else [1, 0, 1])
+        return _grads(tf, y, [a, b], grad_ys=tf.ones_like(y) * 2.0)
+
+    got = assert_same(tf1, graph)
+    assert all(type(g).__name__ == "IndexedSlicesValue" for g in got)
