@@ -66,7 +66,12 @@ def restore_v2(ctx: Any, prefix: Any, tensor_names: Any, shape_and_slices: Any) 
     for name, spec, dt in zip(names, specs, dts):
         np_dt = object if dt.name == "string" else dt.as_numpy_dtype
         v = reader.read(name, spec, np_dt)
-        out.append(v[()] if v.ndim == 0 else v)
+        if v.ndim == 0:
+            out.append(v[()])
+        else:
+            # A fresh array nobody else holds: read-only, so Assign keeps it uncopied.
+            v.flags.writeable = False
+            out.append(v)
     return out
 
 

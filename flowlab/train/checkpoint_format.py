@@ -17,15 +17,17 @@ The index::
      "tensors": {
        "layer/w": {"dtype": "float32", "shape": [10, 4],
                    "slices": [{"slice": [[0, 5], [0, 4]], "shard": 0,
-                               "offset": 0, "length": 80, "crc32": 123456789}, ...]},
+                               "offset": 0, "length": 80, "crc32": [123456789]}, ...]},
        "step":    {"dtype": "int64", "shape": [],
                    "slices": [{"slice": null, "shard": 1, "offset": 0, "length": 8,
-                               "crc32": 42}]}}}
+                               "crc32": [42]}]}}}
 
 ``shape`` is the full shape of the saved tensor; each entry of ``slices`` is one
 stored piece: ``slice`` is a list of ``[start, length]`` per dimension (``null``: the
 whole tensor), ``shard`` the data file, ``offset``/``length`` the byte range and
-``crc32`` the zlib CRC-32 of those bytes.  A variable saved as 3 slices (a sharded
+``crc32`` the zlib CRC-32 of each block of ``CRC_BLOCK`` (16 MiB) of those bytes
+(one value for a small piece; blocks let a pool of threads checksum large tensors
+while the file is written or read).  A variable saved as 3 slices (a sharded
 variable, its ``save_slice_info``) has 3 entries under its full name; any slice of it
 (the whole tensor, or a different sharding) can be read back when the saved pieces
 cover it.  Slice specs as strings follow TensorFlow's ``shape_and_slices`` syntax:
@@ -55,6 +57,7 @@ import os
 import time
 import uuid
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -64,9 +67,44 @@ from flowlab import errors
 FORMAT = "flowlab-checkpoint"
 VERSION = 1
 _ALIGN = 64
-_CHUNK = 1 << 24  # bytes per write/read call: bounded extra memory, interleaved CRC
 
 Slice = tuple[tuple[int, int], ...]  # (start, length) per dimension
+
+# Large tensors are written and read in blocks of CRC_BLOCK bytes by a pool of
+# threads (pwrite/pread and zlib release the GIL), each block checksummed by the
+# thread that moved it: copies to and from the page cache and CRCs run on all cores.
+CRC_BLOCK = 1 << 24
+_POOL = ThreadPoolExecutor(max_workers=max(1, min(8, (os.cpu_count() or 2))),
+                               thread_name_prefix="flowlab-crc32")
+
+
+def _write_block(fd: int, block: memoryview, offset: int) -> int:
+    """pwrite one block at `offset` and return its CRC-32 (runs on the pool)."""
+    done = 0
+    while done < len(block):
+        done += os.pwrite(fd, block[done:], offset + done)
+    return zlib.crc32(block)
+
+
+def _read_block(fd: int, block: memoryview, offset: int) -> tuple[int, int]:
+    """pread one block from `offset`; (bytes read, CRC-32 of them) (runs on the pool)."""
+    got = 0
+    while got < len(block):
+        n = os.preadv(fd, [block[got:]], offset + got)
+        if n <= 0:
+            break
+        got += n
+    return got, zlib.crc32(block[:got])
+
+
+def _blocks(n: int) -> range:
+    return range(0, n, CRC_BLOCK) if n else range(0, 1)
+
+
+def checksums(data: bytes | memoryview) -> list[int]:
+    """The ``crc32`` list of the index for these bytes (one CRC-32 per CRC_BLOCK)."""
+    data = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
+    return [zlib.crc32(data[i: i + CRC_BLOCK]) for i in _blocks(len(data))]
 
 
 # --- names ---------------------------------------------------------------------------
@@ -198,7 +236,7 @@ class ShardWriter:
         if d:
             os.makedirs(d, exist_ok=True)
         self.tmp = _temp_name(self.path)
-        self._f = open(self.tmp, "wb", buffering=0)
+        self._fd: int | None = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self._pos = 0
         self.tensors: dict[str, dict[str, Any]] = {}
 
@@ -224,24 +262,31 @@ class ShardWriter:
                 None, None, f"Tensor '{name}' is saved twice with different dtypes, shapes, "
                 "or once whole; only slices of one tensor may share a name."
             )
-        pad = (-self._pos) % _ALIGN
-        if pad:
-            self._f.write(b"\0" * pad)
-            self._pos += pad
+        self._pos += (-self._pos) % _ALIGN  # the gap stays a hole of zeros
         data = memoryview(_encode_strings(arr)) if dtn == "string" else _raw_view(arr)
-        crc = 0
-        for i in range(0, len(data), _CHUNK):
-            chunk = data[i: i + _CHUNK]
-            self._f.write(chunk)
-            crc = zlib.crc32(chunk, crc)
+        # Blocks are written (pwrite) and checksummed on the pool, in parallel.
+        fd = self._fd
+        assert fd is not None
+        if len(data) <= CRC_BLOCK:
+            crc = [_write_block(fd, data, self._pos)]
+        else:
+            jobs = [_POOL.submit(_write_block, fd, data[i: i + CRC_BLOCK], self._pos + i)
+                    for i in _blocks(len(data))]
+            crc = [f.result() for f in jobs]
         entry["slices"].append({
             "slice": None if sl is None else [list(p) for p in sl],
             "shard": self.shard, "offset": self._pos, "length": len(data), "crc32": crc,
         })
         self._pos += len(data)
 
+    def _close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.ftruncate(fd, self._pos)
+            os.close(fd)
+
     def finish(self) -> dict[str, dict[str, Any]]:
-        self._f.close()
+        self._close()
         delay = os.environ.get("FLOWLAB_CHECKPOINT_WRITE_DELAY")
         if delay:
             time.sleep(float(delay))
@@ -249,8 +294,10 @@ class ShardWriter:
         return self.tensors
 
     def abort(self) -> None:
-        if not self._f.closed:
-            self._f.close()
+        try:
+            self._close()
+        except OSError:
+            pass
         _remove_quietly(self.tmp)
 
 
@@ -424,26 +471,34 @@ class CheckpointReader:
         else:
             buf = memoryview(bytearray(length))
         try:
-            with open(path, "rb", buffering=0) as f:
-                f.seek(offset)
-                got, crc = 0, 0
-                while got < length:
-                    n = f.readinto(buf[got: min(length, got + _CHUNK)])
-                    if not n:
-                        break
-                    crc = zlib.crc32(buf[got: got + n], crc)
-                    got += n
+            fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
             raise errors.DataLossError(None, None, f"{where}: the data file is missing.") from None
+        try:
+            if length <= CRC_BLOCK:
+                results = [_read_block(fd, buf, offset)]
+            else:
+                jobs = [_POOL.submit(_read_block, fd, buf[i: i + CRC_BLOCK], offset + i)
+                        for i in _blocks(length)]
+                results = [f.result() for f in jobs]
+        finally:
+            os.close(fd)
+        got = sum(n for n, _ in results)
         if got != length:
             raise errors.DataLossError(
                 None, None, f"{where}: the file is truncated (read {got} of {length} bytes at "
                 f"offset {offset})."
             )
-        if crc != int(p["crc32"]):
+        computed = [c for _, c in results]
+        stored = p["crc32"]
+        if computed != stored:
+            bad = next((i for i, (a, b) in enumerate(zip(computed, stored)) if a != b),
+                       min(len(computed), len(stored)))
             raise errors.DataLossError(
-                None, None, f"{where}: checksum does not match: stored {int(p['crc32'])} vs. "
-                f"calculated on the restored bytes {crc}."
+                None, None, f"{where}: checksum does not match in bytes "
+                f"[{bad * CRC_BLOCK}, {min(length, (bad + 1) * CRC_BLOCK)}) of the tensor: "
+                f"stored {stored[bad] if bad < len(stored) else None} vs. calculated on the "
+                f"restored bytes {computed[bad] if bad < len(computed) else None}."
             )
         if is_str:
             return _decode_strings(buf, shape, where)
