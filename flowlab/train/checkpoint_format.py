@@ -434,19 +434,20 @@ class CheckpointReader:
             if psl == want:
                 return self._load_piece(name, p, np_dtype, tuple(n for _, n in want))
         out = np.empty(tuple(n for _, n in want), dtype=np_dtype)
-        covered = np.zeros(out.shape, dtype=bool) if out.size else None
+        if out.size == 0:
+            return out
+        covered = np.zeros(out.shape, dtype=bool)
         for p in pieces:
             psl = tuple((0, n) for n in full) if p["slice"] is None else tuple(map(tuple, p["slice"]))
             inter = [(max(a, c), min(a + b, c + d)) for (a, b), (c, d) in zip(psl, want)]
-            if any(lo >= hi for lo, hi in inter) and out.size:
+            if any(lo >= hi for lo, hi in inter):
                 continue
             value = self._load_piece(name, p, np_dtype, tuple(n for _, n in psl))
             src = tuple(slice(lo - a, hi - a) for (lo, hi), (a, _) in zip(inter, psl))
             dst = tuple(slice(lo - c, hi - c) for (lo, hi), (c, _) in zip(inter, want))
             out[dst] = value[src]
-            if covered is not None:
-                covered[dst] = True
-        if covered is not None and not covered.all():
+            covered[dst] = True
+        if not covered.all():
             raise errors.NotFoundError(
                 None, None, f"The slices saved for '{name}' in checkpoint {self.prefix} do not "
                 f"cover the requested slice {spec!r}."

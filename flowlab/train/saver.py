@@ -134,8 +134,12 @@ def _saveables(var_list: Any) -> list[_Saveable]:
             items.append((info.full_name if info is not None else _checked(v).op.name, v))
     out: list[_Saveable] = []
     seen: dict[str, bool] = {}
+    seen_vars: set[int] = set()
     for name, v in items:
         _checked(v)
+        if id(v) in seen_vars and name not in seen:
+            raise ValueError(f"The same saveable will be restored with two names: {name}")
+        seen_vars.add(id(v))
         info = v._get_save_slice_info() if isinstance(v, Variable) else None
         sliced = info is not None
         if name in seen and not (seen[name] and sliced):

@@ -1,0 +1,231 @@
+"""The on-disk checkpoint format (flowlab.train.checkpoint_format): raw arrays + a JSON
+index, slices, checksums, and the errors for damaged or missing data."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flowlab import errors
+from flowlab.train import checkpoint_format as fmt
+
+DTYPES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+          "uint16", "bool", "complex64", "complex128"]
+
+
+def _prefix(tmp_path, name="ckpt/model"):
+    return str(tmp_path / name)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_round_trip_every_dtype(tmp_path, dtype):
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal((3, 5)) * 10).astype(dtype)
+    p = _prefix(tmp_path)
+    fmt.save_tensors(p, ["a", "s"], [a, a[0, 0]])
+    r = fmt.CheckpointReader(p)
+    got = r.get_tensor("a")
+    assert got.dtype == np.dtype(dtype) and got.shape == (3, 5)
+    np.testing.assert_array_equal(got, a)
+    s = r.get_tensor("s")
+    assert s.shape == () and s.dtype == np.dtype(dtype) and s == a[0, 0]
+    assert r.get_variable_to_shape_map() == {"a": [3, 5], "s": []}
+
+
+def test_strings_empty_tensors_and_files(tmp_path):
+    p = _prefix(tmp_path)
+    strs = np.array([[b"a", b""], [b"\xff\x00", "h\u00e9".encode()]], dtype=object)
+    fmt.save_tensors(p, ["s", "e", "z"], [strs, np.zeros((0, 4), np.float32), np.float64(2.5)])
+    r = fmt.CheckpointReader(p)
+    got = r.get_tensor("s")
+    assert got.dtype == object and got.tolist() == strs.tolist()
+    assert r.get_tensor("e").shape == (0, 4)
+    assert r.get_tensor("z") == 2.5
+    assert str(r.get_variable_to_dtype_map()["s"]) in ("<dtype: 'string'>", "string")
+    # TensorFlow's file names; no temporary file is left behind.
+    assert sorted(os.listdir(tmp_path / "ckpt")) == ["model.data-00000-of-00001", "model.index"]
+
+
+def test_index_is_documented_json_and_data_is_raw_little_endian(tmp_path):
+    p = _prefix(tmp_path)
+    a = np.arange(6, dtype=">i4").reshape(2, 3)  # big-endian input is stored little-endian
+    b = np.linspace(0, 1, 5)
+    fmt.save_tensors(p, ["b", "a"], [b, a])
+    doc = json.loads((tmp_path / "ckpt/model.index").read_text())
+    assert doc["format"] == "flowlab-checkpoint" and doc["version"] == 1 and doc["num_shards"] == 1
+    assert list(doc["tensors"]) == ["a", "b"]  # sorted by name
+    ea = doc["tensors"]["a"]
+    assert ea["dtype"] == "int32" and ea["shape"] == [2, 3]
+    (piece,) = ea["slices"]
+    assert piece["slice"] is None and piece["shard"] == 0 and piece["length"] == 24
+    assert piece["offset"] % 64 == 0
+    raw = (tmp_path / "ckpt/model.data-00000-of-00001").read_bytes()
+    assert raw[piece["offset"]: piece["offset"] + 24] == a.astype("<i4").tobytes()
+    eb = doc["tensors"]["b"]["slices"][0]
+    assert raw[eb["offset"]: eb["offset"] + 40] == b.astype("<f8").tobytes()
+    assert eb["crc32"] == fmt.checksums(b.astype("<f8").tobytes())
+
+
+# --- slices -----------------------------------------------------------------------------
+def test_parse_and_format_slice_specs():
+    assert fmt.parse_shape_and_slice("") == (None, None)
+    assert fmt.parse_shape_and_slice(b"10 4 0,5:-") == ((10, 4), ((0, 5), (0, 4)))
+    assert fmt.parse_shape_and_slice("7 2,3") == ((7,), ((2, 3),))
+    assert fmt.format_shape_and_slice((10, 4), ((0, 5), (0, 4))) == "10 4 0,5:-"
+    for bad in ("10 4 0,5", "10 x -", "4 3,5", "4 -1,2", "3 1;2"):
+        with pytest.raises(errors.InvalidArgumentError, match="Invalid shape_and_slice spec"):
+            fmt.parse_shape_and_slice(bad)
+
+
+def _save_in_slices(p, full, bounds):
+    w = fmt.ShardWriter(p)
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        w.add("t", full[a:b], full.shape, ((a, b - a), (0, full.shape[1])))
+    fmt.write_index(p, w.finish(), 1)
+
+
+def test_three_slices_read_whole_and_in_other_shardings(tmp_path):
+    full = np.arange(70, dtype=np.float32).reshape(10, 7)
+    p = _prefix(tmp_path)
+    _save_in_slices(p, full, [0, 3, 7, 10])
+    r = fmt.CheckpointReader(p)
+    assert r.get_variable_to_shape_map() == {"t": [10, 7]}
+    np.testing.assert_array_equal(r.get_tensor("t"), full)
+    np.testing.assert_array_equal(r.read("t", "10 7 0,5:-"), full[:5])
+    np.testing.assert_array_equal(r.read("t", "10 7 5,5:-"), full[5:])
+    np.testing.assert_array_equal(r.read("t", "10 7 2,6:1,3"), full[2:8, 1:4])
+    with pytest.raises(errors.InvalidArgumentError, match="full shape"):
+        r.read("t", "10 8 0,5:-")
+
+
+def test_uncovered_slice_is_not_found(tmp_path):
+    full = np.ones((6, 2), np.float32)
+    p = _prefix(tmp_path)
+    _save_in_slices(p, full, [0, 2, 4])  # rows 4..5 never saved
+    r = fmt.CheckpointReader(p)
+    with pytest.raises(errors.NotFoundError, match="do not cover"):
+        r.get_tensor("t")
+    np.testing.assert_array_equal(r.read("t", "6 2 0,4:-"), full[:4])
+
+
+def test_slice_value_must_match_its_spec(tmp_path):
+    w = fmt.ShardWriter(_prefix(tmp_path))
+    with pytest.raises(errors.InvalidArgumentError, match="has shape"):
+        w.add("t", np.zeros((2, 2)), (6, 2), ((0, 3), (0, 2)))
+    w.abort()
+    assert not [f for f in os.listdir(tmp_path / "ckpt") if ".tmp-" in f]
+
+
+@settings(max_examples=25, deadline=None)
+@given(cuts=st.lists(st.integers(1, 11), max_size=4, unique=True),
+       lo=st.integers(0, 11), n=st.integers(0, 12))
+def test_any_slice_of_any_sharding_property(tmp_path_factory, cuts, lo, n):
+    full = np.arange(12 * 3, dtype=np.int64).reshape(12, 3)
+    p = str(tmp_path_factory.mktemp("prop") / "m")
+    _save_in_slices(p, full, [0, *sorted(cuts), 12])
+    n = min(n, 12 - lo)
+    got = fmt.CheckpointReader(p).read("t", f"12 3 {lo},{n}:-")
+    np.testing.assert_array_equal(got, full[lo: lo + n])
+
+
+def test_merge_checkpoints_renames_shards_and_merges_index(tmp_path):
+    parts = [str(tmp_path / "m_temp/part-00000-of-00002"), str(tmp_path / "m_temp/part-00001-of-00002")]
+    fmt.save_tensors(parts[0], ["a"], [np.arange(3)])
+    fmt.save_tensors(parts[1], ["b"], [np.ones(2, np.float32)])
+    dest = str(tmp_path / "m")
+    fmt.merge_checkpoints(parts, dest)
+    assert sorted(os.listdir(tmp_path)) == ["m.data-00000-of-00002", "m.data-00001-of-00002", "m.index"]
+    r = fmt.CheckpointReader(dest)
+    assert r.num_shards == 2
+    np.testing.assert_array_equal(r.get_tensor("a"), np.arange(3))
+    np.testing.assert_array_equal(r.get_tensor("b"), np.ones(2, np.float32))
+
+
+# --- damage -----------------------------------------------------------------------------
+def test_missing_tensor_and_missing_checkpoint(tmp_path):
+    p = _prefix(tmp_path)
+    fmt.save_tensors(p, ["a"], [np.zeros(2)])
+    with pytest.raises(errors.NotFoundError, match="Key nope not found in checkpoint"):
+        fmt.CheckpointReader(p).get_tensor("nope")
+    with pytest.raises(errors.NotFoundError, match="Failed to find any matching files"):
+        fmt.CheckpointReader(p + "x")
+
+
+def test_dtype_mismatch(tmp_path):
+    p = _prefix(tmp_path)
+    fmt.save_tensors(p, ["a"], [np.zeros(2)])
+    with pytest.raises(errors.InvalidArgumentError,
+                       match="expected dtype float32 does not equal original dtype float64"):
+        fmt.CheckpointReader(p).read("a", "", np.float32)
+
+
+@pytest.mark.parametrize("small_blocks", [False, True])
+def test_flipped_byte_is_data_loss_naming_file_and_tensor(tmp_path, monkeypatch, small_blocks):
+    if small_blocks:  # several CRC blocks per tensor, moved by the thread pool
+        monkeypatch.setattr(fmt, "CRC_BLOCK", 256)
+    p = _prefix(tmp_path)
+    a = np.arange(1000, dtype=np.float32)
+    fmt.save_tensors(p, ["first", "w"], [np.ones(3), a])
+    data = tmp_path / "ckpt/model.data-00000-of-00001"
+    entry = json.loads((tmp_path / "ckpt/model.index").read_text())["tensors"]["w"]["slices"][0]
+    assert len(entry["crc32"]) == (16 if small_blocks else 1)
+    raw = bytearray(data.read_bytes())
+    raw[entry["offset"] + 1234] ^= 0x40
+    data.write_bytes(bytes(raw))
+    r = fmt.CheckpointReader(p)
+    np.testing.assert_array_equal(r.get_tensor("first"), np.ones(3))  # undamaged tensor
+    with pytest.raises(errors.DataLossError) as ei:
+        r.get_tensor("w")
+    msg = str(ei.value)
+    assert "model.data-00000-of-00001" in msg and "'w'" in msg and "checksum does not match" in msg
+    if small_blocks:
+        assert "bytes [1024, 1280)" in msg
+
+
+def test_truncated_data_file(tmp_path):
+    p = _prefix(tmp_path)
+    fmt.save_tensors(p, ["a", "b"], [np.zeros(10), np.arange(100.0)])
+    data = tmp_path / "ckpt/model.data-00000-of-00001"
+    data.write_bytes(data.read_bytes()[:-8])
+    r = fmt.CheckpointReader(p)
+    assert r.get_tensor("a").shape == (10,)
+    with pytest.raises(errors.DataLossError, match=r"model.data-00000-of-00001, tensor 'b'.*truncated"):
+        r.get_tensor("b")
+    data.unlink()
+    with pytest.raises(errors.DataLossError, match="data file is missing"):
+        r.get_tensor("a")
+
+
+@pytest.mark.parametrize("damage", [lambda t: t[: len(t) // 2], lambda t: "{}", lambda t: "\x00\xff"])
+def test_damaged_index_is_data_loss(tmp_path, damage):
+    p = _prefix(tmp_path)
+    fmt.save_tensors(p, ["a"], [np.zeros(2)])
+    idx = tmp_path / "ckpt/model.index"
+    idx.write_text(damage(idx.read_text()))
+    with pytest.raises(errors.DataLossError, match="model.index is corrupted or truncated"):
+        fmt.CheckpointReader(p)
+
+
+def test_failed_save_keeps_the_previous_checkpoint(tmp_path):
+    p = _prefix(tmp_path)
+    fmt.save_tensors(p, ["a"], [np.arange(4)])
+    before = sorted(os.listdir(tmp_path / "ckpt"))
+    with pytest.raises(errors.InvalidArgumentError):
+        fmt.save_tensors(p, ["a", "a"], [np.arange(4), np.arange(5)])  # same name twice
+    assert sorted(os.listdir(tmp_path / "ckpt")) == before  # temporary file removed
+    np.testing.assert_array_equal(fmt.CheckpointReader(p).get_tensor("a"), np.arange(4))
+
+
+def test_remove_checkpoint_and_exists(tmp_path):
+    p = _prefix(tmp_path)
+    fmt.save_tensors(p, ["a"], [np.arange(4)])
+    assert fmt.checkpoint_exists(p)
+    assert [os.path.basename(f) for f in fmt.checkpoint_files(p)] == [
+        "model.data-00000-of-00001", "model.index"]
+    fmt.remove_checkpoint(p)
+    assert not fmt.checkpoint_exists(p) and os.listdir(tmp_path / "ckpt") == []
