@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import flowlab as fl
+from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.op_def import get_op_def, op_def, parse_arg, parse_attr
 from tests.difftest import assert_same
 
@@ -110,6 +111,7 @@ def test_type_attr_inference_converts_python_values_to_inferred_type():
     except KeyError:
         op_def(op_def_name, inputs=["x: T", "y: T"], outputs=["z: T"], attrs=["T: numeric"],
                shape_fn=lambda op: [op.inputs[0].shape])
+        not_differentiable(op_def_name)
     from flowlab.ops.builder import apply_op
 
     x = fl.constant(np.float64(1.0))
@@ -137,6 +139,7 @@ def test_shape_function_errors_name_op_and_input_shapes():
             return [a.merge_with(b)]
 
         op_def(name, inputs=["x: T", "y: T"], outputs=["z: T"], attrs=["T: numeric"], shape_fn=same_shape)
+        not_differentiable(name)
     from flowlab.ops.builder import apply_op
 
     g = fl.get_default_graph()
