@@ -13,7 +13,8 @@ every placeholder, and compares it with central differences in float64.  A None
 gradient counts as zeros; an IndexedSlices gradient is scattered to dense.
 
 `TABLE_MODULES` are the test modules that fill the table (math, nn, array/state/random);
-`load_table()` imports them, and the coverage test in test_gradients.py walks the op
+`load_table()` imports them and every other tests/ops/test_*.py that calls `grad_case`
+(so a new op family adds its entries in its own test module), and the coverage test in test_gradients.py walks the op
 registry against it: an op with a gradient function and no entry fails, and so does
 an op neither differentiable nor declared not differentiable.
 """
@@ -21,6 +22,7 @@ an op neither differentiable nor declared not differentiable.
 from __future__ import annotations
 
 import importlib
+import pathlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +34,7 @@ from flowlab.ops.gradients_impl import _load_gradient_modules, gradients
 from flowlab.ops.indexed_slices import IndexedSlicesValue
 
 TABLE_MODULES = ("tests.ops.test_math_grad", "tests.ops.test_nn_grad", "tests.ops.test_array_grad")
+_HERE = pathlib.Path(__file__).parent
 
 
 @dataclass
@@ -70,7 +73,10 @@ def grad_case(op_type: str, *inputs: Any, eps: float = 1e-6, rtol: float = 1e-5,
 
 def load_table() -> dict[str, list[GradCase]]:
     _load_gradient_modules()
-    for name in TABLE_MODULES:
+    extra = sorted(
+        f"tests.ops.{p.stem}" for p in _HERE.glob("test_*.py") if "grad_case(" in p.read_text()
+    )
+    for name in dict.fromkeys([*TABLE_MODULES, *extra]):
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as e:
