@@ -6,6 +6,7 @@ here (`tf.nn.sigmoid`, `tf.nn.tanh`); they are the same functions as `tf.sigmoid
 `tf.tanh`.
 """
 
+from flowlab.ops.conv_ops import *  # noqa: F401,F403,E402  (registers conv kernels and gradients)
 from flowlab.ops.math_ops import sigmoid, tanh  # noqa: F401
 from flowlab.ops.nn_impl import *  # noqa: F401,F403
 from flowlab.ops.nn_ops import *  # noqa: F401,F403

@@ -1,0 +1,363 @@
+"""Kernels of the convolution and pooling ops, written once over `ctx.xp`.
+
+Convolution is im2col plus one GEMM: the padded input is viewed (no copy, through
+`as_strided`) as windows [batch, out_h, out_w, kh, kw, in]; one reshape copies them
+into a [batch*out_h*out_w, kh*kw*in] matrix that multiplies the [kh*kw*in, out] filter.
+The filter backprop is the transposed GEMM (columns^T @ out_backprop) and the input
+backprop a GEMM (out_backprop @ filter^T) followed by col2im: kh*kw strided
+vectorized additions into a zero padded input.  Grouped convolutions batch the GEMM
+over groups.  Pooling reduces the same strided window view; MaxPoolGrad sends each
+window's gradient to its first maximum (TensorFlow's scan order) with one bincount.
+
+Everything is computed in NHWC; NCHW inputs and outputs are transposed at the edges.
+float16 is computed in float32 and rounded back, as TensorFlow accumulates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flowlab import errors
+from flowlab.kernels.registry import kernel
+from flowlab.ops.conv_ops import explicit_pads, output_size, spatial
+
+
+def _invalid(message: str) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(None, None, message)
+
+
+class _Geometry:
+    """Window geometry of one node: kernel, strides, dilations, pads and output size."""
+
+    def __init__(self, attrs: dict[str, Any], in_hw: tuple[int, int], k_hw: tuple[int, int],
+                 dilated: bool = True) -> None:
+        fmt = attrs["data_format"]
+        self.nchw = fmt == "NCHW"
+        strides = list(attrs["strides"])
+        c = 1 if self.nchw else 3
+        if strides[0] != 1 or strides[c] != 1:
+            raise _invalid("Current implementation does not yet support strides in the batch "
+                           "and depth dimensions.")
+        self.s = spatial(strides, fmt)
+        if min(self.s) < 1:
+            raise _invalid(f"Sliding window strides must be positive, got {strides}")
+        self.d = (1, 1)
+        if dilated:
+            dil = list(attrs["dilations"])
+            if dil[0] != 1 or dil[c] != 1:
+                raise _invalid("Current implementation does not yet support dilations in the "
+                               "batch and depth dimensions.")
+            self.d = spatial(dil, fmt)
+            if min(self.d) < 1:
+                raise _invalid(f"Dilation rates must be positive, got {dil}")
+        padding = attrs["padding"]
+        pads = ((0, 0), (0, 0))
+        if padding == "EXPLICIT":
+            pads = explicit_pads(list(attrs["explicit_paddings"]), fmt)
+            if min(min(p) for p in pads) < 0:
+                raise _invalid("All elements of explicit_paddings must be nonnegative")
+        self.k = k_hw
+        try:
+            oh, pt, pb = output_size(in_hw[0], k_hw[0], self.s[0], self.d[0], padding, pads[0])
+            ow, pl, pr = output_size(in_hw[1], k_hw[1], self.s[1], self.d[1], padding, pads[1])
+        except ValueError as e:
+            raise _invalid(f"Computed output size would be negative: {e}") from None
+        self.out = (oh, ow)
+        self.pad = ((pt, pb), (pl, pr))
+
+    def padded(self, xp: Any, x: Any, value: Any = 0) -> Any:
+        (pt, pb), (pl, pr) = self.pad
+        if pt == pb == pl == pr == 0:
+            return x
+        return xp.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=value)
+
+    def windows(self, xp: Any, xp_padded: Any) -> Any:
+        """A strided view [n, oh, ow, kh, kw, c] of the padded NHWC input (no copy)."""
+        n, _, _, c = xp_padded.shape
+        sn, sh, sw, sc = xp_padded.strides
+        shape = (n, self.out[0], self.out[1], self.k[0], self.k[1], c)
+        strides = (sn, sh * self.s[0], sw * self.s[1], sh * self.d[0], sw * self.d[1], sc)
+        return xp.lib.stride_tricks.as_strided(xp_padded, shape, strides, writeable=False)
+
+    def col2im(self, xp: Any, cols: Any, in_shape: tuple[int, ...]) -> Any:
+        """Sum window-shaped values [n, oh, ow, kh, kw, c] back into an NHWC input."""
+        n, h, w, c = in_shape
+        (pt, pb), (pl, pr) = self.pad
+        out = xp.zeros((n, h + pt + pb, w + pl + pr, c), dtype=cols.dtype)
+        oh, ow = self.out
+        for i in range(self.k[0]):
+            r = i * self.d[0]
+            for j in range(self.k[1]):
+                q = j * self.d[1]
+                out[:, r:r + (oh - 1) * self.s[0] + 1:self.s[0],
+                    q:q + (ow - 1) * self.s[1] + 1:self.s[1], :] += cols[:, :, :, i, j, :]
+        return out[:, pt:pt + h, pl:pl + w, :]
+
+
+def _nhwc(x: Any, nchw: bool) -> Any:
+    return x.transpose(0, 2, 3, 1) if nchw else x
+
+
+def _back(x: Any, nchw: bool) -> Any:
+    return x.transpose(0, 3, 1, 2) if nchw else x
+
+
+def _compute_dtype(dtype: Any) -> Any:
+    return np.float32 if dtype == np.float16 else dtype
+
+
+def _finish(xp: Any, y: Any, dtype: Any, nchw: bool) -> Any:
+    return xp.ascontiguousarray(_back(y, nchw)).astype(dtype, copy=False)
+
+
+def _check4(what: str, x: Any) -> None:
+    if x.ndim != 4:
+        raise _invalid(f"{what} must be 4-dimensional: {list(x.shape)}")
+
+
+def _groups(c: int, fc: int, o: int) -> int:
+    if fc == 0 or c % fc:
+        raise _invalid(f"input depth must be evenly divisible by filter depth: {c} vs {fc}")
+    g = c // fc
+    if o % g:
+        raise _invalid(f"output depth must be evenly divisible by number of groups: {o} vs {g}")
+    return g
+
+
+def _conv_setup(ctx: Any, x_shape: tuple[int, ...], f_shape: tuple[int, ...]) -> tuple[_Geometry, int]:
+    nchw = ctx.attrs["data_format"] == "NCHW"
+    n, h, w, c = (x_shape[0], x_shape[2], x_shape[3], x_shape[1]) if nchw else x_shape
+    kh, kw, fc, o = f_shape
+    g = _groups(c, fc, o)
+    return _Geometry(ctx.attrs, (h, w), (kh, kw)), g
+
+
+def _im2col(xp: Any, geo: _Geometry, x: Any) -> Any:
+    """[n*oh*ow, kh*kw*c] columns of the NHWC input (the one copy of the conv)."""
+    n, c = x.shape[0], x.shape[3]
+    win = geo.windows(xp, xp.ascontiguousarray(geo.padded(xp, x)))
+    return win.reshape(n * geo.out[0] * geo.out[1], geo.k[0] * geo.k[1] * c)
+
+
+def _grouped(cols: Any, m: int, kk: int, g: int, cg: int) -> Any:
+    """[m, kk*g*cg] columns -> [g, m, kk*cg]."""
+    return cols.reshape(m, kk, g, cg).transpose(2, 0, 1, 3).reshape(g, m, kk * cg)
+
+
+@kernel("Conv2D", expensive=True)
+def conv2d(ctx: Any, x: Any, f: Any) -> Any:
+    xp = ctx.xp
+    _check4("input", x)
+    _check4("filter", f)
+    geo, g = _conv_setup(ctx, x.shape, f.shape)
+    dtype = x.dtype
+    ct = _compute_dtype(dtype)
+    x = _nhwc(x, geo.nchw).astype(ct, copy=False)
+    kh, kw, cg, o = f.shape
+    n = x.shape[0]
+    m, kk = n * geo.out[0] * geo.out[1], kh * kw
+    cols = _im2col(xp, geo, x)
+    f = f.astype(ct, copy=False)
+    if g == 1:
+        y = xp.matmul(cols, f.reshape(kk * cg, o))
+    else:
+        og = o // g
+        fg = f.reshape(kk, cg, g, og).transpose(2, 0, 1, 3).reshape(g, kk * cg, og)
+        y = xp.matmul(_grouped(cols, m, kk, g, cg), fg).transpose(1, 0, 2)
+    return _finish(xp, y.reshape(n, geo.out[0], geo.out[1], o), dtype, geo.nchw)
+
+
+def _sizes(v: Any, what: str) -> tuple[int, ...]:
+    s = tuple(int(d) for d in np.asarray(v).reshape(-1))
+    if len(s) != 4:
+        raise _invalid(f"{what} must be a 4-vector, got {len(s)} values")
+    return s
+
+
+def _check_backprop(geo: _Geometry, dy: Any, n: int, o: int) -> None:
+    want = (n, geo.out[0], geo.out[1], o)
+    if tuple(dy.shape) != want:
+        raise _invalid(f"Conv2DCustomBackprop: out_backprop has shape {list(dy.shape)}, "
+                       f"expected {list(want)} (computed from the input and filter)")
+
+
+@kernel("Conv2DBackpropInput", expensive=True, host_memory=("input_sizes",))
+def conv2d_backprop_input(ctx: Any, sizes: Any, f: Any, dy: Any) -> Any:
+    xp = ctx.xp
+    _check4("filter", f)
+    _check4("out_backprop", dy)
+    in_shape = _sizes(sizes, "input_sizes")
+    geo, g = _conv_setup(ctx, in_shape, f.shape)
+    dtype = dy.dtype
+    ct = _compute_dtype(dtype)
+    dy = _nhwc(dy, geo.nchw).astype(ct, copy=False)
+    nhwc_shape = (in_shape[0], in_shape[2], in_shape[3], in_shape[1]) if geo.nchw else in_shape
+    kh, kw, cg, o = f.shape
+    n = nhwc_shape[0]
+    _check_backprop(geo, dy, n, o)
+    m, kk = n * geo.out[0] * geo.out[1], kh * kw
+    f = f.astype(ct, copy=False)
+    dy2 = dy.reshape(m, o)
+    if g == 1:
+        cols = xp.matmul(dy2, f.reshape(kk * cg, o).T)
+    else:
+        og = o // g
+        fg = f.reshape(kk, cg, g, og).transpose(2, 3, 0, 1).reshape(g, og, kk * cg)
+        dyg = dy2.reshape(m, g, og).transpose(1, 0, 2)
+        cols = xp.matmul(dyg, fg).reshape(g, m, kk, cg).transpose(1, 2, 0, 3)
+    cols = cols.reshape(n, geo.out[0], geo.out[1], kh, kw, g * cg)
+    return _finish(xp, geo.col2im(xp, cols, nhwc_shape), dtype, geo.nchw)
+
+
+@kernel("Conv2DBackpropFilter", expensive=True, host_memory=("filter_sizes",))
+def conv2d_backprop_filter(ctx: Any, x: Any, sizes: Any, dy: Any) -> Any:
+    xp = ctx.xp
+    _check4("input", x)
+    _check4("out_backprop", dy)
+    f_shape = _sizes(sizes, "filter_sizes")
+    geo, g = _conv_setup(ctx, x.shape, f_shape)
+    dtype = x.dtype
+    ct = _compute_dtype(dtype)
+    x = _nhwc(x, geo.nchw).astype(ct, copy=False)
+    dy = _nhwc(dy, geo.nchw).astype(ct, copy=False)
+    kh, kw, cg, o = f_shape
+    n = x.shape[0]
+    _check_backprop(geo, dy, n, o)
+    m, kk = n * geo.out[0] * geo.out[1], kh * kw
+    cols = _im2col(xp, geo, x)
+    dy2 = dy.reshape(m, o)
+    if g == 1:
+        df = xp.matmul(cols.T, dy2)
+    else:
+        og = o // g
+        dyg = dy2.reshape(m, g, og).transpose(1, 0, 2)
+        dfg = xp.matmul(_grouped(cols, m, kk, g, cg).transpose(0, 2, 1), dyg)  # [g, kk*cg, og]
+        df = dfg.reshape(g, kk, cg, og).transpose(1, 2, 0, 3)
+    return xp.ascontiguousarray(df.reshape(f_shape)).astype(dtype, copy=False)
+
+
+# --- pooling ---------------------------------------------------------------------------
+def _pool_setup(ctx: Any, shape: tuple[int, ...]) -> _Geometry:
+    fmt = ctx.attrs["data_format"]
+    ksize = list(ctx.attrs["ksize"])
+    c = 1 if fmt == "NCHW" else 3
+    if ksize[0] != 1 or ksize[c] != 1:
+        raise _invalid("Pooling is not yet supported on the batch or depth dimension.")
+    k = spatial(ksize, fmt)
+    if min(k) < 1:
+        raise _invalid(f"Sliding window ksize must be positive, got {ksize}")
+    nchw = fmt == "NCHW"
+    hw = (shape[2], shape[3]) if nchw else (shape[1], shape[2])
+    return _Geometry(ctx.attrs, hw, k, dilated=False)
+
+
+def _lowest(dtype: Any) -> Any:
+    if np.issubdtype(dtype, np.floating):
+        return -np.inf
+    return np.iinfo(dtype).min
+
+
+@kernel("MaxPool")
+def max_pool(ctx: Any, x: Any) -> Any:
+    xp = ctx.xp
+    _check4("input", x)
+    geo = _pool_setup(ctx, x.shape)
+    dtype = x.dtype
+    xn = _nhwc(x, geo.nchw)
+    win = geo.windows(xp, xp.ascontiguousarray(geo.padded(xp, xn, _lowest(dtype))))
+    return _finish(xp, win.max(axis=(3, 4)), dtype, geo.nchw)
+
+
+def _counts(xp: Any, geo: _Geometry, h: int, w: int, dtype: Any) -> Any:
+    """Number of non-padding elements in each window, [oh, ow, 1]."""
+    def per_dim(size: int, out: int, k: int, s: int, before: int) -> Any:
+        start = np.arange(out) * s - before
+        return np.minimum(start + k, size) - np.maximum(start, 0)
+
+    ch = per_dim(h, geo.out[0], geo.k[0], geo.s[0], geo.pad[0][0])
+    cw = per_dim(w, geo.out[1], geo.k[1], geo.s[1], geo.pad[1][0])
+    return xp.asarray((ch[:, None] * cw[None, :])[:, :, None].astype(dtype))
+
+
+@kernel("AvgPool")
+def avg_pool(ctx: Any, x: Any) -> Any:
+    xp = ctx.xp
+    _check4("input", x)
+    geo = _pool_setup(ctx, x.shape)
+    dtype = x.dtype
+    ct = _compute_dtype(dtype)
+    xn = _nhwc(x, geo.nchw).astype(ct, copy=False)
+    win = geo.windows(xp, xp.ascontiguousarray(geo.padded(xp, xn)))
+    total = win.sum(axis=(3, 4))
+    return _finish(xp, total / _counts(xp, geo, xn.shape[1], xn.shape[2], ct), dtype, geo.nchw)
+
+
+@kernel("AvgPoolGrad", host_memory=("orig_input_shape",))
+def avg_pool_grad(ctx: Any, sizes: Any, dy: Any) -> Any:
+    xp = ctx.xp
+    _check4("grad", dy)
+    in_shape = _sizes(sizes, "orig_input_shape")
+    geo = _pool_setup(ctx, in_shape)
+    dtype = dy.dtype
+    ct = _compute_dtype(dtype)
+    nhwc_shape = (in_shape[0], in_shape[2], in_shape[3], in_shape[1]) if geo.nchw else in_shape
+    dy = _nhwc(dy, geo.nchw).astype(ct, copy=False)
+    want = (nhwc_shape[0], geo.out[0], geo.out[1], nhwc_shape[3])
+    if tuple(dy.shape) != want:
+        raise _invalid(f"AvgPoolGrad: grad has shape {list(dy.shape)}, expected {list(want)}")
+    share = dy / _counts(xp, geo, nhwc_shape[1], nhwc_shape[2], ct)
+    cols = xp.broadcast_to(share[:, :, :, None, None, :], want[:3] + geo.k + (want[3],))
+    return _finish(xp, geo.col2im(xp, cols, nhwc_shape), dtype, geo.nchw)
+
+
+def _argmax(ctx: Any, x: Any) -> tuple[_Geometry, Any, Any]:
+    """(geometry, NHWC input, flat index into the NHWC input of each window's maximum)."""
+    xp = ctx.xp
+    geo = _pool_setup(ctx, x.shape)
+    xn = _nhwc(x, geo.nchw)
+    n, h, w, c = xn.shape
+    win = geo.windows(xp, xp.ascontiguousarray(geo.padded(xp, xn, _lowest(x.dtype))))
+    oh, ow = geo.out
+    kh, kw = geo.k
+    idx = win.reshape(n, oh, ow, kh * kw, c).argmax(axis=3)  # first maximum, row-major
+    rows = xp.arange(oh)[None, :, None, None] * geo.s[0] - geo.pad[0][0] + idx // kw
+    cols = xp.arange(ow)[None, None, :, None] * geo.s[1] - geo.pad[1][0] + idx % kw
+    # A window of -inf (or the integer minimum) may pick a padding element: clamp it.
+    rows, cols = xp.clip(rows, 0, h - 1), xp.clip(cols, 0, w - 1)
+    flat = ((xp.arange(n)[:, None, None, None] * h + rows) * w + cols) * c \
+        + xp.arange(c)[None, None, None, :]
+    return geo, xn, flat
+
+
+@kernel("MaxPoolGrad")
+def max_pool_grad(ctx: Any, x: Any, y: Any, dy: Any) -> Any:
+    xp = ctx.xp
+    _check4("orig_input", x)
+    _check4("grad", dy)
+    geo, xn, flat = _argmax(ctx, x)
+    dyn = _nhwc(dy, geo.nchw)
+    if dyn.shape != flat.shape:
+        raise _invalid(f"Expected grad shape to be {list(_back(flat, geo.nchw).shape)}, "
+                       f"but got {list(dy.shape)}")
+    if xn.size == 0:
+        return xp.zeros(x.shape, dtype=x.dtype)
+    weights = dyn.reshape(-1).astype(np.float64)
+    dx = xp.bincount(flat.reshape(-1), weights=weights, minlength=xn.size)
+    return _finish(xp, dx.reshape(xn.shape), x.dtype, geo.nchw)
+
+
+@kernel("MaxPoolGradGrad")
+def max_pool_grad_grad(ctx: Any, x: Any, y: Any, g: Any) -> Any:
+    xp = ctx.xp
+    _check4("orig_input", x)
+    _check4("grad", g)
+    if g.shape != x.shape:
+        raise _invalid(f"grad must have the shape of orig_input: {list(g.shape)} vs "
+                       f"{list(x.shape)}")
+    geo, _, flat = _argmax(ctx, x)
+    gn = _nhwc(g, geo.nchw)
+    if gn.size == 0:
+        return _finish(xp, xp.zeros(flat.shape, dtype=g.dtype), g.dtype, geo.nchw)
+    return _finish(xp, gn.reshape(-1)[flat], g.dtype, geo.nchw)

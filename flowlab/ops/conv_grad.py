@@ -1,0 +1,113 @@
+"""Gradient functions of the convolution and pooling ops (TensorFlow's nn_grad).
+
+Conv2D differentiates into its two backprop ops; each backprop op differentiates into
+the other backprop and a Conv2D (they are bilinear).  MaxPool's gradient is
+MaxPoolGrad, whose own gradient reads the incoming gradient at the windows' maxima
+(MaxPoolGradGrad), and back.  AvgPool and AvgPoolGrad are linear and transpose into
+each other.  The window attrs are passed on unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flowlab.graph.tensor import Operation, Tensor
+from flowlab.ops import array_ops
+from flowlab.ops.builder import apply_op
+from flowlab.ops.gradient_registry import gradient
+
+__all__: list[str] = []
+
+
+def _attrs(op: Operation, *names: str) -> dict[str, Any]:
+    return {n: op.get_attr(n) for n in names}
+
+
+def _conv_attrs(op: Operation) -> dict[str, Any]:
+    return _attrs(op, "strides", "padding", "explicit_paddings", "use_cudnn_on_gpu",
+                  "data_format", "dilations")
+
+
+def _shape(t: Tensor) -> Tensor:
+    return array_ops.shape(t)
+
+
+@gradient("Conv2D")
+def _conv2d_grad(op: Operation, grad: Tensor) -> list[Tensor]:
+    x, f = op.inputs
+    attrs = _conv_attrs(op)
+    sx, sf = array_ops.shape_n([x, f])
+    return [
+        apply_op("Conv2DBackpropInput", input_sizes=sx, filter=f, out_backprop=grad,
+                 name="Conv2DBackpropInput", **attrs),
+        apply_op("Conv2DBackpropFilter", input=x, filter_sizes=sf, out_backprop=grad,
+                 name="Conv2DBackpropFilter", **attrs),
+    ]
+
+
+@gradient("Conv2DBackpropInput")
+def _conv2d_backprop_input_grad(op: Operation, grad: Tensor) -> list[Any]:
+    _, f, dy = op.inputs
+    attrs = _conv_attrs(op)
+    return [
+        None,
+        apply_op("Conv2DBackpropFilter", input=grad, filter_sizes=_shape(f), out_backprop=dy,
+                 name="Conv2DBackpropFilter", **attrs),
+        apply_op("Conv2D", input=grad, filter=f, name="Conv2D", **attrs),
+    ]
+
+
+@gradient("Conv2DBackpropFilter")
+def _conv2d_backprop_filter_grad(op: Operation, grad: Tensor) -> list[Any]:
+    x, _, dy = op.inputs
+    attrs = _conv_attrs(op)
+    return [
+        apply_op("Conv2DBackpropInput", input_sizes=_shape(x), filter=grad, out_backprop=dy,
+                 name="Conv2DBackpropInput", **attrs),
+        None,
+        apply_op("Conv2D", input=x, filter=grad, name="Conv2D", **attrs),
+    ]
+
+
+def _pool_attrs(op: Operation) -> dict[str, Any]:
+    return _attrs(op, "ksize", "strides", "padding", "data_format")
+
+
+@gradient("MaxPool")
+def _max_pool_grad(op: Operation, grad: Tensor) -> list[Tensor]:
+    return [apply_op("MaxPoolGrad", orig_input=op.inputs[0], orig_output=op.outputs[0],
+                     grad=grad, explicit_paddings=op.get_attr("explicit_paddings"),
+                     name="MaxPoolGrad", **_pool_attrs(op))]
+
+
+@gradient("MaxPoolGrad")
+def _max_pool_grad_grad(op: Operation, grad: Tensor) -> list[Any]:
+    x, y, _ = op.inputs
+    if op.get_attr("padding") == "EXPLICIT":
+        raise LookupError("The gradient of MaxPoolGrad with explicit padding is not supported")
+    return [
+        array_ops.zeros_like(x), array_ops.zeros_like(y),
+        apply_op("MaxPoolGradGrad", orig_input=x, orig_output=y, grad=grad,
+                 name="MaxPoolGradGrad", **_pool_attrs(op)),
+    ]
+
+
+@gradient("MaxPoolGradGrad")
+def _max_pool_grad_grad_grad(op: Operation, grad: Tensor) -> list[Any]:
+    x, y, _ = op.inputs
+    return [
+        array_ops.zeros_like(x), array_ops.zeros_like(y),
+        apply_op("MaxPoolGrad", orig_input=x, orig_output=y, grad=grad, name="MaxPoolGrad",
+                 **_pool_attrs(op)),
+    ]
+
+
+@gradient("AvgPool")
+def _avg_pool_grad(op: Operation, grad: Tensor) -> list[Tensor]:
+    return [apply_op("AvgPoolGrad", orig_input_shape=_shape(op.inputs[0]), grad=grad,
+                     name="AvgPoolGrad", **_pool_attrs(op))]
+
+
+@gradient("AvgPoolGrad")
+def _avg_pool_grad_grad(op: Operation, grad: Tensor) -> list[Any]:
+    return [None, apply_op("AvgPool", value=grad, name="AvgPool", **_pool_attrs(op))]
