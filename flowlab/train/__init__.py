@@ -30,3 +30,20 @@ from flowlab.train.saver import *  # noqa: E402,F401,F403
 from flowlab.train.saver import __all__ as _saver_all  # noqa: E402
 
 __all__ += _saver_all
+
+# Optimizers, learning-rate schedules and the global step (issue 3).
+from flowlab.kernels import training_kernels as _training_kernels  # noqa: E402,F401
+from flowlab.train.adadelta import AdadeltaOptimizer  # noqa: E402
+from flowlab.train.adagrad import AdagradOptimizer  # noqa: E402
+from flowlab.train.adam import AdamOptimizer  # noqa: E402
+from flowlab.train.gradient_descent import GradientDescentOptimizer  # noqa: E402
+from flowlab.train.learning_rate_decay import *  # noqa: E402,F401,F403
+from flowlab.train.learning_rate_decay import __all__ as _lrd_all  # noqa: E402
+from flowlab.train.momentum import MomentumOptimizer  # noqa: E402
+from flowlab.train.optimizer import Optimizer  # noqa: E402
+from flowlab.train.rmsprop import RMSPropOptimizer  # noqa: E402
+from flowlab.train.training_util import *  # noqa: E402,F401,F403
+from flowlab.train.training_util import __all__ as _tu_all  # noqa: E402
+
+__all__ += ["AdadeltaOptimizer", "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer",
+            "MomentumOptimizer", "Optimizer", "RMSPropOptimizer", *_lrd_all, *_tu_all]

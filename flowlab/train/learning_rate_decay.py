@@ -1,0 +1,116 @@
+"""Learning-rate schedules of `tf.train` (TF1 `learning_rate_decay`), as graph ops.
+
+Each function returns a scalar tensor computed from `global_step` with TensorFlow's
+formula and in the learning rate's dtype, e.g. exponential_decay:
+`learning_rate * decay_rate ^ (global_step / decay_steps)` (the exponent floored with
+`staircase=True`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flowlab.graph.graph import get_default_graph
+from flowlab.ops import array_ops, core_ops, math_ops
+from flowlab.ops.builder import convert_to_tensor
+
+__all__ = ["exponential_decay", "piecewise_constant", "inverse_time_decay", "polynomial_decay",
+           "natural_exp_decay"]
+
+
+def _need_step(global_step: Any, fn: str) -> None:
+    if global_step is None:
+        raise ValueError(f"global_step is required for {fn}.")
+
+
+def exponential_decay(learning_rate: Any, global_step: Any, decay_steps: Any, decay_rate: Any,
+                      staircase: bool = False, name: str | None = None) -> Any:
+    """`learning_rate * decay_rate ** (global_step / decay_steps)`."""
+    _need_step(global_step, "exponential_decay")
+    with get_default_graph().name_scope(name or "ExponentialDecay") as scope:
+        lr = convert_to_tensor(learning_rate, name="learning_rate")
+        dtype = lr.dtype
+        decay_steps = math_ops.cast(decay_steps, dtype)
+        decay_rate = math_ops.cast(decay_rate, dtype)
+        p = math_ops.cast(global_step, dtype) / decay_steps
+        if staircase:
+            p = math_ops.floor(p)
+        return math_ops.multiply(lr, math_ops.pow(decay_rate, p), name=scope)
+
+
+def natural_exp_decay(learning_rate: Any, global_step: Any, decay_steps: Any, decay_rate: Any,
+                      staircase: bool = False, name: str | None = None) -> Any:
+    """`learning_rate * exp(-decay_rate * global_step / decay_steps)`."""
+    _need_step(global_step, "natural_exp_decay")
+    with get_default_graph().name_scope(name or "NaturalExpDecay") as scope:
+        lr = convert_to_tensor(learning_rate, name="learning_rate")
+        dtype = lr.dtype
+        p = math_ops.cast(global_step, dtype) / math_ops.cast(decay_steps, dtype)
+        if staircase:
+            p = math_ops.floor(p)
+        exponent = math_ops.exp(math_ops.multiply(math_ops.negative(math_ops.cast(decay_rate, dtype)), p))
+        return math_ops.multiply(lr, exponent, name=scope)
+
+
+def inverse_time_decay(learning_rate: Any, global_step: Any, decay_steps: Any, decay_rate: Any,
+                       staircase: bool = False, name: str | None = None) -> Any:
+    """`learning_rate / (1 + decay_rate * global_step / decay_steps)`."""
+    _need_step(global_step, "inverse_time_decay")
+    with get_default_graph().name_scope(name or "InverseTimeDecay") as scope:
+        lr = convert_to_tensor(learning_rate, name="learning_rate")
+        dtype = lr.dtype
+        p = math_ops.cast(global_step, dtype) / math_ops.cast(decay_steps, dtype)
+        if staircase:
+            p = math_ops.floor(p)
+        denom = math_ops.add(1, math_ops.multiply(math_ops.cast(decay_rate, dtype), p))
+        return math_ops.divide(lr, denom, name=scope)
+
+
+def polynomial_decay(learning_rate: Any, global_step: Any, decay_steps: Any, end_learning_rate: Any = 0.0001,
+                     power: Any = 1.0, cycle: bool = False, name: str | None = None) -> Any:
+    """`(lr - end) * (1 - min(step, decay_steps) / decay_steps) ** power + end`; with
+    `cycle` the decay restarts every `decay_steps * ceil(step / decay_steps)`."""
+    _need_step(global_step, "polynomial_decay")
+    with get_default_graph().name_scope(name or "PolynomialDecay") as scope:
+        lr = convert_to_tensor(learning_rate, name="learning_rate")
+        dtype = lr.dtype
+        end = math_ops.cast(end_learning_rate, dtype)
+        power_t = math_ops.cast(power, dtype)
+        step = math_ops.cast(global_step, dtype)
+        steps = math_ops.cast(decay_steps, dtype)
+        if cycle:
+            multiplier = array_ops.where(math_ops.equal(step, 0), array_ops.ones_like(step),
+                                         math_ops.ceil(step / decay_steps))
+            steps = math_ops.multiply(steps, multiplier)
+        else:
+            step = math_ops.minimum(step, steps)
+        p = math_ops.divide(step, steps)
+        return math_ops.add(math_ops.multiply(lr - end, math_ops.pow(1 - p, power_t)), end, name=scope)
+
+
+def piecewise_constant(x: Any, boundaries: Any, values: Any, name: str | None = None) -> Any:
+    """`values[0]` while x <= boundaries[0], `values[i]` while boundaries[i-1] < x <=
+    boundaries[i], `values[-1]` after the last boundary."""
+    if len(boundaries) != len(values) - 1:
+        raise ValueError("The length of boundaries should be 1 less than the length of values")
+    with get_default_graph().name_scope(name or "PiecewiseConstant") as scope:
+        x = convert_to_tensor(x)
+        bs = [convert_to_tensor(b) for b in boundaries]
+        vs = [convert_to_tensor(v) for v in values]
+        for i, b in enumerate(bs):
+            if b.dtype.base_dtype != x.dtype.base_dtype:
+                if not (b.dtype.is_integer and x.dtype.is_integer):
+                    raise ValueError(
+                        f"Boundaries ({b.dtype.base_dtype}) must have the same dtype as x "
+                        f"({x.dtype.base_dtype}).")
+                bs[i] = math_ops.cast(b, x.dtype.base_dtype)
+        for v in vs[1:]:
+            if v.dtype.base_dtype != vs[0].dtype.base_dtype:
+                raise ValueError(
+                    f"Values must have elements all with the same dtype ({vs[0].dtype.base_dtype} vs "
+                    f"{v.dtype.base_dtype}).")
+        # From the last interval down: the first boundary at or above x wins.
+        result = vs[-1]
+        for b, v in reversed(list(zip(bs, vs[:-1]))):
+            result = array_ops.where(math_ops.less_equal(x, b), v, result)
+        return core_ops.identity(result, name=scope)
