@@ -10,6 +10,7 @@ variables back.  Both run on a pool thread (`expensive`): file I/O releases the 
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -49,10 +50,15 @@ def save_v2(ctx: Any, prefix: Any, tensor_names: Any, shape_and_slices: Any, *te
     n = len(tensors)
     names = _strings(tensor_names, "tensor_names", n)
     specs = _strings(shape_and_slices, "shape_and_slices", n)
+    path = _prefix(prefix)
     try:
-        fmt.save_tensors(_prefix(prefix), names, list(tensors), specs)
+        fmt.save_tensors(path, names, list(tensors), specs)
+    except (FileNotFoundError, NotADirectoryError) as e:
+        raise errors.NotFoundError(None, None, f"{os.path.dirname(path)}; {e.strerror}") from None
+    except PermissionError as e:
+        raise errors.PermissionDeniedError(None, None, f"{path}; {e.strerror}") from None
     except OSError as e:
-        raise errors.UnknownError(None, None, f"Failed to write checkpoint: {e}") from None
+        raise errors.UnknownError(None, None, f"Failed to write checkpoint {path}: {e}") from None
     return None
 
 

@@ -233,8 +233,12 @@ class ShardWriter:
         self.prefix, self.shard, self.num_shards = prefix, shard, num_shards
         self.path = data_filename(prefix, shard, num_shards)
         d = os.path.dirname(self.path)
-        if d:
-            os.makedirs(d, exist_ok=True)
+        if d and not os.path.isdir(d):
+            # One level, as TensorFlow's SaveV2: a missing grandparent is an error.
+            try:
+                os.mkdir(d)
+            except FileExistsError:
+                pass
         self.tmp = _temp_name(self.path)
         self._fd: int | None = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self._pos = 0

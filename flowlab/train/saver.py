@@ -359,8 +359,8 @@ class Saver:
         try:
             out = sess.run(self.saver_def.save_tensor_name,
                            {self.saver_def.filename_tensor_name: checkpoint_file})
-        except errors.NotFoundError as e:
-            if save_dir and not os.path.isdir(save_dir):
+        except (errors.FailedPreconditionError, errors.NotFoundError) as e:
+            if not os.path.isdir(save_dir or "."):
                 raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.") from e
             raise
         model_checkpoint_path = out.decode("utf-8") if isinstance(out, bytes) else str(out)
