@@ -78,21 +78,12 @@ def _scalar_priority(q: QueueState, values: Any, many: bool) -> None:
         )
 
 
-def _done_empty(done: Any) -> Any:
-    def cb(value: Any = None, error: BaseException | None = None) -> None:
-        if error is not None:
-            done(error=error)
-        else:
-            done(None)
-
-    return cb
-
-
 @kernel("QueueEnqueueV2", devices=CPU, asynchronous=True)
 def queue_enqueue(ctx: Any, step: Any, done: Any, q: QueueState, *components: Any) -> None:
     q.check_components(components, many=False)
-    _scalar_priority(q, components, False)
-    q.enqueue([components], step, _done_empty(done))
+    if q.kind == "PriorityQueue":
+        _scalar_priority(q, components, False)
+    q.enqueue([components], step, done)
 
 
 @kernel("QueueEnqueueManyV2", devices=CPU, asynchronous=True)
@@ -111,18 +102,12 @@ def queue_enqueue_many(ctx: Any, step: Any, done: Any, q: QueueState, *component
     if not elements:
         done(None)
         return
-    q.enqueue(elements, step, _done_empty(done))
+    q.enqueue(elements, step, done)
 
 
 @kernel("QueueDequeueV2", devices=CPU, asynchronous=True)
 def queue_dequeue(ctx: Any, step: Any, done: Any, q: QueueState) -> None:
-    def cb(value: Any = None, error: BaseException | None = None) -> None:
-        if error is not None:
-            done(error=error)
-        else:
-            done(list(value[0]))
-
-    q.dequeue(1, False, step, cb)
+    q.dequeue(1, False, step, done, single=True)
 
 
 def _batch(q: QueueState, elements: list[tuple[Any, ...]], n: int) -> list[Any]:

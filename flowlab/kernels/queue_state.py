@@ -41,7 +41,8 @@ def _shape_str(shape: Any) -> str:
 
 
 class _Attempt:
-    __slots__ = ("done", "token", "cancellation", "finished", "items", "n", "allow_small", "collected")
+    __slots__ = ("done", "token", "cancellation", "finished", "items", "n", "allow_small", "collected",
+                 "single")
 
     def __init__(self, done: Callable[..., None]) -> None:
         self.done = done
@@ -52,6 +53,7 @@ class _Attempt:
         self.n = 0  # dequeue: elements wanted
         self.allow_small = False
         self.collected: list[tuple[Any, ...]] = []
+        self.single = False  # dequeue: done(components of one element), not done([element])
 
 
 class QueueState:
@@ -64,6 +66,9 @@ class QueueState:
         self.capacity = capacity if capacity >= 0 else 2**63 - 1
         self.dtypes = [np.dtype(d) for d in dtypes]
         self.shapes = shapes or None  # list of tuples (None dims allowed) or None
+        # Fully defined shapes are checked by one tuple comparison per component.
+        self._fixed = (tuple(self.shapes) if self.shapes and all(
+            None not in s for s in self.shapes) else None)
         self.lock = threading.Lock()
         self.closed = False
         self.cancel_enqueues = False
@@ -102,6 +107,13 @@ class QueueState:
             )
         if not self.shapes:
             return
+        fixed = self._fixed
+        if fixed is not None and not many:
+            for v, shape in zip(values, fixed):
+                if np.shape(v) != shape:
+                    break
+            else:
+                return
         for i, (v, shape) in enumerate(zip(values, self.shapes)):
             got = np.shape(v)[1:] if many else np.shape(v)
             if len(got) != len(shape) or any(d is not None and d != g for d, g in zip(shape, got)):
@@ -136,8 +148,10 @@ class QueueState:
         a.items.extend(elements)
         self._park(a, self._enqueuers, step)
 
-    def dequeue(self, n: int, allow_small: bool, step: Any, done: Callable[..., None]) -> None:
-        """Take `n` elements; `done(list_of_elements)` or done(error=...)."""
+    def dequeue(self, n: int, allow_small: bool, step: Any, done: Callable[..., None],
+                single: bool = False) -> None:
+        """Take `n` elements; `done(list_of_elements)` or done(error=...).  With
+        `single` (n == 1) `done` receives the element's components as a list."""
         with self.lock:
             fast = not self._dequeuers and self._takeable() >= n
             if fast:
@@ -146,9 +160,10 @@ class QueueState:
         if fast:
             if wake:
                 self._flush()
-            done(got)
+            done(list(got[0]) if single else got)
             return
         a = _Attempt(done)
+        a.single = single
         a.n = n
         a.allow_small = allow_small
         self._park(a, self._dequeuers, step)
@@ -219,7 +234,7 @@ class QueueState:
                         progress = True
                     if len(a.collected) == a.n:
                         self._dequeuers.popleft()
-                        finished.append((a, a.collected, None))
+                        finished.append((a, list(a.collected[0]) if a.single else a.collected, None))
                         progress = True
                     elif self.closed and not (self._enqueuers and not self.cancel_enqueues):
                         self._dequeuers.popleft()
