@@ -4,8 +4,8 @@ The paper's section 4.1: the gradient of `ys` with respect to `xs` is a backward
 subgraph added to the same graph, made of ordinary ops; nothing in the runtime knows
 about it.  The walk is TensorFlow's:
 
-1. Mark the ops between xs and ys: reachable forward from the xs and backward from
-   the ys.  For each such op, count how many of its outputs' consumers also lie
+1. Mark the ops between xs and ys: reachable forward from the xs (along floating
+   and complex edges only) and backward from the ys.  For each such op, count how many of its outputs' consumers also lie
    between (its *pending count*).
 2. Seed each y with its grad_y (ones of y's shape by default, named
    `gradients/grad_ys_i`) and start from the ys whose count is zero.
@@ -113,7 +113,8 @@ def _reachable_forward(xs_ops: list[Operation]) -> set[Operation]:
             continue
         seen.add(op)
         for out in op.outputs:
-            queue.extend(out.consumers())
+            if is_trainable(out):  # no gradient flows along integer or bool edges
+                queue.extend(out.consumers())
     return seen
 
 
@@ -337,8 +338,7 @@ def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], s
             if grad_fn is not None:
                 for i, g in enumerate(out_grads):
                     if g is None and is_trainable(op.outputs[i]):
-                        with graph.name_scope(op.name + "_grad"):
-                            out_grads[i] = array_ops.zeros_like(op.outputs[i])
+                        out_grads[i] = array_ops.zeros_like(op.outputs[i])
                 ctx = graph.colocate_with(op, ignore_existing=True) if colocate else _null()
                 with ctx, graph.name_scope(op.name + "_grad"):
                     result = grad_fn(op, *out_grads)

@@ -96,6 +96,30 @@ def _reduce_to(grad: Any, axes: Any, shape: Any) -> Any:
     return array_ops.reshape(math_ops.reduce_sum(grad, axes), shape)
 
 
+def partial_reduction_axes(sx: list[int | None], sy: list[int | None]) -> tuple[list[int], list[int]] | None:
+    """The reduction axes decided from partially known shapes, or None when an unknown
+    dimension might be a broadcast 1.  Summing over an axis where an input has size 1
+    is always harmless, so the only undecidable case is an unknown dimension facing a
+    dimension other than a known (or missing) 1."""
+    n = max(len(sx), len(sy))
+    px: list[int | None] = [1] * (n - len(sx)) + list(sx)
+    py: list[int | None] = [1] * (n - len(sy)) + list(sy)
+    mx = [i < n - len(sx) for i in range(n)]
+    my = [i < n - len(sy) for i in range(n)]
+    r: tuple[list[int], list[int]] = ([], [])
+    for i in range(n):
+        for k, (a, b, missing) in enumerate(((px[i], py[i], mx[i]), (py[i], px[i], my[i]))):
+            if a is None:
+                if b == 1:
+                    continue
+                return None
+            if a == 1 and (missing or b != 1):
+                if not missing and b == 1:
+                    continue
+                r[k].append(i)
+    return r
+
+
 def unbroadcast(op: Operation, gx: Any, gy: Any) -> tuple[Any, Any]:
     """Sum the gradients of a broadcasting binary op back to its inputs' shapes."""
     x, y = op.inputs[0], op.inputs[1]
@@ -108,6 +132,15 @@ def unbroadcast(op: Operation, gx: Any, gy: Any) -> tuple[Any, Any]:
             gx = _reduce_to(gx, np.array(rx, np.int32), sx)
         if gy is not None and ry:
             gy = _reduce_to(gy, np.array(ry, np.int32), sy)
+        return gx, gy
+    px, py = x.shape.as_tuple(), y.shape.as_tuple()
+    static = None if px is None or py is None else partial_reduction_axes(list(px), list(py))
+    if static is not None:
+        rx, ry = static
+        if gx is not None and rx:
+            gx = _reduce_to(gx, np.array(rx, np.int32), sx if sx is not None else array_ops.shape(x))
+        if gy is not None and ry:
+            gy = _reduce_to(gy, np.array(ry, np.int32), sy if sy is not None else array_ops.shape(y))
         return gx, gy
     tsx, tsy = array_ops.shape(x), array_ops.shape(y)
     rx, ry = broadcast_gradient_args(tsx, tsy)
@@ -527,12 +560,18 @@ def _kept_shape(op: Operation) -> tuple[Any, Any]:
         kept = [1 if i in axes else d for i, d in enumerate(sx)]
         return np.array(kept, np.int32), np.array(sx, np.int32)
     shape = array_ops.shape(op.inputs[0])
-    rank = array_ops.rank(op.inputs[0])
+    rank = op.inputs[0].shape.ndims
+    if axes is not None and rank is not None:
+        mask = np.array([i in axes for i in range(rank)])
+        if mask.all():
+            return np.ones(rank, np.int32), shape
+        return array_ops.where_v2(mask, array_ops.ones_like(shape), shape), shape
+    rank_t = array_ops.rank(op.inputs[0])
     axes_t = math_ops.cast(array_ops.reshape(op.inputs[1], [-1]), dtypes.int32)
-    axes_t = math_ops.floormod(axes_t + rank, math_ops.maximum(rank, 1))
-    hit = math_ops.equal(array_ops.expand_dims(math_ops.range(rank), 1), array_ops.expand_dims(axes_t, 0))
-    mask = math_ops.reduce_any(hit, axis=1)
-    kept = array_ops.where_v2(mask, array_ops.ones_like(shape), shape)
+    axes_t = math_ops.floormod(axes_t + rank_t, math_ops.maximum(rank_t, 1))
+    hit = math_ops.equal(array_ops.expand_dims(math_ops.range(rank_t), 1), array_ops.expand_dims(axes_t, 0))
+    mask_t = math_ops.reduce_any(hit, axis=1)
+    kept = array_ops.where_v2(mask_t, array_ops.ones_like(shape), shape)
     return kept, shape
 
 
@@ -541,10 +580,13 @@ def _tile_back(op: Operation, grad: Any) -> Any:
     kept, shape = _kept_shape(op)
     g = array_ops.reshape(grad, kept)
     if isinstance(kept, np.ndarray):
-        multiples = np.array([s // max(k, 1) for s, k in zip(shape.tolist(), kept.tolist())], np.int32)
-        if not multiples.size or (multiples == 1).all():
-            return g
-        return array_ops.tile(g, multiples)
+        if isinstance(shape, np.ndarray):
+            multiples = np.array([s // max(k, 1) for s, k in zip(shape.tolist(), kept.tolist())], np.int32)
+            if not multiples.size or (multiples == 1).all():
+                return g
+            return array_ops.tile(g, multiples)
+        if (kept == 1).all():
+            return array_ops.tile(g, shape)  # reduced over every axis
     return array_ops.tile(g, math_ops.floordiv(shape, math_ops.maximum(kept, 1)))
 
 

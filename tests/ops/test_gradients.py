@@ -281,3 +281,12 @@ def test_custom_gradient_two_inputs() -> None:
     ga, gb = gradients(y, [a, b])
     with fl.Session() as s:
         assert s.run([y, ga, gb]) == [6.0, 10.0, 20.0]
+
+
+def test_integer_paths_carry_no_gradient(tf1: Any) -> None:
+    def build(tf: Any) -> Any:
+        x, i = tf.constant([1.5, 2.5]), tf.constant([1, 2])
+        y = tf.cast(tf.cast(x, tf.int32) * 2, tf.float32) + tf.cast(i * 3, tf.float32)
+        return _none(tf, _g(tf)(y, [x, i]) + _g(tf)(i * 2, [i]))
+
+    assert_same(tf1, build)

@@ -263,3 +263,29 @@ def test_unbroadcast_dynamic(tf1: Any) -> None:
         return _grads(tf, x * y - y / (x + 3.0), [x, y]), {x: V.astype(np.float32), y: [[2.0], [0.5]]}
 
     assert_same(tf1, build)
+
+
+@pytest.mark.parametrize(
+    "xs,ys,xv,yv",
+    [([None, 3], [3], (2, 3), (3,)), ([None, 1], [1, 3], (2, 1), (1, 3)),
+     ([None, None], [3], (2, 3), (3,)), ([2, None], [None, 1], (2, 3), (2, 1)),
+     (None, [3], (2, 3), (3,)), ([None], [], (4,), ()), ([1, None], [1], (1, 3), (1,))],
+)
+def test_unbroadcast_partial_shapes(tf1: Any, xs: Any, ys: Any, xv: Any, yv: Any) -> None:
+    a, b = np.asarray(RS.randn(*xv), np.float32), np.asarray(RS.randn(*yv), np.float32)
+
+    def build(tf: Any) -> Any:
+        x, y = tf.placeholder(tf.float32, xs), tf.placeholder(tf.float32, ys)
+        return _grads(tf, x * y + tf.maximum(x, y), [x, y]), {x: a, y: b}
+
+    assert_same(tf1, build, rtol=1e-6)
+
+
+def test_partial_reduction_axes() -> None:
+    from flowlab.ops.math_grad import partial_reduction_axes as p
+
+    assert p([None, 5], [5]) == ([], [0])
+    assert p([None, 5], [None, 5]) is None  # either None might be a broadcast 1
+    assert p([None, 1], [1, 3]) == ([1], [0])
+    assert p([2, 1], [2, 1]) == ([], [])
+    assert p([], [None]) == ([0], [])
