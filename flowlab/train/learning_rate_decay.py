@@ -19,8 +19,10 @@ __all__ = ["exponential_decay", "piecewise_constant", "inverse_time_decay", "pol
 
 
 def _need_step(global_step: Any, fn: str) -> None:
+    # TensorFlow 2's tf.compat.v1 schedules fail converting the None step.
+    del fn
     if global_step is None:
-        raise ValueError(f"global_step is required for {fn}.")
+        raise ValueError("None values not supported.")
 
 
 def exponential_decay(learning_rate: Any, global_step: Any, decay_steps: Any, decay_rate: Any,
@@ -40,16 +42,11 @@ def exponential_decay(learning_rate: Any, global_step: Any, decay_steps: Any, de
 
 def natural_exp_decay(learning_rate: Any, global_step: Any, decay_steps: Any, decay_rate: Any,
                       staircase: bool = False, name: str | None = None) -> Any:
-    """`learning_rate * exp(-decay_rate * global_step / decay_steps)`."""
+    """`learning_rate * exp(-decay_rate) ** (global_step / decay_steps)` (TensorFlow
+    builds it as an exponential decay with rate `exp(-decay_rate)`)."""
     _need_step(global_step, "natural_exp_decay")
-    with get_default_graph().name_scope(name or "NaturalExpDecay") as scope:
-        lr = convert_to_tensor(learning_rate, name="learning_rate")
-        dtype = lr.dtype
-        p = math_ops.cast(global_step, dtype) / math_ops.cast(decay_steps, dtype)
-        if staircase:
-            p = math_ops.floor(p)
-        exponent = math_ops.exp(math_ops.multiply(math_ops.negative(math_ops.cast(decay_rate, dtype)), p))
-        return math_ops.multiply(lr, exponent, name=scope)
+    rate = math_ops.exp(math_ops.negative(decay_rate))
+    return exponential_decay(learning_rate, global_step, decay_steps, rate, staircase=staircase, name=name)
 
 
 def inverse_time_decay(learning_rate: Any, global_step: Any, decay_steps: Any, decay_rate: Any,
@@ -62,7 +59,9 @@ def inverse_time_decay(learning_rate: Any, global_step: Any, decay_steps: Any, d
         p = math_ops.cast(global_step, dtype) / math_ops.cast(decay_steps, dtype)
         if staircase:
             p = math_ops.floor(p)
-        denom = math_ops.add(1, math_ops.multiply(math_ops.cast(decay_rate, dtype), p))
+        # (flowlab's add does not yet convert a Python 1 to the other input's dtype.)
+        one = convert_to_tensor(1, dtype=dtype)
+        denom = math_ops.add(one, math_ops.multiply(math_ops.cast(decay_rate, dtype), p))
         return math_ops.divide(lr, denom, name=scope)
 
 
