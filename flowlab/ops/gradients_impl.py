@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import importlib
+import pathlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,10 +40,8 @@ from flowlab.ops.indexed_slices import IndexedSlices, as_indexed_slices
 
 __all__ = ["gradients", "AggregationMethod", "UnconnectedGradients"]
 
-# Modules whose import registers gradient functions; the array/state/random ones are
-# optional (another part of the project), so a missing module is skipped.
-_GRADIENT_MODULES = ("flowlab.ops.math_grad", "flowlab.ops.nn_grad", "flowlab.ops.array_grad",
-                     "flowlab.ops.custom_gradient")
+# Modules whose import registers gradient functions: flowlab/ops/*_grad.py (one per op
+# family, e.g. math_grad, nn_grad, array_grad, conv_grad) and custom_gradient.
 _loaded = False
 
 
@@ -50,12 +49,10 @@ def _load_gradient_modules() -> None:
     global _loaded
     if _loaded:
         return
-    for name in _GRADIENT_MODULES:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name != name:
-                raise
+    here = pathlib.Path(__file__).parent
+    names = sorted(f"flowlab.ops.{p.stem}" for p in here.glob("*_grad.py"))
+    for name in [*names, "flowlab.ops.custom_gradient"]:
+        importlib.import_module(name)
     _loaded = True
 
 

@@ -663,9 +663,11 @@ def _cumsum_grad(op: Operation, grad: Any) -> Any:
 
 @gradient("Cumprod")
 def _cumprod_grad(op: Operation, grad: Any) -> Any:
-    # As TensorFlow: divides by x, so it is wrong where x has zeros.
+    # As TensorFlow: divides by x with 0 where x is 0 (so it is wrong at zeros of x).
     x, axis = op.inputs
     ex, rev = op.get_attr("exclusive"), op.get_attr("reverse")
     prod = math_ops.cumprod(x, axis, exclusive=ex, reverse=rev)
     out = math_ops.cumsum(prod * grad, axis, exclusive=ex, reverse=not rev)
-    return [math_ops.divide(out, x), None]
+    zero = math_ops.equal(x, array_ops.zeros_like(x))
+    safe = array_ops.where_v2(zero, array_ops.ones_like(x), x)
+    return [array_ops.where_v2(zero, array_ops.zeros_like(out), math_ops.divide(out, safe)), None]

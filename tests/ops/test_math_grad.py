@@ -289,3 +289,11 @@ def test_partial_reduction_axes() -> None:
     assert p([None, 1], [1, 3]) == ([1], [0])
     assert p([2, 1], [2, 1]) == ([], [])
     assert p([], [None]) == ([0], [])
+
+
+def test_cumprod_with_zero_as_tensorflow(tf1: Any) -> None:
+    def build(tf: Any) -> Any:
+        x = tf.constant([2.0, 0.0, 3.0])
+        return _grads(tf, tf.cumprod(x), [x]) + _grads(tf, tf.cumprod(x, exclusive=True, reverse=True), [x])
+
+    assert_same(tf1, build)
