@@ -243,3 +243,51 @@ def test_concat_passes_indexed_slices_on(tf1: Any, axis: int) -> None:
 
     got = assert_same(tf1, graph)
     assert all(type(g).__name__ == "IndexedSlicesValue" for g in got)
+
+
+def test_unknown_shapes_and_int64_indices(tf1: Any) -> None:
+    value = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4) / 7.0
+
+    def graph(tf: Any) -> Any:
+        x = tf.placeholder(tf.float32, [None, 3, None])
+        u = tf.placeholder(tf.float32)
+        i64 = lambda v: tf.constant(v, dtype=tf.int64)  # noqa: E731
+        ys = [
+            tf.reshape(x, i64([4, -1])),
+            tf.squeeze(tf.expand_dims(x, 1)),
+            tf.concat([x, u, x[:, :, :1]], 2),
+            tf.tile(x, i64([1, 2, 1])),
+            tf.pad(x, i64([[1, 0], [0, 0], [0, 2]])),
+            tf.pad(x, i64([[1, 0], [0, 1], [0, 2]]), mode="REFLECT"),
+            tf.slice(x, i64([1, 0, 1]), i64([-1, 2, 2])),
+            tf.strided_slice(x, i64([1, 2]), i64([-3, 0]), i64([-1, -2])),
+            tf.transpose(x, i64([1, 2, 0])),
+            tf.gather(x, i64([[2, 0]]), axis=i64(1)),
+            tf.reverse(x, i64([1])),
+            tf.gather_nd(x, i64([[1, 2], [0, 0]])),
+        ]
+        loss = tf.add_n([tf.reduce_sum(y * y) for y in ys])
+        return _grads(tf, loss, [x, u]), {x: value, u: value[..., :2] * 3.0}
+
+    assert_same(tf1, graph, rtol=1e-5, atol=1e-4)
+
+
+def test_gather_int64_indices_give_int64_slices(tf1: Any) -> None:
+    def graph(tf: Any) -> Any:
+        x = tf.constant(np.arange(6.0, dtype=np.float32).reshape(3, 2))
+        (g,) = _grads(tf, tf.gather(x, tf.constant([2, 2, 0], tf.int64)), [x])
+        return g
+
+    assert assert_same(tf1, graph).indices.dtype == np.int64
+
+
+@pytest.mark.xfail(reason="gradients_impl._aggregate: a dense partial with IndexedSlices ones must "
+                          "give a dense AddN, and mixed int32/int64 indices must be cast to int64 "
+                          "(TensorFlow's AggregateIndexedSlicesGradients)", strict=False)
+def test_gather_rows_aggregate_with_dense_partials(tf1: Any) -> None:
+    def graph(tf: Any) -> Any:
+        x = tf.constant(np.arange(6.0, dtype=np.float32).reshape(3, 2))
+        ys = [tf.gather(x, tf.constant([2, 2], tf.int64)), tf.gather(x, [1]), x * 2.0]
+        return _grads(tf, [tf.reduce_sum(y) for y in ys], [x])
+
+    assert_same(tf1, graph)
