@@ -12,6 +12,7 @@ work unit starts (input files of notebook-sized pipelines are small).
 from __future__ import annotations
 
 import csv
+import glob
 import os
 import threading
 from typing import Any
@@ -331,3 +332,17 @@ def read_file(ctx: Any, filename: Any) -> Any:
         raise errors.NotFoundError(None, None, f"{name}; No such file or directory")
     with open(name, "rb") as f:
         return f.read()
+
+
+@kernel("MatchingFiles", devices=CPU)
+def matching_files(ctx: Any, pattern: Any) -> Any:
+    patterns = np.asarray(pattern, dtype=object).reshape(-1)
+    if np.ndim(pattern) > 1:
+        raise errors.InvalidArgumentError(None, None, "Input pattern tensor must be scalar or vector.")
+    names: list[str] = []
+    for p in patterns:
+        names.extend(sorted(glob.glob(p.decode() if isinstance(p, bytes) else str(p))))
+    out = np.empty(len(names), dtype=object)
+    for i, n in enumerate(names):
+        out[i] = n.encode()
+    return out

@@ -178,6 +178,8 @@ class QueueState:
                 a.done(error=errors.CancelledError(None, None, "The step was cancelled."))
                 return
         with self.lock:
+            if a.finished:  # cancelled between registering and parking
+                return
             waiters.append(a)
         self._flush()
 

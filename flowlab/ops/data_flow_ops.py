@@ -220,6 +220,8 @@ class QueueBase:
             batch_dim = TensorShape([None])
             for val, shape in zip(vals, self._shapes):
                 s = val.shape.with_rank_at_least(1)
+                if s.dims is None:
+                    continue
                 batch_dim = batch_dim.merge_with(TensorShape(s.as_list()[:1]))
                 TensorShape(s.as_list()[1:]).assert_is_compatible_with(shape)
             return apply_op("QueueEnqueueManyV2", handle=self._queue_ref, components=vals, name=scope)

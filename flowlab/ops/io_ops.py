@@ -32,6 +32,7 @@ __all__ = [
     "decode_csv",
     "decode_raw",
     "read_file",
+    "matching_files",
 ]
 
 _READER_ATTRS = ["container: string = ''", "shared_name: string = ''"]
@@ -96,6 +97,8 @@ op_def("DecodeRaw", inputs=["bytes: string"], outputs=["output: out_type"],
        attrs=["out_type: {float16, float32, float64, int32, uint16, uint8, int16, int8, int64, "
               "complex64, complex128, bool}", "little_endian: bool = true"],
        shape_fn=_decode_raw_shape, doc="Reinterpret the bytes of strings as numbers.")
+op_def("MatchingFiles", inputs=["pattern: string"], outputs=["filenames: string"],
+       shape_fn=lambda op: [TensorShape([None])], doc="The sorted file names matching glob pattern(s).")
 op_def("ReadFile", inputs=["filename: string"], outputs=["contents: string"], shape_fn=_scalar,
        doc="The contents of a file.")
 
@@ -108,7 +111,7 @@ for _args in (_decode_csv.inputs, _decode_csv.outputs):
 
 for _t in ("TextLineReaderV2", "FixedLengthRecordReaderV2", "WholeFileReaderV2", "ReaderReadV2",
            "ReaderReadUpToV2", "ReaderNumRecordsProducedV2", "ReaderNumWorkUnitsCompletedV2",
-           "ReaderResetV2", "DecodeCSV", "DecodeRaw", "ReadFile"):
+           "ReaderResetV2", "DecodeCSV", "DecodeRaw", "ReadFile", "MatchingFiles"):
     not_differentiable(_t)
 
 
@@ -216,3 +219,9 @@ def decode_raw(input_bytes: Any = None, out_type: Any = None, little_endian: boo
 def read_file(filename: Any, name: str | None = None) -> Tensor:
     """The contents of the file `filename` as a string scalar."""
     return apply_op("ReadFile", filename=filename, name=name or "ReadFile")
+
+
+def matching_files(pattern: Any, name: str | None = None) -> Tensor:
+    """The sorted names of the files matching the glob `pattern` (a string or a vector
+    of them)."""
+    return apply_op("MatchingFiles", pattern=pattern, name=name or "MatchingFiles")

@@ -13,6 +13,7 @@ from flowlab.train.input import (  # noqa: E402
     batch_join,
     input_producer,
     limit_epochs,
+    match_filenames_once,
     range_input_producer,
     shuffle_batch,
     shuffle_batch_join,
@@ -23,7 +24,7 @@ from flowlab.train.queue_runner import QueueRunner, add_queue_runner, start_queu
 
 __all__ += [
     "Coordinator", "LooperThread", "QueueRunner", "add_queue_runner", "start_queue_runners",
-    "batch", "batch_join", "input_producer", "limit_epochs", "range_input_producer",
+    "batch", "batch_join", "input_producer", "limit_epochs", "match_filenames_once", "range_input_producer",
     "shuffle_batch", "shuffle_batch_join", "slice_input_producer", "string_input_producer",
 ]
 from flowlab.train.saver import *  # noqa: E402,F401,F403

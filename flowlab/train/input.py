@@ -23,6 +23,7 @@ from flowlab.ops.data_flow_ops import FIFOQueue, PaddingFIFOQueue, RandomShuffle
 from flowlab.train.queue_runner import QueueRunner, add_queue_runner
 
 __all__ = [
+    "match_filenames_once",
     "limit_epochs",
     "input_producer",
     "string_input_producer",
@@ -52,6 +53,17 @@ def limit_epochs(tensor: Any, num_epochs: int | None = None, name: str | None = 
         counter = epochs.count_up_to(num_epochs)
         with g.control_dependencies([counter]):
             return identity(tensor, name=scope)
+
+
+def match_filenames_once(pattern: Any, name: str | None = None) -> Any:
+    """A local variable holding the file names matching `pattern`, computed once when
+    local variables are initialized."""
+    from flowlab.ops.io_ops import matching_files
+    from flowlab.ops.variables import Variable
+
+    with get_default_graph().name_scope(name or "matching_filenames") as scope:
+        return Variable(name=scope, initial_value=matching_files(pattern), trainable=False,
+                        validate_shape=False, collections=[GraphKeys.LOCAL_VARIABLES])
 
 
 def input_producer(input_tensor: Any, element_shape: Any = None, num_epochs: int | None = None,
@@ -150,16 +162,17 @@ def _shapes(tensor_list_list: list[list[Any]], shapes: Any, enqueue_many: bool,
             dynamic_pad: bool = False) -> list[TensorShape]:
     if shapes is not None:
         return [as_shape(s) for s in shapes]
+    def element(shape: TensorShape) -> TensorShape:
+        if not enqueue_many:
+            return shape
+        shape = shape.with_rank_at_least(1)
+        return shape if shape.dims is None else TensorShape(shape.as_list()[1:])
+
     out = []
     for i, t in enumerate(tensor_list_list[0]):
-        s = t.shape
-        if enqueue_many:
-            s = TensorShape(s.with_rank_at_least(1).as_list()[1:])
+        s = element(t.shape)
         for tl in tensor_list_list[1:]:
-            other = tl[i].shape
-            if enqueue_many:
-                other = TensorShape(other.with_rank_at_least(1).as_list()[1:])
-            s = s.merge_with(other)
+            s = s.merge_with(element(tl[i].shape))
         if s.dims is None or (not dynamic_pad and not s.is_fully_defined()):
             raise ValueError(f"All shapes must be fully defined: {[t.shape for t in tensor_list_list[0]]}")
         out.append(s)

@@ -214,3 +214,26 @@ def test_missing_file_is_not_found(tmp_path):
             sess.run(op)
         with pytest.raises(errors.NotFoundError, match="nope.txt"):
             sess.run(k)
+
+
+def test_matching_files(tf1, tmp_path):
+    for n in ("b.txt", "a.txt", "c.csv"):
+        (tmp_path / n).write_text("x")
+    assert_same(tf1, lambda tf: IO(tf).matching_files(str(tmp_path / "*.txt")) if tf is fl
+                else tf.io.matching_files(str(tmp_path / "*.txt")))
+
+
+def test_match_filenames_once_feeds_a_producer(tmp_path):
+    for n in ("b.txt", "a.txt"):
+        (tmp_path / n).write_text("x")
+    m = fl.train.match_filenames_once(str(tmp_path / "*.txt"))
+    assert m.op.type == "VariableV2" and m.name == "matching_filenames:0"
+    q = fl.train.string_input_producer(m, num_epochs=1, shuffle=False)
+    with fl.Session() as sess:
+        sess.run(fl.local_variables_initializer())
+        coord = fl.train.Coordinator()
+        threads = fl.train.start_queue_runners(sess, coord)
+        got = [sess.run(q.dequeue()), sess.run(q.dequeue())]
+        coord.request_stop()
+        coord.join(threads)
+    assert got == [str(tmp_path / "a.txt").encode(), str(tmp_path / "b.txt").encode()]
