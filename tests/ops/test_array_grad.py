@@ -159,6 +159,9 @@ COMPOSITES: dict[str, Callable[[Any, Any], Any]] = {
     "pad_tile_transpose": lambda tf, x: tf.reduce_sum(
         tf.transpose(tf.tile(tf.pad(x, [[1, 0], [0, 0], [2, 1]], mode="SYMMETRIC"), [1, 2, 1]), [2, 0, 1]) ** 2),
     "select_where": lambda tf, x: tf.reduce_sum(tf.where(x > 0.0, tf.sqrt(tf.abs(x) + 1.0), x * x)),
+    "boolean_mask": lambda tf, x: tf.reduce_sum(tf.boolean_mask(x, x[..., 0] > 0.0) ** 2),
+    "one_hot_matmul": lambda tf, x: tf.reduce_sum(
+        tf.matmul(tf.one_hot([1, 3, 0], 4), tf.reshape(x, [4, 30])) ** 2),
     "reshape_squeeze": lambda tf, x: tf.reduce_sum(tf.squeeze(tf.reshape(x, [4, 1, -1])) * tf.range(30.0)),
 }
 
@@ -289,5 +292,16 @@ def test_gather_rows_aggregate_with_dense_partials(tf1: Any) -> None:
         x = tf.constant(np.arange(6.0, dtype=np.float32).reshape(3, 2))
         ys = [tf.gather(x, tf.constant([2, 2], tf.int64)), tf.gather(x, [1]), x * 2.0]
         return _grads(tf, [tf.reduce_sum(y) for y in ys], [x])
+
+    assert_same(tf1, graph)
+
+
+def test_variable_gradients_through_lookups(tf1: Any) -> None:
+    def graph(tf: Any) -> Any:
+        emb = tf.Variable(np.arange(12.0, dtype=np.float32).reshape(4, 3), name="emb")
+        rows = tf.gather(emb, [[0, 2], [2, 2]])
+        lookups = _grads(tf, [tf.reduce_sum(tf.gather(emb, [3, 1]) * 2.0), tf.reduce_sum(rows * rows)], [emb])
+        slices = _grads(tf, tf.reduce_sum(emb[1:, ::2] * emb[:0:-1, 1:]), [emb])
+        return lookups + slices
 
     assert_same(tf1, graph)
