@@ -305,3 +305,13 @@ def test_variable_gradients_through_lookups(tf1: Any) -> None:
         return lookups + slices
 
     assert_same(tf1, graph)
+
+
+def test_broadcast_reduction_without_broadcast_gradient_args(monkeypatch: Any) -> None:
+    """The fallback that computes the reduction axes from a comparison of shapes."""
+    from tests.ops.gradient_check import GradCase, check_case
+
+    monkeypatch.setattr(array_grad, "_declared", lambda op_type: False)
+    for name in ("BroadcastTo", "SelectV2"):
+        build, arrays = CASES[name]
+        check_case(GradCase(name, build, arrays))
