@@ -110,7 +110,8 @@ class QueueState:
         fixed = self._fixed
         if fixed is not None and not many:
             for v, shape in zip(values, fixed):
-                if np.shape(v) != shape:
+                got = v.shape if isinstance(v, (np.ndarray, np.generic)) else np.shape(v)
+                if got != shape:
                     break
             else:
                 return
@@ -279,6 +280,38 @@ class FIFOState(QueueState):
 
     def _put_back(self, elements: list[tuple[Any, ...]]) -> None:
         self._items.extendleft(reversed(elements))
+
+    # The hot path (one element in, one out, nobody waiting) without the general
+    # bookkeeping; anything else takes QueueState's path.
+    def enqueue(self, elements: list[tuple[Any, ...]], step: Any, done: Callable[..., None]) -> None:
+        if len(elements) == 1:
+            with self.lock:
+                ok = not self.closed and not self._enqueuers and len(self._items) < self.capacity
+                if ok:
+                    self._items.append(elements[0])
+                    wake = bool(self._dequeuers)
+            if ok:
+                if wake:
+                    self._flush()
+                done(None)
+                return
+        QueueState.enqueue(self, elements, step, done)
+
+    def dequeue(self, n: int, allow_small: bool, step: Any, done: Callable[..., None],
+                single: bool = False) -> None:
+        if single:
+            with self.lock:
+                items = self._items
+                ok = bool(items) and not self._dequeuers
+                if ok:
+                    element = items.popleft()
+                    wake = bool(self._enqueuers)
+            if ok:
+                if wake:
+                    self._flush()
+                done(list(element))
+                return
+        QueueState.dequeue(self, n, allow_small, step, done, single)
 
 
 class PaddingFIFOState(FIFOState):
