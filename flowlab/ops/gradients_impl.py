@@ -202,9 +202,15 @@ def _aggregate(grads: list[Any], method: Any, op: Operation, colocate: bool) -> 
             for g in grads[1:]:
                 total = math_ops.add_n([total, g])
             return total
+        if any(isinstance(g, Tensor) for g in grads):
+            # A dense partial makes the sum dense (TensorFlow's AggregateIndexedSlicesGradients).
+            return math_ops.add_n([convert_to_tensor(g) for g in grads])
         from flowlab.ops import array_ops
 
         slices = [as_indexed_slices(g) for g in grads]
+        if len({s.indices.dtype for s in slices}) > 1:
+            slices = [IndexedSlices(s.values, math_ops.cast(s.indices, dtypes.int64), s.dense_shape)
+                      for s in slices]
         values = array_ops.concat([s.values for s in slices], 0)
         indices = array_ops.concat([s.indices for s in slices], 0)
         return IndexedSlices(values, indices, slices[0].dense_shape)
