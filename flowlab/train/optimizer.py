@@ -33,6 +33,16 @@ from flowlab.ops.variables import Variable, trainable_variables
 __all__ = ["Optimizer"]
 
 
+# The order in which TensorFlow's error message lists the valid dtypes.
+_DTYPE_ORDER = [dtypes.float32, dtypes.float64, dtypes.float16]
+if getattr(dtypes, "bfloat16", None) is not None:
+    _DTYPE_ORDER.append(dtypes.bfloat16)
+
+
+def _dtype_rank(d: Any) -> int:
+    return _DTYPE_ORDER.index(d) if d in _DTYPE_ORDER else len(_DTYPE_ORDER)
+
+
 def _var_key(var: Any) -> Any:
     return (id(var.graph), var.op.name)
 
@@ -223,7 +233,7 @@ class Optimizer:
             if dtype not in valid:
                 raise ValueError(
                     f"Invalid type {dtype!r} for {t.name}, expected: "
-                    f"{[v for v in sorted(valid, key=lambda d: d.name)]}."
+                    f"{[v for v in sorted(valid, key=_dtype_rank)]}."
                 )
 
     def _create_slots(self, var_list: list[Variable]) -> None:

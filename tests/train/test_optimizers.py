@@ -201,7 +201,7 @@ def test_no_variables_and_invalid_dtype():
     with pytest.raises(ValueError, match="No variables to optimize"):
         fl.train.GradientDescentOptimizer(0.1).compute_gradients(fl.constant(1.0))
     v = fl.Variable(1, name="v")
-    with pytest.raises(ValueError, match="Invalid type"):
+    with pytest.raises(ValueError, match=r"Invalid type tf.int32 for mul:0, expected: \[tf.float32, tf.float64"):
         fl.train.GradientDescentOptimizer(0.1).compute_gradients(v * 2)
 
 
@@ -459,3 +459,23 @@ def test_slots_of_a_variable_of_unknown_shape(tf1):
                 res.append(sess.run([w] + [opt.get_slot(w, n) for n in opt.get_slot_names()]))
     for e, a in zip(*res):
         np.testing.assert_allclose(a, e, rtol=1e-6)
+
+
+def test_gate_modes_and_variable_scope_names(tf1):
+    res = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default():
+            w = tf.Variable([1.0, 2.0], name="w")
+            with tf.variable_scope("train"):
+                opt = tf.train.AdamOptimizer(0.1)
+                t = opt.minimize(tf.reduce_sum(w * w), gate_gradients=tf.train.Optimizer.GATE_GRAPH)
+            gv = tf.train.MomentumOptimizer(0.1, 0.9).compute_gradients(
+                tf.reduce_sum(w * w * w), gate_gradients=tf.train.Optimizer.GATE_NONE)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                sess.run(t)
+                res.append(([v.name for v in opt.variables()], sess.run(w), sess.run(gv[0][0])))
+    assert res[1][0] == res[0][0] == ["train/beta1_power:0", "train/beta2_power:0", "train/w/Adam:0",
+                                      "train/w/Adam_1:0"]
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-6)
+    np.testing.assert_allclose(res[1][2], res[0][2], rtol=1e-6)
