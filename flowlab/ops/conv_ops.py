@@ -22,7 +22,6 @@ import numpy as np
 
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
-from flowlab.ops import array_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.const_fold import constant_value
 from flowlab.ops.nn_ops import _name_scope
@@ -84,9 +83,11 @@ def _check_padding(op: Operation) -> str:
     padding = op.get_attr("padding")
     if isinstance(padding, bytes):
         padding = padding.decode()
-    if padding not in _PADDINGS:
+    explicit_ok = "explicit_paddings" in op.op_def.attrs
+    if padding not in (_PADDINGS if explicit_ok else _PADDINGS[:2]):
+        allowed = '"SAME", "VALID", "EXPLICIT"' if explicit_ok else '"SAME", "VALID"'
         raise ValueError(f"Attr 'padding' of '{op.type}' Op passed string '{padding}' not in: "
-                         '"SAME", "VALID", "EXPLICIT".')
+                         f"{allowed}.")
     fmt = op.get_attr("data_format")
     if fmt not in _FORMATS:
         raise ValueError(f"Attr 'data_format' of '{op.type}' Op passed string '{fmt}' not in: "
@@ -346,11 +347,6 @@ def avg_pool(value: Any = None, ksize: Any = None, strides: Any = None, padding:
         strides=_sequence(strides, "strides", data_format), padding=padding,
         data_format=data_format, name=name or "AvgPool",
     )
-
-
-def shape_of(t: Tensor) -> Tensor:
-    """The shape of `t` as an int32 tensor (for the gradient functions)."""
-    return array_ops.shape(t)
 
 
 # The kernels and gradient functions register against the declarations above.

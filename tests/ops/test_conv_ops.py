@@ -268,6 +268,11 @@ def test_build_time_errors() -> None:
         fl.nn.avg_pool(fl.zeros([1, 4, 4, 1], fl.int32), 2, 2, "SAME")
     with pytest.raises(ValueError, match="Negative dimension size"):
         fl.nn.max_pool(x, 6, 1, "VALID")
+    with pytest.raises(ValueError, match=r"""'AvgPool' Op passed string 'EXPLICIT' not in: "SAME", "VALID"\."""):  # noqa: E501
+        fl.nn.avg_pool(x, 2, 2, "EXPLICIT")
+    with pytest.raises(ValueError, match="Sliding window strides field must specify 4 dimensions"):
+        fl.nn.conv2d_backprop_input([2, 5, 5, 3], fl.zeros([3, 3, 3, 4]), fl.zeros([2, 5, 5, 4]),
+                                    [1, 1], "SAME")
 
 
 def test_runtime_errors() -> None:
