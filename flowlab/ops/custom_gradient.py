@@ -111,30 +111,44 @@ def custom_gradient(f: Callable[..., Any] | None = None) -> Any:
         result, grad_fn = f(*args)
         flat = list(result) if isinstance(result, (list, tuple)) else [result]
         flat = [convert_to_tensor(r) for r in flat]
-        takes_variables = "variables" in inspect.signature(grad_fn).parameters or any(
-            p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(grad_fn).parameters.values()
+        params = inspect.signature(grad_fn).parameters
+        takes_variables = "variables" in params or any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
         )
+        variables = _variables_used(flat, args)
+        if variables and not takes_variables:
+            raise TypeError(
+                "@tf.custom_gradient grad_fn must accept keyword argument 'variables', since "
+                f"function uses variables: {[v.name for v in variables]}"
+            )
         name = f"CustomGradient-{next(_counter)}"
-        n_out = len(flat)
+        n_out, n_in = len(flat), len(args)
 
         def _grad(op: Operation, *dys: Any) -> Any:
             dys = dys[:n_out]
-            input_grads = grad_fn(*dys, variables=[]) if takes_variables else grad_fn(*dys)
-            if takes_variables and isinstance(input_grads, tuple) and len(input_grads) == 2 \
-                    and isinstance(input_grads[1], list):
-                input_grads = input_grads[0]
+            if takes_variables:
+                input_grads, variable_grads = grad_fn(*dys, variables=variables)
+                variable_grads = list(variable_grads or [])
+                if len(variable_grads) != len(variables):
+                    raise ValueError(
+                        f"Must return gradient for each variable from @custom_gradient grad_fn "
+                        f"({len(variables)} variables, {len(variable_grads)} gradients)."
+                    )
+            else:
+                input_grads, variable_grads = grad_fn(*dys), []
             input_grads = list(input_grads) if isinstance(input_grads, (list, tuple)) else [input_grads]
-            if len(input_grads) != len(args):
+            if len(input_grads) != n_in:
                 raise ValueError(
-                    f"custom_gradient function expected to return {len(args)} gradients, "
+                    f"custom_gradient function expected to return {n_in} gradients, "
                     f"but returned {len(input_grads)} instead."
                 )
-            return [None] * n_out + input_grads
+            return [None] * n_out + input_grads + variable_grads
 
         gradient_registry.gradient(name)(_grad)
         g = get_default_graph()
         with g.gradient_override_map({"IdentityN": name}):
-            outs = apply_op("IdentityN", input=flat + list(args), name="IdentityN")
+            outs = apply_op("IdentityN", input=flat + list(args) + [v.value() for v in variables],
+                            name="IdentityN")
         outs = outs[:n_out]
         for o, r in zip(outs, flat):
             o.set_shape(r.shape)
@@ -144,3 +158,28 @@ def custom_gradient(f: Callable[..., Any] | None = None) -> Any:
 
     return decorated
 
+
+def _variables_used(outputs: list[Any], inputs: list[Any]) -> list[Any]:
+    """The graph's variables that `outputs` depend on without passing through `inputs`."""
+    g = get_default_graph()
+    by_op = {}
+    for key in ("variables", "local_variables"):
+        for v in g.get_collection(key):
+            op = getattr(v, "op", None)
+            if op is not None:
+                by_op.setdefault(op, v)
+    if not by_op:
+        return []
+    stop = {t.op for t in inputs}
+    seen: set[Operation] = set()
+    stack = [t.op for t in outputs]
+    found = []
+    while stack:
+        op = stack.pop()
+        if op in seen or op in stop:
+            continue
+        seen.add(op)
+        if op in by_op:
+            found.append(by_op[op])
+        stack.extend(t.op for t in op.inputs)
+    return sorted(found, key=lambda v: v.name)

@@ -294,3 +294,28 @@ def test_integer_paths_carry_no_gradient(tf1: Any) -> None:
         return _none(tf, _g(tf)(y, [x, i]) + _g(tf)(i * 2, [i]))
 
     assert_same(tf1, build)
+
+
+def test_custom_gradient_with_variables() -> None:
+    w = fl.Variable(3.0, name="w")
+
+    @custom_gradient
+    def scaled(x: Any) -> Any:
+        def grad(dy: Any, variables: Any = None) -> Any:
+            assert [v.name for v in variables] == ["w:0"]
+            return dy * 100.0, [dy * 1000.0]
+
+        return x * w, grad
+
+    x = fl.constant(2.0)
+    gx, gw = gradients(scaled(x), [x, w])
+    with fl.Session() as s:
+        s.run(fl.global_variables_initializer())
+        assert s.run([gx, gw]) == [100.0, 1000.0]
+
+    @custom_gradient
+    def no_vars_kw(x: Any) -> Any:
+        return x * w, lambda dy: dy
+
+    with pytest.raises(TypeError, match="variables"):
+        no_vars_kw(x)
