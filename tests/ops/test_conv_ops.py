@@ -304,3 +304,39 @@ def test_kernels_do_not_mutate_inputs() -> None:
     _run([y, dx, m], {xp: x, fp: f})
     np.testing.assert_array_equal(x, x0)
     np.testing.assert_array_equal(f, f0)
+
+
+try:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+except ImportError:  # pragma: no cover
+    given = None
+
+if given is not None:
+
+    @settings(max_examples=25, deadline=None)
+    @given(n=st.integers(1, 2), h=st.integers(1, 7), w=st.integers(1, 7), cg=st.integers(1, 3),
+           groups=st.integers(1, 2), og=st.integers(1, 3), kh=st.integers(1, 3),
+           kw=st.integers(1, 3), sh=st.integers(1, 3), sw=st.integers(1, 3),
+           dh=st.integers(1, 2), dw=st.integers(1, 2), padding=st.sampled_from(["SAME", "VALID"]))
+    def test_conv2d_and_backprops_property(n: int, h: int, w: int, cg: int, groups: int, og: int,
+                                           kh: int, kw: int, sh: int, sw: int, dh: int, dw: int,
+                                           padding: str) -> None:
+        """Forward against the loop; backprops against the adjoint identity
+        <conv(x, f), dy> == <x, dx(dy)> == <f, df(dy)>."""
+        if padding == "VALID" and (h < (kh - 1) * dh + 1 or w < (kw - 1) * dw + 1):
+            return
+        rs = np.random.RandomState(n * 1000 + h * 100 + w)
+        x, f = rs.randn(n, h, w, cg * groups), rs.randn(kh, kw, cg, og * groups)
+        s4, d4 = [1, sh, sw, 1], [1, dh, dw, 1]
+        with fl.Graph().as_default():
+            y = fl.nn.conv2d(x, f, s4, padding, dilations=d4)
+            dy = rs.randn(*y.shape.as_list())
+            dx = fl.nn.conv2d_backprop_input(list(x.shape), f, dy, s4, padding, dilations=d4)
+            df = fl.nn.conv2d_backprop_filter(x, list(f.shape), dy, s4, padding, dilations=d4)
+            vy, vdx, vdf = _run([y, dx, df])
+        np.testing.assert_allclose(vy, naive_conv(x, f, (sh, sw), (dh, dw), padding),
+                                   rtol=1e-9, atol=1e-9)
+        inner = float(np.sum(vy * dy))
+        assert float(np.sum(x * vdx)) == pytest.approx(inner, rel=1e-9, abs=1e-9)
+        assert float(np.sum(f * vdf)) == pytest.approx(inner, rel=1e-9, abs=1e-9)
