@@ -2,11 +2,11 @@
 
 Saves and restores a set of float32 variables (default 1 GiB in 8 variables) with
 `tf.train.Saver` and writes/reads the same arrays with `numpy.save`/`numpy.load` in
-the same run, to the same directory, alternating, and reports the best of
-`--repeats` for each (GB/s, 1 GB = 1e9 bytes) and the ratios.  Target (issue 6):
+the same run, to the same directory, alternating which goes first, and reports the
+best of `--repeats` for each (GB/s, 1 GB = 1e9 bytes) and the ratios.  Target (issue 6):
 flowlab at least half of NumPy's bandwidth in both directions.
 
-    python benchmarks/checkpoint_io.py [--size-mb 1024] [--variables 8] [--repeats 3]
+    python benchmarks/checkpoint_io.py [--size-mb 1024] [--variables 8] [--repeats 4]
                                        [--dir /tmp/...]
 """
 
@@ -39,7 +39,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=float, default=1024.0, help="total MiB of variables")
     ap.add_argument("--variables", type=int, default=8)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=4)
     ap.add_argument("--dir", default=None, help="where to write (default: a temp dir)")
     args = ap.parse_args()
 
@@ -74,18 +74,28 @@ def main() -> None:
         def fl_restore() -> None:
             saver.restore(sess, prefix)
 
-        t: dict[str, list[float]] = {"np_save": [], "np_load": [], "fl_save": [], "fl_restore": []}
-        for _ in range(args.repeats):
-            for f in glob.glob(os.path.join(root, "*")):
-                os.remove(f)
-            t["np_save"].append(_timed(np_save))
-            t["np_load"].append(_timed(np_load))
-            # Both sides write fresh files: overwriting costs extra on some file
+        def clear() -> None:
+            # Every write goes to fresh files: overwriting costs extra on some file
             # systems (ext4 flushes a file renamed or truncated over another).
             for f in glob.glob(os.path.join(root, "*")):
                 os.remove(f)
+
+        def numpy_side() -> None:
+            clear()
+            t["np_save"].append(_timed(np_save))
+            t["np_load"].append(_timed(np_load))
+
+        def flowlab_side() -> None:
+            clear()
             t["fl_save"].append(_timed(fl_save))
             t["fl_restore"].append(_timed(fl_restore))
+
+        t: dict[str, list[float]] = {"np_save": [], "np_load": [], "fl_save": [], "fl_restore": []}
+        for r in range(args.repeats):
+            # Alternate which side goes first: on a busy machine, files written
+            # later in a round read back measurably slower.
+            for side in ((numpy_side, flowlab_side) if r % 2 == 0 else (flowlab_side, numpy_side)):
+                side()
         ok = all(np.array_equal(sess.run(v), a) for v, a in zip(vs, arrays))
         sess.close()
     finally:

@@ -371,3 +371,46 @@ def test_save_into_missing_parent_matches_tensorflow(tf1, tmp_path):
                         s.save(sess, str(tmp_path / tf.__name__ / bad))
                 # One missing level is created, as TensorFlow does.
                 s.save(sess, str(tmp_path / tf.__name__ / "m"))
+
+
+# --- the ops themselves -------------------------------------------------------------------
+def test_save_and_restore_ops_directly(tmp_path):
+    from flowlab.ops import io_checkpoint_ops as io
+
+    p = str(tmp_path / "raw")
+    full = np.arange(12, dtype=np.int64).reshape(4, 3)
+    with fl.Graph().as_default():
+        save = io.save_v2(p, ["t", "t", "s"], ["4 3 0,1:-", "4 3 1,3:-", ""],
+                          [full[:1], full[1:], fl.constant(b"hi")])
+        assert save.type == "SaveV2" and save.name == "SaveV2"
+        assert [d.name for d in save.get_attr("dtypes")] == ["int64", "int64", "string"]
+        a, b, s = io.restore_v2(p, ["t", "t", "s"], ["4 3 0,2:-", "", ""],
+                                [fl.int64, fl.int64, fl.string])
+        assert a.shape.as_list() == [2, 3] and b.shape.ndims is None
+        with fl.Session() as sess:
+            sess.run(save)
+            ga, gb, gs = sess.run([a, b, s])
+        np.testing.assert_array_equal(ga, full[:2])
+        np.testing.assert_array_equal(gb, full)
+        assert gs == b"hi"
+        with pytest.raises(ValueError, match="Dimension 0 in both shapes must be equal"):
+            io.save_v2(p, ["a", "b"], ["", ""], [fl.constant(1.0)])
+        with pytest.raises(ValueError, match="Shape must be rank 0"):
+            io.restore_v2([p, p], ["a"], [""], [fl.float32])
+        bad = io.restore_v2(p, ["t"], [""], [fl.float32])[0]
+        with fl.Session() as sess:
+            with pytest.raises(errors.InvalidArgumentError,
+                               match="expected dtype float32 does not equal original dtype int64"):
+                sess.run(bad)
+
+
+def test_sharded_filename_and_string_join():
+    from flowlab.ops import io_checkpoint_ops as io
+
+    with fl.Graph().as_default():
+        f = io.sharded_filename("/x/m_temp/part", 1, 4)
+        j = io.string_join([["a", "b"], "-", fl.constant("z")], separator="+")
+        assert j.shape.as_list() == [2]
+        with fl.Session() as sess:
+            assert sess.run(f) == b"/x/m_temp/part-00001-of-00004"
+            assert sess.run(j).tolist() == [b"a+-+z", b"b+-+z"]
