@@ -479,3 +479,24 @@ def test_gate_modes_and_variable_scope_names(tf1):
                                       "train/w/Adam_1:0"]
     np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-6)
     np.testing.assert_allclose(res[1][2], res[0][2], rtol=1e-6)
+
+
+def test_locked_updates_from_many_threads_are_exact():
+    import threading
+
+    w = fl.Variable(np.zeros(3, np.float32), name="w")
+    loss = fl.reduce_sum(w * fl.constant([1.0, 2.0, 4.0]))
+    train = fl.train.MomentumOptimizer(1.0, 0.0, use_locking=True).minimize(loss)
+    with fl.Session() as sess:
+        sess.run(fl.global_variables_initializer())
+
+        def work():
+            for _ in range(50):
+                sess.run(train)
+
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        np.testing.assert_array_equal(sess.run(w), [-200.0, -400.0, -800.0])
