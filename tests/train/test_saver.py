@@ -414,3 +414,17 @@ def test_sharded_filename_and_string_join():
         with fl.Session() as sess:
             assert sess.run(f) == b"/x/m_temp/part-00001-of-00004"
             assert sess.run(j).tolist() == [b"a+-+z", b"b+-+z"]
+
+
+def test_sharded_true_on_one_device(tmp_path):
+    v = fl.Variable([1.0, 2.0], name="v")
+    s = fl.train.Saver(sharded=True)
+    assert s.saver_def.sharded
+    with fl.Session() as sess:
+        sess.run(fl.global_variables_initializer())
+        p = s.save(sess, str(tmp_path / "m"), global_step=5, write_meta_graph=False)
+        assert p == str(tmp_path / "m-5")
+        sess.run(v.assign([0.0, 0.0]))
+        s.restore(sess, p)
+        np.testing.assert_array_equal(sess.run(v), [1.0, 2.0])
+    assert _files(tmp_path) == ["checkpoint", "m-5.data-00000-of-00001", "m-5.index"]
