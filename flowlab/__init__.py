@@ -48,8 +48,10 @@ from flowlab.ops.array_ops import *  # noqa: F401,F403
 from flowlab.ops.builder import convert_to_tensor, register_tensor_conversion_function
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import *  # noqa: F401,F403
+from flowlab.ops.data_flow_ops import *
 from flowlab.ops.importer import *
 from flowlab.ops.init_ops import *  # noqa: F401,F403
+from flowlab.ops.io_ops import *
 from flowlab.ops.math_ops import *  # noqa: F401,F403
 from flowlab.ops.random_ops import *  # noqa: F401,F403
 from flowlab.ops.state_ops import *  # noqa: F401,F403
@@ -131,6 +133,12 @@ def _namespace(name: str, *modules: _types.ModuleType, extra: dict | None = None
 from flowlab.ops import math_ops as _math_ops  # noqa: E402
 
 math = _namespace("math", _math_ops, extra={"softmax": nn.softmax, "log_softmax": nn.log_softmax})
+
+from flowlab.ops import data_flow_ops as _data_flow_ops  # noqa: E402
+from flowlab.ops import io_ops as _io_ops  # noqa: E402
+
+queue = _namespace("queue", _data_flow_ops)
+io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph})
 
 # `tf.compat.v1.X` is `tf.X` here.
 compat = _types.SimpleNamespace(v1=_sys.modules[__name__], dimension_value=dimension_value)

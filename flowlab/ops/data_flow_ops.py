@@ -17,7 +17,6 @@ with a static batch dimension of 4.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from flowlab.graph import dtypes as _dtypes
@@ -26,7 +25,7 @@ from flowlab.graph.tensor_shape import TensorShape, as_shape
 from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.const_fold import constant_value
 from flowlab.ops.gradient_registry import not_differentiable
-from flowlab.ops.op_def import get_op_def, op_def
+from flowlab.ops.op_def import op_def
 
 __all__ = [
     "QueueBase",
@@ -91,20 +90,6 @@ op_def("QueueSizeV2", inputs=["handle: resource"], outputs=["size: int32"], shap
 op_def("QueueIsClosedV2", inputs=["handle: resource"], outputs=["is_closed: bool"], shape_fn=_scalar,
        stateful=True, doc="Whether the queue is closed.")
 
-
-def _list_type_args(od: Any) -> None:
-    """op_def's parser reads "components: Tcomponents" as a single tensor even when
-    Tcomponents is a list(type) attr; mark such arguments as type lists."""
-    for args in (od.inputs, od.outputs):
-        for i, a in enumerate(args):
-            adef = od.attrs.get(a.type_attr) if a.type_attr else None
-            if adef is not None and adef.kind == "list(type)":
-                args[i] = dataclasses.replace(a, type_attr=None, type_list_attr=a.type_attr)
-
-
-for _t in ("QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2",
-           "QueueDequeueUpToV2"):
-    _list_type_args(get_op_def(_t))
 
 for _t in ("FIFOQueueV2", "PaddingFIFOQueueV2", "PriorityQueueV2", "RandomShuffleQueueV2",
            "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2", "QueueDequeueManyV2",

@@ -15,14 +15,13 @@ tensors.  Names, attrs and static shapes follow TensorFlow 1.x.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from flowlab.graph.tensor import Tensor
 from flowlab.graph.tensor_shape import TensorShape
 from flowlab.ops.builder import apply_op
 from flowlab.ops.gradient_registry import not_differentiable
-from flowlab.ops.op_def import get_op_def, op_def
+from flowlab.ops.op_def import op_def
 
 __all__ = [
     "ReaderBase",
@@ -101,13 +100,6 @@ op_def("MatchingFiles", inputs=["pattern: string"], outputs=["filenames: string"
        shape_fn=lambda op: [TensorShape([None])], doc="The sorted file names matching glob pattern(s).")
 op_def("ReadFile", inputs=["filename: string"], outputs=["contents: string"], shape_fn=_scalar,
        doc="The contents of a file.")
-
-# op_def's parser reads "record_defaults: OUT_TYPE" as one tensor; OUT_TYPE is a list.
-_decode_csv = get_op_def("DecodeCSV")
-for _args in (_decode_csv.inputs, _decode_csv.outputs):
-    for _i, _a in enumerate(_args):
-        if _a.type_attr == "OUT_TYPE":
-            _args[_i] = dataclasses.replace(_a, type_attr=None, type_list_attr="OUT_TYPE")
 
 for _t in ("TextLineReaderV2", "FixedLengthRecordReaderV2", "WholeFileReaderV2", "ReaderReadV2",
            "ReaderReadUpToV2", "ReaderNumRecordsProducedV2", "ReaderNumWorkUnitsCompletedV2",

@@ -112,8 +112,8 @@ def op_def(
             "an op is declared once."
         )
     attr_defs = {a.name: a for a in (parse_attr(s) for s in attrs)}
-    in_defs = [parse_arg(s) for s in inputs]
-    out_defs = [parse_arg(s) for s in outputs]
+    in_defs = [_resolve_list_type(parse_arg(s), attr_defs) for s in inputs]
+    out_defs = [_resolve_list_type(parse_arg(s), attr_defs) for s in outputs]
     for arg in in_defs + out_defs:
         for ref in (arg.type_attr, arg.number_attr, arg.type_list_attr):
             if ref is not None and ref not in attr_defs:
@@ -125,6 +125,14 @@ def op_def(
     )
     _REGISTRY[name] = d
     return d
+
+
+def _resolve_list_type(arg: ArgDef, attrs: dict[str, AttrDef]) -> ArgDef:
+    """"components: Tcomponents" names a list of tensors when the attr is list(type)."""
+    adef = attrs.get(arg.type_attr) if arg.type_attr is not None else None
+    if adef is not None and adef.kind == "list(type)" and arg.number_attr is None:
+        return ArgDef(arg.name, type_list_attr=arg.type_attr, is_ref=arg.is_ref)
+    return arg
 
 
 def get_op_def(name: str) -> OpDef:
