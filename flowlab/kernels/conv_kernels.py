@@ -79,7 +79,9 @@ class _Geometry:
         sn, sh, sw, sc = xp_padded.strides
         shape = (n, self.out[0], self.out[1], self.k[0], self.k[1], c)
         strides = (sn, sh * self.s[0], sw * self.s[1], sh * self.d[0], sw * self.d[1], sc)
-        return xp.lib.stride_tricks.as_strided(xp_padded, shape, strides, writeable=False)
+        if xp is np:
+            return np.lib.stride_tricks.as_strided(xp_padded, shape, strides, writeable=False)
+        return xp.lib.stride_tricks.as_strided(xp_padded, shape, strides)  # CuPy: no writeable
 
     def col2im(self, xp: Any, cols: Any, in_shape: tuple[int, ...]) -> Any:
         """Sum window-shaped values [n, oh, ow, kh, kw, c] back into an NHWC input."""
