@@ -248,6 +248,7 @@ def test_concat_passes_indexed_slices_on(tf1: Any, axis: int) -> None:
     assert all(type(g).__name__ == "IndexedSlicesValue" for g in got)
 
 
+@pytest.mark.filterwarnings("ignore:Converting sparse IndexedSlices")  # TensorFlow warns too
 def test_unknown_shapes_and_int64_indices(tf1: Any) -> None:
     value = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4) / 7.0
 
@@ -266,6 +267,7 @@ def test_unknown_shapes_and_int64_indices(tf1: Any) -> None:
             tf.strided_slice(x, i64([1, 2]), i64([-3, 0]), i64([-1, -2])),
             tf.transpose(x, i64([1, 2, 0])),
             tf.gather(x, i64([[2, 0]]), axis=i64(1)),
+            tf.gather(x, i64([1, 1, 0])),
             tf.reverse(x, i64([1])),
             tf.gather_nd(x, i64([[1, 2], [0, 0]])),
         ]
@@ -284,16 +286,16 @@ def test_gather_int64_indices_give_int64_slices(tf1: Any) -> None:
     assert assert_same(tf1, graph).indices.dtype == np.int64
 
 
-@pytest.mark.xfail(reason="gradients_impl._aggregate: a dense partial with IndexedSlices ones must "
-                          "give a dense AddN, and mixed int32/int64 indices must be cast to int64 "
-                          "(TensorFlow's AggregateIndexedSlicesGradients)", strict=False)
 def test_gather_rows_aggregate_with_dense_partials(tf1: Any) -> None:
     def graph(tf: Any) -> Any:
         x = tf.constant(np.arange(6.0, dtype=np.float32).reshape(3, 2))
         ys = [tf.gather(x, tf.constant([2, 2], tf.int64)), tf.gather(x, [1]), x * 2.0]
-        return _grads(tf, [tf.reduce_sum(y) for y in ys], [x])
+        dense = _grads(tf, [tf.reduce_sum(y) for y in ys], [x])
+        sparse = _grads(tf, [tf.reduce_sum(y) for y in ys[:2]], [x])
+        return dense + sparse
 
-    assert_same(tf1, graph)
+    dense, sparse = assert_same(tf1, graph)
+    assert isinstance(dense, np.ndarray) and sparse.indices.dtype == np.int64
 
 
 def test_variable_gradients_through_lookups(tf1: Any) -> None:
