@@ -25,6 +25,7 @@ The gradient function of an op is the one registered for its `_gradient_op_type`
 from __future__ import annotations
 
 import collections
+import contextlib
 import importlib
 import pathlib
 from collections.abc import Sequence
@@ -158,7 +159,7 @@ def _default_grad_y(y: Tensor, i: int, colocate: bool) -> Tensor:
     if y.dtype.is_complex:
         raise TypeError(f"Gradients of complex tensors ({y}) must set grad_ys (y.dtype = {y.dtype.name})")
     g = y.graph
-    ctx = g.colocate_with(y.op, ignore_existing=True) if colocate else _null()
+    ctx = g.colocate_with(y.op, ignore_existing=True) if colocate else contextlib.nullcontext()
     with ctx:
         if y.shape.is_fully_defined():
             shape = _const_shape(y)
@@ -173,14 +174,6 @@ def _const_shape(y: Tensor) -> Tensor:
     return constant(y.shape.as_list(), dtype=dtypes.int32, name="Shape")
 
 
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *a: Any) -> None:
-        return None
-
-
 def _aggregate(grads: list[Any], method: Any, op: Operation, colocate: bool) -> Any:
     """Sum the partial gradients of one output (None when there are none)."""
     from flowlab.ops import math_ops
@@ -193,7 +186,7 @@ def _aggregate(grads: list[Any], method: Any, op: Operation, colocate: bool) -> 
     if method not in (None, AggregationMethod.ADD_N, AggregationMethod.EXPERIMENTAL_TREE,
                       AggregationMethod.EXPERIMENTAL_ACCUMULATE_N):
         raise ValueError(f"Invalid aggregation_method specified {method}.")
-    ctx = op.graph.colocate_with(op, ignore_existing=True) if colocate else _null()
+    ctx = op.graph.colocate_with(op, ignore_existing=True) if colocate else contextlib.nullcontext()
     with ctx:
         if all(isinstance(g, Tensor) for g in grads):
             if method in (None, AggregationMethod.ADD_N):
@@ -342,7 +335,7 @@ def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], s
                 for i, g in enumerate(out_grads):
                     if g is None and is_trainable(op.outputs[i]):
                         out_grads[i] = array_ops.zeros_like(op.outputs[i])
-                ctx = graph.colocate_with(op, ignore_existing=True) if colocate else _null()
+                ctx = graph.colocate_with(op, ignore_existing=True) if colocate else contextlib.nullcontext()
                 with ctx, graph.name_scope(op.name + "_grad"):
                     result = grad_fn(op, *out_grads)
                     in_grads = list(result) if isinstance(result, (list, tuple)) else [result]
