@@ -21,7 +21,6 @@ documented in flowlab.train.checkpoint_format, which also documents the files.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from flowlab.graph import dtypes
@@ -30,7 +29,7 @@ from flowlab.graph.tensor_shape import TensorShape
 from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.const_fold import constant_value
 from flowlab.ops.gradient_registry import not_differentiable
-from flowlab.ops.op_def import get_op_def, op_def
+from flowlab.ops.op_def import op_def
 
 __all__ = ["string_join"]
 
@@ -133,18 +132,6 @@ op_def(
 
 
 
-def _list_type_args(od: Any) -> None:
-    """op_def's parser reads "tensors: dtypes" as one tensor even though `dtypes` is a
-    list(type) attr (a core limitation): mark such arguments as type lists."""
-    for args in (od.inputs, od.outputs):
-        for i, a in enumerate(args):
-            adef = od.attrs.get(a.type_attr) if a.type_attr else None
-            if adef is not None and adef.kind == "list(type)":
-                args[i] = dataclasses.replace(a, type_attr=None, type_list_attr=a.type_attr)
-
-
-for _t in ("SaveV2", "RestoreV2"):
-    _list_type_args(get_op_def(_t))
 for _t in ("SaveV2", "RestoreV2", "MergeV2Checkpoints", "ShardedFilename", "StringJoin"):
     not_differentiable(_t)
 
