@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys as _sys
 import types as _types
 
-from flowlab import errors, kernels, nn, train  # kernels: importing registers every kernel
+from flowlab import errors, kernels, layers, nn, train
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.dtypes import (  # noqa: F401
     DType,
@@ -44,12 +44,16 @@ from flowlab.graph.graph import (
 )
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import Dimension, TensorShape, dimension_value
+from flowlab.ops import losses  # kernels: importing registers every kernel
 from flowlab.ops.array_ops import *  # noqa: F401,F403
 from flowlab.ops.builder import convert_to_tensor, register_tensor_conversion_function
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import *  # noqa: F401,F403
+from flowlab.ops.custom_gradient import *
 from flowlab.ops.data_flow_ops import *
+from flowlab.ops.gradients_impl import *
 from flowlab.ops.importer import *
+from flowlab.ops.indexed_slices import *
 from flowlab.ops.init_ops import *  # noqa: F401,F403
 from flowlab.ops.io_ops import *
 from flowlab.ops.math_ops import *  # noqa: F401,F403

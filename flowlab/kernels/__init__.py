@@ -1,12 +1,16 @@
 """Kernels by (op type, device type).  Importing this package registers all of them."""
 
-from flowlab.kernels import (  # noqa: F401
+from flowlab.kernels import (
     array_kernels,
+    checkpoint_kernels,
+    conv_kernels,
     core_kernels,
     io_kernels,
     math_kernels,
     nn_kernels,
     queue_kernels,
     random_kernels,
+    slicing_kernels,
     state_kernels,
+    training_kernels,
 )

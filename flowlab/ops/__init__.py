@@ -1,16 +1,22 @@
-"""Op declarations and their Python builders (one module per op family)."""
+"""Op declarations and their Python builders (one module per op family), and their
+gradient functions (`*_grad.py`, loaded by `gradients_impl`)."""
 
-from flowlab.ops import (  # noqa: F401  # noqa: F401,E402
+from flowlab.ops import (
     array_ops,
     const_fold,
+    conv_ops,
     core_ops,
+    data_flow_ops,
     gradient_registry,
     init_ops,
+    io_checkpoint_ops,
+    io_ops,
     math_ops,
     nn_ops,
     operators,
     random_ops,
     state_ops,
+    training_ops,
     variable_scope,
     variables,
 )

@@ -67,7 +67,9 @@ def convert_to_tensor(
         )
     if dt is None:
         hint = preferred_dtype if preferred_dtype is not None else dtype_hint
-        if hint is not None:
+        # A NumPy value keeps its own dtype: a preferred dtype only guides Python values
+        # (TensorFlow refuses to cast a NumPy array implicitly, then falls back).
+        if hint is not None and not isinstance(value, (np.ndarray, np.generic)):
             try:
                 arr = to_numpy(value, dtypes.as_dtype(hint))
             except (TypeError, ValueError):

@@ -21,6 +21,8 @@ uninitialized variable fails at the op that uses it, as in TensorFlow.
 from __future__ import annotations
 
 import itertools
+import queue
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +97,11 @@ class Plan:
     @property
     def initial_pending(self) -> list[int]:
         return [len(n.deps) for n in self.nodes]
+
+    @property
+    def has_async(self) -> bool:
+        """Whether some kernel is asynchronous (its step may wait: deadline, cancel)."""
+        return any(n.kernel.asynchronous for n in self.nodes)
 
     @property
     def has_control_flow(self) -> bool:
@@ -267,10 +274,8 @@ def compile_plan(
         [t.name for t in fetches],
         num_expensive=sum(n.kernel.expensive for n in nodes),
     )
-    if straight_line and all(
-        not n.kernel.asynchronous and not (n.op.op_def is not None and n.op.op_def.is_control_flow)
-        for n in nodes
-    ):
+    n_async = sum(n.kernel.asynchronous for n in nodes)
+    if straight_line and n_async <= 1 and not plan.has_control_flow:
         _generate_straight_line(plan)
     return plan
 
@@ -298,7 +303,8 @@ def _generate_straight_line(plan: Plan) -> None:
     if plan.feed_slots:
         lhs = ", ".join(f"s{s}" for s in plan.feed_slots)
         lines.append(f"    {lhs}, = feeds")
-    for node in plan.nodes:
+    ns["_aw"] = await_async
+    for node in _async_last_order(plan.nodes):
         i = node.index
         if node.op.type == "Const" and node.outputs[0] >= 0:
             # A constant is a value of the generated function, not a call per step.
@@ -309,10 +315,13 @@ def _generate_straight_line(plan: Plan) -> None:
         ns[f"k{i}"] = node.kernel.fn
         ns[f"c{i}"] = node.ctx
         args = [f"c{i}"]
-        if node.kernel.needs_step:
+        if node.kernel.needs_step and not node.kernel.asynchronous:
             args.append("step")
         args.extend(f"s{slot}.read()" if read else f"s{slot}" for slot, read in node.inputs)
-        call = f"k{i}({', '.join(args)})"
+        if node.kernel.asynchronous:
+            call = f"_aw(step, k{i}, {', '.join(args)})"
+        else:
+            call = f"k{i}({', '.join(args)})"
         if node.num_outputs == 0 or all(s < 0 for s in node.outputs):
             stmt = call
         elif node.single_output:
@@ -340,6 +349,43 @@ def _generate_straight_line(plan: Plan) -> None:
     plan.code = fn.__code__
     plan.line_to_node = line_to_node
     plan.source = source
+
+
+def _async_last_order(nodes: list[PlanNode]) -> list[PlanNode]:
+    """A topological order that runs the (single) asynchronous node as late as possible:
+    everything that does not depend on it first.  Then nothing that could unblock it
+    (an enqueue, a close) is still waiting behind it when it blocks, so waiting in line
+    is as live as the dataflow executor."""
+    waits = [n for n in nodes if n.kernel.asynchronous]
+    if not waits:
+        return nodes
+    after = {waits[0].index}
+    for n in nodes:  # nodes are in topological order
+        if any(d in after for d in n.deps):
+            after.add(n.index)
+    return [n for n in nodes if n.index not in after] + [n for n in nodes if n.index in after]
+
+
+def await_async(step: Step, fn: Any, ctx: NodeContext, *args: Any) -> Any:
+    """Run an asynchronous kernel on the straight-line path and wait for its `done`
+    (at once when it completes synchronously).  The step's deadline bounds the wait;
+    cancellation reaches the kernel through the callbacks it registered."""
+    box: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    fn(ctx, step, lambda outputs=None, error=None: box.put((outputs, error)), *args)
+    try:
+        if step.deadline is None:
+            outputs, error = box.get()
+        else:
+            outputs, error = box.get(timeout=max(0.0, step.deadline - time.monotonic()))
+    except queue.Empty:
+        err = errors.DeadlineExceededError(
+            None, None, "Timed out waiting for the step to finish (RunOptions.timeout_in_ms)."
+        )
+        step.get_cancellation().cancel(err)
+        raise err from None
+    if error is not None:
+        raise error
+    return outputs
 
 
 def op_error(exc: BaseException, op: Operation | None, device: str) -> errors.OpError:

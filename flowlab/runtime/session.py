@@ -177,7 +177,7 @@ class Session:
         n = len(converters)
         fn = plan.straight_line
 
-        if fn is not None and self._listener is None and not accept_options and not (
+        if fn is not None and self._listener is None and not accept_options and not plan.has_async and not (
             self._pool is not None and plan.num_expensive >= 2
         ):
             session = self
@@ -216,12 +216,24 @@ class Session:
         listener: Listener | None,
     ) -> list[Any]:
         timeout_ms = (options.timeout_in_ms if options is not None else 0) or self._config.operation_timeout_in_ms
-        if plan.straight_line is not None and listener is None and run_metadata is None and not (
+        straight = plan.straight_line is not None and listener is None and run_metadata is None and not (
             self._pool is not None and plan.num_expensive >= 2
-        ):
+        )
+        if straight and not plan.has_async:
             return run_straight_line(plan, Step(self), feed_values)
         deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
         step = Step(self, deadline)
+        if straight:
+            # May wait (a queue): register the step so that close() can cancel it.
+            with self._steps_lock:
+                self._active_steps.add(step)
+            try:
+                if self._closed:
+                    raise errors.CancelledError(None, None, "Session has been closed.")
+                return run_straight_line(plan, step, feed_values)
+            finally:
+                with self._steps_lock:
+                    self._active_steps.discard(step)
         collector = _StatsCollector() if run_metadata is not None else None
         if collector is not None and listener is not None:
             outer = listener

@@ -168,3 +168,28 @@ def test_expensive_kernels_overlap_on_the_op_pool():
     with fl.Session() as s:  # no pool: the straight-line plan runs them in turn
         s.run(total)
     assert T.in_flight.peak == 1
+
+
+def test_one_asynchronous_kernel_runs_on_the_straight_line_after_independent_ops(tf1):
+    """A plan with one asynchronous op (a dequeue) is compiled to straight-line code that
+    runs it last among the ops not depending on it: a close in the same step still
+    reaches the queue first, as on the dataflow executor (and in TensorFlow)."""
+    from tests.difftest import assert_same_error
+
+    def build(tf):
+        q = tf.FIFOQueue(2, tf.float32)
+        return [q.dequeue(), q.close()]
+
+    tf_err, fl_err = assert_same_error(tf1, build)
+    assert "is closed and has insufficient elements" in str(fl_err)
+    q = fl.FIFOQueue(2, fl.float32)
+    deq = q.dequeue()
+    with fl.Session() as s:
+        s.run(q.enqueue(5.0))
+        plan = s._plan_for([], [deq], [])
+        assert plan.straight_line is not None and plan.has_async
+        assert s.run(deq) == 5.0
+        with pytest.raises(errors.DeadlineExceededError):
+            s.run(deq, options=fl.RunOptions(timeout_in_ms=50))
+        s.run(q.enqueue(6.0))  # the timed-out dequeue left nothing behind
+        assert s.run(deq) == 6.0
