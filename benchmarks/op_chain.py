@@ -28,17 +28,38 @@ def build(tf, n: int):
     return x, y
 
 
-def bench_module(tf, cfg, n: int, calls: int, listener: bool = False) -> dict[str, float]:
+def bench_module(tf, cfg, n: int, calls: int) -> dict[str, float]:
     g = tf.Graph()
     with g.as_default():
         x, y = build(tf, n)
     sess = tf.Session(graph=g, config=cfg)
-    if listener:
-        sess.set_listener(lambda e: None)
-    f = sess.make_callable(y, [x]) if not listener else (lambda v: sess.run(y, {x: v}))
+    f = sess.make_callable(y, [x])
     value = np.float32(0.0)
     assert float(f(value)) == float(n)
     us = per_call_us(lambda: f(value), calls)
+    sess.close()
+    return {"step_us": us, "us_per_op": us / n}
+
+
+def bench_dataflow(n: int, calls: int, listener: bool) -> dict[str, float]:
+    """The same chain on flowlab's dataflow executor (the path taken by plans with
+    control flow or several asynchronous ops), with or without an event listener."""
+    from flowlab.runtime.executor import Execution
+    from flowlab.runtime.step import Step
+
+    g = fl.Graph()
+    with g.as_default():
+        x, y = build(fl, n)
+    sess = fl.Session(graph=g)
+    plan = sess._plan_for([x], [y], [])
+    events = (lambda e: None) if listener else None
+    value = np.float32(0.0)
+
+    def step() -> object:
+        return Execution(plan, Step(sess), [value], events).run()
+
+    assert float(step()[0]) == float(n)
+    us = per_call_us(step, calls)
     sess.close()
     return {"step_us": us, "us_per_op": us / n}
 
@@ -64,7 +85,8 @@ def main() -> None:
     out: dict[str, object] = {
         "ops": args.ops,
         "flowlab": bench_module(fl, None, args.ops, args.calls),
-        "flowlab_dataflow_executor": bench_module(fl, None, args.ops, max(20, args.calls // 5), listener=True),
+        "flowlab_dataflow_executor": bench_dataflow(args.ops, max(20, args.calls // 5), listener=False),
+        "flowlab_dataflow_with_listener": bench_dataflow(args.ops, max(20, args.calls // 5), listener=True),
         "numpy_by_hand": bench_numpy(args.ops, args.calls),
     }
     tf1 = load_tf1()
