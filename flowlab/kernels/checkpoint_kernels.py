@@ -3,7 +3,7 @@
 SaveV2 receives the values of the variables it saves (the runtime reads each
 variable's `VariableState` into a stable snapshot: stored arrays are never mutated),
 writes them to a temporary data file, renames it, then writes the index the same
-way (flowlab.train.checkpoint_format).  RestoreV2 returns arrays; the Saver's Assign
+way (flowlab.kernels.checkpoint_format).  RestoreV2 returns arrays; the Saver's Assign
 ops store them through `step.write_var`, so a step that fails part-way rolls the
 variables back.  Both run on a pool thread (`expensive`): file I/O releases the GIL.
 """
@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
+from flowlab.kernels import checkpoint_format as fmt
 from flowlab.kernels.registry import kernel
-from flowlab.train import checkpoint_format as fmt
 
 
 def _str(x: Any) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 
 from flowlab import errors
 from flowlab.kernels.registry import kernel
-from flowlab.runtime.resources import VariableState, freeze
+from flowlab.kernels.resources import VariableState, freeze
 
 
 def _shape_str(shape: tuple[int, ...]) -> str:

@@ -19,8 +19,8 @@ import numpy as np
 
 from flowlab import errors
 from flowlab.kernels.registry import kernel
+from flowlab.kernels.resources import VariableState
 from flowlab.kernels.state_kernels import _fresh
-from flowlab.runtime.resources import VariableState
 
 
 def _shape_str(shape: tuple[int, ...]) -> str:

@@ -350,5 +350,4 @@ def avg_pool(value: Any = None, ksize: Any = None, strides: Any = None, padding:
 
 
 # The kernels and gradient functions register against the declarations above.
-from flowlab.kernels import conv_kernels  # noqa: E402,F401
 from flowlab.ops import conv_grad  # noqa: E402,F401

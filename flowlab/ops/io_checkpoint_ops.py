@@ -16,7 +16,7 @@ Signatures, attrs and default names are TensorFlow's:
     ShardedFilename(basename, shard: int32, num_shards: int32) -> "basename-00001-of-00004"
     StringJoin(inputs: N * string; separator = "")          -> joined strings
 `shape_and_slices` entries are "" (the whole tensor) or "<full shape> <slice>" as
-documented in flowlab.train.checkpoint_format, which also documents the files.
+documented in flowlab.kernels.checkpoint_format, which also documents the files.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def _save_shape(op: Operation) -> list[Any]:
 
 
 def _restore_shape(op: Operation) -> list[Any]:
-    from flowlab.train.checkpoint_format import parse_shape_and_slice
+    from flowlab.kernels.checkpoint_format import parse_shape_and_slice
 
     n = len(op.get_attr("dtypes"))
     _check_scalar(op, 0, "'prefix'")

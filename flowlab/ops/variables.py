@@ -235,16 +235,16 @@ class Variable:
     def load(self, value: Any, session: Any = None) -> None:
         """Write `value` into the variable by running its initializer with the
         initial value fed; adds no ops to the graph."""
-        if session is None:
-            from flowlab.runtime.session import get_default_session
-
-            session = get_default_session()
-            if session is None:
+        # Operation.run finds the default session (the runtime installs that hook).
+        try:
+            self._initializer_op.run({self._initializer_op.inputs[1]: value}, session)
+        except ValueError as e:
+            if session is None and "No default session" in str(e):
                 raise ValueError(
                     "Either session argument should be provided or default session should be "
                     "established"
-                )
-        session.run(self._initializer_op, {self._initializer_op.inputs[1]: value})
+                ) from None
+            raise
 
     def initialized_value(self) -> Tensor:
         """The value after the initializer has run, for initializing another variable

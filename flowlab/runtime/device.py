@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from flowlab.graph.device_spec import DeviceSpec
-from flowlab.runtime.resources import ResourceManager
+from flowlab.kernels.resources import ResourceManager
 
 
 class Device:

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowlab.train import checkpoint_format as fmt
+from flowlab.kernels import checkpoint_format as fmt
 
 __all__ = [
     "CheckpointState", "latest_checkpoint", "get_checkpoint_state", "checkpoint_exists",

@@ -13,7 +13,7 @@ When the variables live on several devices (or `sharded=True`) there is one Save
 per device, placed on that device and writing that device's variables to a part
 checkpoint, then one MergeV2Checkpoints combines the parts into
 `<prefix>.data-0000i-of-0000n` + `<prefix>.index`; restore has one RestoreV2 per
-device.  The files are flowlab.train.checkpoint_format's (no pickle; checksums).
+device.  The files are flowlab.kernels.checkpoint_format's (no pickle; checksums).
 
 Fault tolerance (ARCHITECTURE.md section 10): data and index are written under
 temporary names and renamed, and the `checkpoint` state file (TensorFlow's text
@@ -42,13 +42,13 @@ from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.graph import GraphKeys, get_default_graph
 from flowlab.graph.graph_def import graph_to_dict
 from flowlab.graph.tensor import Operation, Tensor
+from flowlab.kernels import checkpoint_format as fmt
 from flowlab.ops import io_checkpoint_ops as io
 from flowlab.ops.array_ops import stack
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import group, identity, placeholder_with_default
 from flowlab.ops.state_ops import assign
 from flowlab.ops.variables import Variable
-from flowlab.train import checkpoint_format as fmt
 from flowlab.train.checkpoint_management import *  # noqa: F403
 from flowlab.train.checkpoint_management import __all__ as _management_all
 from flowlab.train.checkpoint_management import (

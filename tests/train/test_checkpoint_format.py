@@ -1,4 +1,4 @@
-"""The on-disk checkpoint format (flowlab.train.checkpoint_format): raw arrays + a JSON
+"""The on-disk checkpoint format (flowlab.kernels.checkpoint_format): raw arrays + a JSON
 index, slices, checksums, and the errors for damaged or missing data."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowlab import errors
-from flowlab.train import checkpoint_format as fmt
+from flowlab.kernels import checkpoint_format as fmt
 
 DTYPES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
           "uint16", "bool", "complex64", "complex128"]
