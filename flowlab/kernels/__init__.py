@@ -5,6 +5,7 @@ from flowlab.kernels import (
     checkpoint_kernels,
     conv_kernels,
     core_kernels,
+    grad_kernels,
     io_kernels,
     math_kernels,
     nn_kernels,

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import itertools
@@ -23,7 +22,6 @@ from typing import Any
 
 from flowlab.graph.graph import get_default_graph
 from flowlab.graph.tensor import Operation
-from flowlab.kernels.registry import kernel
 from flowlab.ops import gradient_registry
 from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.op_def import op_def
@@ -69,14 +67,6 @@ no_gradient = NotDifferentiable
 _IDN = op_def("IdentityN", inputs=["input: T"], outputs=["output: T"], attrs=["T: list(type)"],
               shape_fn=lambda op: [t.shape for t in op.inputs],
               doc="Its inputs, unchanged (several at once).")
-# op_def's parser reads "input: T" as one tensor even though T is a list(type) attr.
-_IDN.inputs[0] = dataclasses.replace(_IDN.inputs[0], type_attr=None, type_list_attr="T")
-_IDN.outputs[0] = dataclasses.replace(_IDN.outputs[0], type_attr=None, type_list_attr="T")
-
-
-@kernel("IdentityN")
-def _identity_n(ctx: Any, *xs: Any) -> Any:
-    return list(xs)
 
 
 @gradient_registry.gradient("IdentityN")

@@ -17,11 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from flowlab import errors
 from flowlab.graph import dtypes
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
-from flowlab.kernels.registry import kernel
 from flowlab.ops import array_ops, math_ops, slicing
 from flowlab.ops.builder import apply_op
 from flowlab.ops.const_fold import constant_evaluator, constant_value
@@ -65,16 +63,6 @@ op_def("BroadcastGradientArgs", inputs=["s0: T", "s1: T"], outputs=["r0: T", "r1
        attrs=["T: {int32, int64} = int32"], shape_fn=_bga_shape,
        doc="The reduction axes of the gradients of two broadcast inputs.")
 not_differentiable("BroadcastGradientArgs")
-
-
-@kernel("BroadcastGradientArgs", devices="CPU")
-def _broadcast_gradient_args(ctx: Any, s0: Any, s1: Any) -> Any:
-    dt = ctx.attrs["T"].as_numpy_dtype
-    try:
-        rx, ry = broadcast_reduction_axes(np.asarray(s0).tolist(), np.asarray(s1).tolist())
-    except ValueError as e:
-        raise errors.InvalidArgumentError(None, None, str(e)) from None
-    return np.array(rx, dt), np.array(ry, dt)
 
 
 @constant_evaluator("BroadcastGradientArgs")
@@ -404,28 +392,12 @@ def _same_shape(op: Operation) -> list[Any]:
     return [op.inputs[0].shape.merge_with(op.inputs[1].shape)]
 
 
-_FUSED = {
-    "TanhGrad": lambda y, dy, t: dy * (t(1) - y * y),
-    "SigmoidGrad": lambda y, dy, t: dy * (y * (t(1) - y)),
-    "SqrtGrad": lambda y, dy, t: dy * t(0.5) / y,
-    "RsqrtGrad": lambda y, dy, t: dy * (t(-0.5) * y * y * y),
-    "ReciprocalGrad": lambda y, dy, t: -dy * y * y,
-}
+# Fused backward ops (y, dy) -> dz; their kernels are in flowlab.kernels.grad_kernels.
+_FUSED = ("TanhGrad", "SigmoidGrad", "SqrtGrad", "RsqrtGrad", "ReciprocalGrad")
 for _name in _FUSED:
     op_def(_name, inputs=["y: T", "dy: T"], outputs=["z: T"],
            attrs=["T: {float16, float32, float64, complex64, complex128}"], shape_fn=_same_shape)
 
-
-def _fused_kernel(name: str) -> None:
-    fn = _FUSED[name]
-
-    @kernel(name)
-    def k(ctx: Any, y: Any, dy: Any) -> Any:
-        return fn(y, dy, ctx.attrs["T"].as_numpy_dtype)
-
-
-for _name in _FUSED:
-    _fused_kernel(_name)
 
 gradient("Tanh")(_unary_via("TanhGrad"))
 gradient("Sigmoid")(_unary_via("SigmoidGrad"))

@@ -17,7 +17,6 @@ import numpy as np
 from flowlab.graph import dtypes
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
-from flowlab.kernels.registry import kernel
 from flowlab.ops import array_ops, math_ops, nn_ops, slicing
 from flowlab.ops.builder import apply_op
 from flowlab.ops.const_fold import constant_value
@@ -26,17 +25,9 @@ from flowlab.ops.op_def import op_def
 
 __all__: list[str] = []
 
-_SELU_ALPHA = 1.6732632423543772848170429916717
-_SELU_SCALE = 1.0507009873554804934193349852946
-
 
 def _same2(op: Operation) -> list[Any]:
     return [op.inputs[0].shape.merge_with(op.inputs[1].shape)]
-
-
-def _scalar_out(x: Any) -> Any:
-    """0-d results as NumPy scalars (the step's convention)."""
-    return x[()] if getattr(x, "ndim", 1) == 0 else x
 
 
 # --- fused activation gradients -----------------------------------------------------
@@ -57,45 +48,6 @@ for _name, (_second, _attrs) in _GRAD_OPS.items():
            attrs=_attrs, shape_fn=_same2)
 
 
-@kernel("ReluGrad")
-def _relu_grad_k(ctx: Any, g: Any, f: Any) -> Any:
-    return _scalar_out(ctx.xp.where(f > 0, g, g.dtype.type(0)))
-
-
-@kernel("Relu6Grad")
-def _relu6_grad_k(ctx: Any, g: Any, f: Any) -> Any:
-    return _scalar_out(ctx.xp.where((f > 0) & (f < 6), g, g.dtype.type(0)))
-
-
-@kernel("EluGrad")
-def _elu_grad_k(ctx: Any, g: Any, y: Any) -> Any:
-    t = g.dtype.type
-    return _scalar_out(ctx.xp.where(y > 0, g, g * (y + t(1))))
-
-
-@kernel("SeluGrad")
-def _selu_grad_k(ctx: Any, g: Any, y: Any) -> Any:
-    t = g.dtype.type
-    return _scalar_out(ctx.xp.where(y > 0, g * t(_SELU_SCALE), g * (y + t(_SELU_SCALE * _SELU_ALPHA))))
-
-
-@kernel("LeakyReluGrad")
-def _leaky_relu_grad_k(ctx: Any, g: Any, f: Any) -> Any:
-    t = g.dtype.type
-    return _scalar_out(ctx.xp.where(f > 0, g, g * t(ctx.attrs["alpha"])))
-
-
-@kernel("SoftplusGrad")
-def _softplus_grad_k(ctx: Any, g: Any, f: Any) -> Any:
-    t = g.dtype.type
-    return _scalar_out(g / (t(1) + ctx.xp.exp(-f)))
-
-
-@kernel("SoftsignGrad")
-def _softsign_grad_k(ctx: Any, g: Any, f: Any) -> Any:
-    t = g.dtype.type
-    d = t(1) + ctx.xp.abs(f)
-    return _scalar_out(g / (d * d))
 
 
 def _fused(name: str, g: Any, second: Tensor, **attrs: Any) -> Tensor:
@@ -211,13 +163,6 @@ def _bias_add_grad_shape(op: Operation) -> list[Any]:
 op_def("BiasAddGrad", inputs=["out_backprop: T"], outputs=["output: T"],
        attrs=["T: numeric", "data_format: string = 'NHWC'"], shape_fn=_bias_add_grad_shape,
        doc="The gradient of BiasAdd's bias: out_backprop summed over all but the channel axis.")
-
-
-@kernel("BiasAddGrad")
-def _bias_add_grad_k(ctx: Any, g: Any) -> Any:
-    channel = 1 if ctx.attrs["data_format"] == "NCHW" and g.ndim > 2 else g.ndim - 1
-    axes = tuple(i for i in range(g.ndim) if i != channel)
-    return ctx.xp.sum(g, axis=axes).astype(g.dtype, copy=False)
 
 
 @gradient("BiasAdd")

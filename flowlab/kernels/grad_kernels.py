@@ -1,0 +1,109 @@
+"""Kernels of the ops that gradient functions build: BroadcastGradientArgs, the fused
+backward ops of the math and nn families (TanhGrad, ReluGrad, BiasAddGrad, ...), and
+IdentityN (custom gradients).  The ops are declared beside their gradient functions in
+flowlab/ops/math_grad.py, nn_grad.py and custom_gradient.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flowlab import errors
+from flowlab.kernels.registry import kernel
+from flowlab.ops.math_grad import broadcast_reduction_axes
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _scalar_out(x: Any) -> Any:
+    """0-d results as NumPy scalars (the step's convention)."""
+    return x[()] if getattr(x, "ndim", 1) == 0 else x
+
+
+@kernel("BroadcastGradientArgs", devices="CPU")
+def _broadcast_gradient_args(ctx: Any, s0: Any, s1: Any) -> Any:
+    dt = ctx.attrs["T"].as_numpy_dtype
+    try:
+        rx, ry = broadcast_reduction_axes(np.asarray(s0).tolist(), np.asarray(s1).tolist())
+    except ValueError as e:
+        raise errors.InvalidArgumentError(None, None, str(e)) from None
+    return np.array(rx, dt), np.array(ry, dt)
+
+
+
+_FUSED_FORMULAS = {
+    "TanhGrad": lambda y, dy, t: dy * (t(1) - y * y),
+    "SigmoidGrad": lambda y, dy, t: dy * (y * (t(1) - y)),
+    "SqrtGrad": lambda y, dy, t: dy * t(0.5) / y,
+    "RsqrtGrad": lambda y, dy, t: dy * (t(-0.5) * y * y * y),
+    "ReciprocalGrad": lambda y, dy, t: -dy * y * y,
+}
+
+
+def _fused_kernel(name: str) -> None:
+    fn = _FUSED_FORMULAS[name]
+
+    @kernel(name)
+    def k(ctx: Any, y: Any, dy: Any) -> Any:
+        return fn(y, dy, ctx.attrs["T"].as_numpy_dtype)
+
+
+for _name in _FUSED_FORMULAS:
+    _fused_kernel(_name)
+
+
+@kernel("ReluGrad")
+def _relu_grad_k(ctx: Any, g: Any, f: Any) -> Any:
+    return _scalar_out(ctx.xp.where(f > 0, g, g.dtype.type(0)))
+
+
+@kernel("Relu6Grad")
+def _relu6_grad_k(ctx: Any, g: Any, f: Any) -> Any:
+    return _scalar_out(ctx.xp.where((f > 0) & (f < 6), g, g.dtype.type(0)))
+
+
+@kernel("EluGrad")
+def _elu_grad_k(ctx: Any, g: Any, y: Any) -> Any:
+    t = g.dtype.type
+    return _scalar_out(ctx.xp.where(y > 0, g, g * (y + t(1))))
+
+
+@kernel("SeluGrad")
+def _selu_grad_k(ctx: Any, g: Any, y: Any) -> Any:
+    t = g.dtype.type
+    return _scalar_out(ctx.xp.where(y > 0, g * t(_SELU_SCALE), g * (y + t(_SELU_SCALE * _SELU_ALPHA))))
+
+
+@kernel("LeakyReluGrad")
+def _leaky_relu_grad_k(ctx: Any, g: Any, f: Any) -> Any:
+    t = g.dtype.type
+    return _scalar_out(ctx.xp.where(f > 0, g, g * t(ctx.attrs["alpha"])))
+
+
+@kernel("SoftplusGrad")
+def _softplus_grad_k(ctx: Any, g: Any, f: Any) -> Any:
+    t = g.dtype.type
+    return _scalar_out(g / (t(1) + ctx.xp.exp(-f)))
+
+
+@kernel("SoftsignGrad")
+def _softsign_grad_k(ctx: Any, g: Any, f: Any) -> Any:
+    t = g.dtype.type
+    d = t(1) + ctx.xp.abs(f)
+    return _scalar_out(g / (d * d))
+
+
+@kernel("BiasAddGrad")
+def _bias_add_grad_k(ctx: Any, g: Any) -> Any:
+    channel = 1 if ctx.attrs["data_format"] == "NCHW" and g.ndim > 2 else g.ndim - 1
+    axes = tuple(i for i in range(g.ndim) if i != channel)
+    return ctx.xp.sum(g, axis=axes).astype(g.dtype, copy=False)
+
+
+@kernel("IdentityN")
+def _identity_n(ctx: Any, *xs: Any) -> Any:
+    return list(xs)
+
+
