@@ -122,7 +122,7 @@ def _output_count(arg: ArgDef, attrs: dict[str, Any]) -> int:
 
 def create_op(op_type: str, name: str | None = None, **kwargs: Any) -> Operation:
     od = get_op_def(op_type)
-    g = _graph_for(kwargs.values())
+    g = graph_of(kwargs.values())
     name = name or op_type
     inferred: dict[str, Any] = {}
     # Attrs given explicitly fix type attrs before any input is converted.
@@ -187,14 +187,19 @@ def _shape_str(s: TensorShape) -> str:
     return "[" + ",".join("?" if d is None else str(d) for d in s.as_tuple()) + "]"  # type: ignore[union-attr]
 
 
-def _graph_for(values: Any) -> Graph:
-    for v in values:
-        if isinstance(v, Tensor):
-            return v.graph
+def graph_of(values: Any) -> Graph:
+    """The graph of the first Tensor, Operation or Variable among `values` (looking one
+    level into lists), else the default graph: ops join their inputs' graph."""
+    for v in values or ():
         if isinstance(v, (list, tuple)):
             for x in v:
-                if isinstance(x, Tensor):
-                    return x.graph
+                g = getattr(x, "graph", None)
+                if isinstance(g, Graph):
+                    return g
+            continue
+        g = getattr(v, "graph", None)
+        if isinstance(g, Graph):
+            return g
     return get_default_graph()
 
 

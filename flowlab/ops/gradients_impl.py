@@ -28,14 +28,13 @@ import collections
 import contextlib
 import importlib
 import pathlib
-from collections.abc import Sequence
 from typing import Any
 
 from flowlab.graph import dtypes
-from flowlab.graph.graph import Graph, get_default_graph
+from flowlab.graph.graph import Graph
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.ops import gradient_registry
-from flowlab.ops.builder import apply_op, convert_to_tensor
+from flowlab.ops.builder import apply_op, convert_to_tensor, graph_of
 from flowlab.ops.constant_op import constant
 from flowlab.ops.indexed_slices import IndexedSlices, as_indexed_slices
 
@@ -241,18 +240,12 @@ def gradients(
     if len(grad_ys_l) != len(ys):
         raise ValueError(f"Passed {len(grad_ys_l)} grad_ys for {len(ys)} ys")
     stops = [_to_tensor_or_slices(s, "stop") for s in _as_list(stop_gradients)]
-    graph = _graph_of(ys + xs)
+    graph = graph_of(ys + xs)
     with graph.as_default(), graph.name_scope(name or "gradients"):
         return _gradients(graph, ys, xs, grad_ys_l, stops, colocate_gradients_with_ops,
                           gate_gradients, aggregation_method, unconnected_gradients)
 
 
-def _graph_of(values: Sequence[Any]) -> Graph:
-    for v in values:
-        g = getattr(v, "graph", None)
-        if isinstance(g, Graph):
-            return g
-    return get_default_graph()
 
 
 def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], stops: list[Any],

@@ -21,10 +21,9 @@ from typing import Any
 import numpy as np
 
 from flowlab.graph import dtypes
-from flowlab.graph.graph import Graph, get_default_graph
 from flowlab.graph.tensor import Tensor
 from flowlab.ops import math_defs  # noqa: F401  (declares the ops)
-from flowlab.ops.builder import apply_op, convert_to_tensor
+from flowlab.ops.builder import apply_op, convert_to_tensor, graph_of
 from flowlab.ops.constant_op import make_const
 from flowlab.ops.op_def import get_op_def
 
@@ -47,14 +46,6 @@ __all__ = [
 
 
 # --- building helpers ---------------------------------------------------------------
-def _graph_of(values: Any) -> Graph:
-    for v in values:
-        if isinstance(v, Tensor):
-            return v.graph
-        g = getattr(v, "graph", None)
-        if isinstance(g, Graph):
-            return g
-    return get_default_graph()
 
 
 def _op(op_type: str, name: str, **kwargs: Any) -> Any:
@@ -62,14 +53,14 @@ def _op(op_type: str, name: str, **kwargs: Any) -> Any:
     inputs = [kwargs[a.name] for a in get_op_def(op_type).inputs if a.name in kwargs]
     if all(isinstance(v, Tensor) for v in inputs):
         return apply_op(op_type, name=name, **kwargs)
-    g = _graph_of(inputs)
+    g = graph_of(inputs)
     with g.as_default(), g.name_scope(name) as scope:
         return apply_op(op_type, name=scope, **kwargs)
 
 
 @contextlib.contextmanager
 def _scope(name: str | None, default: str, values: Any = ()) -> Any:
-    g = _graph_of(values)
+    g = graph_of(values)
     with g.as_default(), g.name_scope(name or default) as scope:
         yield scope
 

@@ -22,11 +22,10 @@ import numpy as np
 
 from flowlab import errors
 from flowlab.graph import dtypes
-from flowlab.graph.graph import Graph, get_default_graph
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
 from flowlab.ops import array_ops, math_ops
-from flowlab.ops.builder import apply_op, convert_to_tensor
+from flowlab.ops.builder import apply_op, convert_to_tensor, graph_of
 from flowlab.ops.const_fold import constant_value
 from flowlab.ops.core_ops import stop_gradient
 from flowlab.ops.gradient_registry import not_differentiable
@@ -200,21 +199,13 @@ not_differentiable("InTopKV2")
 
 
 # --- helpers ------------------------------------------------------------------------
-def _graph_of(values: Any) -> Graph:
-    for v in values:
-        if isinstance(v, Tensor):
-            return v.graph
-        g = getattr(v, "graph", None)
-        if isinstance(g, Graph):
-            return g
-    return get_default_graph()
 
 
 @contextlib.contextmanager
 def _name_scope(name: str | None, default: str, values: Any = ()) -> Iterator[str]:
     """TensorFlow's `ops.name_scope(name, default, values)`: the values' graph, and a
     scope whose string (ending in "/") names the op that gives the result."""
-    g = _graph_of(values)
+    g = graph_of(values)
     with g.as_default(), g.name_scope(name or default) as scope:
         yield scope
 

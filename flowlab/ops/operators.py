@@ -20,7 +20,7 @@ from typing import Any
 from flowlab.graph import dtypes
 from flowlab.graph.tensor import Tensor
 from flowlab.ops import math_ops
-from flowlab.ops.builder import apply_op, convert_to_tensor
+from flowlab.ops.builder import apply_op, convert_to_tensor, graph_of
 
 __all__: list[str] = []
 
@@ -57,7 +57,7 @@ def _override_binary(op_name: str, func: Callable[..., Tensor]) -> None:
     """Install `__op__` and `__rop__` building `func(x, y, name=scope)`."""
 
     def binary(x: Any, y: Any) -> Any:
-        g = x.graph if isinstance(x, Tensor) else math_ops._graph_of((x, y))
+        g = x.graph if isinstance(x, Tensor) else graph_of((x, y))
         with g.as_default(), g.name_scope(op_name) as scope:
             try:
                 return func(x, y, name=scope)
@@ -75,7 +75,7 @@ def _override_binary(op_name: str, func: Callable[..., Tensor]) -> None:
                 return out
 
     def reflected(y: Any, x: Any) -> Any:
-        g = y.graph if isinstance(y, Tensor) else math_ops._graph_of((x, y))
+        g = y.graph if isinstance(y, Tensor) else graph_of((x, y))
         with g.as_default(), g.name_scope(op_name) as scope:
             yt = convert_to_tensor(y)
             xt = convert_to_tensor(x, dtype=yt.dtype.base_dtype, name="x")

@@ -29,10 +29,9 @@ from typing import Any
 
 from flowlab.graph import dtypes
 from flowlab.graph.graph import Graph, GraphKeys, get_default_graph
-from flowlab.graph.tensor import Tensor
 from flowlab.graph.tensor_shape import as_shape
 from flowlab.ops import init_ops
-from flowlab.ops.builder import convert_to_tensor
+from flowlab.ops.builder import convert_to_tensor, graph_of
 from flowlab.ops.variables import Variable
 
 __all__ = [
@@ -607,7 +606,7 @@ class variable_scope:  # noqa: N801 - TensorFlow's name
             partitioner=partitioner, custom_getter=custom_getter, dtype=dtype,
             use_resource=use_resource, constraint=constraint,
         )
-        self._graph = _graph_of(values)
+        self._graph = graph_of(values)
         self._stack: contextlib.ExitStack | None = None
         self._pure: _PureVariableScope | None = None
         self._name_scope_cm: Any = None
@@ -663,12 +662,4 @@ class variable_scope:  # noqa: N801 - TensorFlow's name
             stack.__exit__(*exc)
 
 
-def _graph_of(values: Any) -> Graph:
-    for v in values or ():
-        if isinstance(v, Tensor):
-            return v.graph
-        g = getattr(v, "graph", None)
-        if isinstance(g, Graph):
-            return g
-    return get_default_graph()
 
