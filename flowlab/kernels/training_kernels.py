@@ -255,12 +255,27 @@ def apply_adam(ctx: Any, step: Any, var: Any, m: Any, v: Any, beta1_power: Any, 
     alpha = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
 
     def f(var_: Any, m_: Any, v_: Any, g: Any) -> tuple[Any, ...]:
-        m_ = m_ + (g - m_) * (1 - beta1)
-        v_ = v_ + (g * g - v_) * (1 - beta2)
-        if nesterov:
-            var_ = var_ - ((g * (1 - beta1) + beta1 * m_) * alpha) / (np.sqrt(v_) + epsilon)
-        else:
-            var_ = var_ - (m_ * alpha) / (np.sqrt(v_) + epsilon)
-        return var_, m_, v_
+        if type(g) is not np.ndarray or g.ndim == 0 or nesterov:
+            m_ = m_ + (g - m_) * (1 - beta1)
+            v_ = v_ + (g * g - v_) * (1 - beta2)
+            if nesterov:
+                var_ = var_ - ((g * (1 - beta1) + beta1 * m_) * alpha) / (np.sqrt(v_) + epsilon)
+            else:
+                var_ = var_ - (m_ * alpha) / (np.sqrt(v_) + epsilon)
+            return var_, m_, v_
+        # The same arithmetic, in the same order, but in place on fresh temporaries:
+        # a large update allocates 4 arrays instead of 10 (the step's hot spot).
+        m_new = g - m_
+        m_new *= 1 - beta1
+        m_new += m_
+        v_new = g * g
+        v_new -= v_
+        v_new *= 1 - beta2
+        v_new += v_
+        denom = np.sqrt(v_new)
+        denom += epsilon
+        upd = m_new * alpha
+        upd /= denom
+        return var_ - upd, m_new, v_new
 
     return _run(ctx, step, [var, m, v], ["var", "m", "v"], grad, f)
