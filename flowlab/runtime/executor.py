@@ -78,7 +78,7 @@ class Execution:
         self.values: list[Any] = [None] * plan.num_slots
         for slot, v in zip(plan.feed_slots, feed_values):
             self.values[slot] = v
-        self.pending = plan.initial_pending
+        self.pending = list(plan.initial_pending)
         self.dead = [False] * len(plan.nodes)
         self.done_nodes = [False] * len(plan.nodes)
         self.ready: deque[int] = deque(i for i, p in enumerate(self.pending) if p == 0)
@@ -218,7 +218,7 @@ class Execution:
     # --- one node -----------------------------------------------------------------
     def _execute(self, node: PlanNode) -> None:
         values = self.values
-        is_cf = node.op.op_def is not None and node.op.op_def.is_control_flow
+        is_cf = self.plan.has_control_flow and node.op.op_def is not None and node.op.op_def.is_control_flow
         dead = self.dead[node.index]
         args = []
         for slot, read in node.inputs:

@@ -90,37 +90,23 @@ class Plan:
     line_to_node: dict[int, int] = field(default_factory=dict)
     code: Any = None
     source: str = ""
+    # Facts about the nodes, computed once by compile_plan (a step reads them).
     # Kernels registered as expensive: with two or more, a session with an op pool
     # runs the plan on the dataflow executor so that independent ones overlap.
     num_expensive: int = 0
-
-    @property
-    def initial_pending(self) -> list[int]:
-        return [len(n.deps) for n in self.nodes]
-
-    @property
-    def has_async(self) -> bool:
-        """Whether some kernel is asynchronous (its step may wait: deadline, cancel)."""
-        return any(n.kernel.asynchronous for n in self.nodes)
-
-    @property
-    def has_control_flow(self) -> bool:
-        """Whether some op may produce or consume dead values (Switch, Merge, ...)."""
-        flag = self.__dict__.get("_has_cf")
-        if flag is None:
-            flag = self.__dict__["_has_cf"] = any(
-                n.op.op_def is not None and n.op.op_def.is_control_flow for n in self.nodes
-            )
-        return flag
+    has_async: bool = False  # some kernel may wait: the step needs deadline and cancel
+    has_control_flow: bool = False  # some op produces or consumes dead values
+    initial_pending: tuple[int, ...] = ()  # pending-input count per node
+    placement: Any = None  # the Placement the plan was compiled for (for inspection)
+    _table: list[tuple[Any, ...]] | None = None
 
     def dataflow_table(self) -> list[tuple[Any, ...]]:
         """Per node, what the dataflow executor's plain loop needs, as one tuple:
         (kernel, ctx, needs_step, special, input slots, reads (None when no input is a
         variable read), output slots, consumers, single).  `special` marks asynchronous
-        and expensive kernels, which take the full path."""
-        table = self.__dict__.get("_table")
-        if table is None:
-            table = [
+        and expensive kernels, which take the full path.  Built on first use."""
+        if self._table is None:
+            self._table = [
                 (
                     n.kernel.fn, n.ctx, n.kernel.needs_step,
                     n.kernel.asynchronous or n.kernel.expensive,
@@ -131,8 +117,7 @@ class Plan:
                 )
                 for n in self.nodes
             ]
-            self.__dict__["_table"] = table
-        return table
+        return self._table
 
     def node_for_exception(self, exc: BaseException) -> PlanNode | None:
         """The node whose line of the straight-line function raised `exc`."""
@@ -140,7 +125,8 @@ class Plan:
         node = None
         while tb is not None:
             if tb.tb_frame.f_code is self.code:
-                node = self.nodes[self.line_to_node.get(tb.tb_lineno, -1)] if tb.tb_lineno in self.line_to_node else None
+                i = self.line_to_node.get(tb.tb_lineno)
+                node = None if i is None else self.nodes[i]
             tb = tb.tb_next
         return node
 
@@ -264,6 +250,7 @@ def compile_plan(
         for d in node.deps:
             nodes[d].consumers.append(node.index)
 
+    n_async = sum(n.kernel.asynchronous for n in nodes)
     fetch_slots = [slot_of[(id(t.op), t.value_index)] for t in fetches]
     fetch_refs = [t.dtype.is_ref_dtype and (id(t.op), t.value_index) not in fed for t in fetches]
     for i, slot in enumerate(fetch_slots):
@@ -273,8 +260,10 @@ def compile_plan(
         graph_version, nodes, next(counter), feed_slots, fetch_slots, fetch_refs,
         [t.name for t in fetches],
         num_expensive=sum(n.kernel.expensive for n in nodes),
+        has_async=n_async > 0,
+        has_control_flow=any(n.op.op_def is not None and n.op.op_def.is_control_flow for n in nodes),
+        initial_pending=tuple(len(n.deps) for n in nodes),
     )
-    n_async = sum(n.kernel.asynchronous for n in nodes)
     if straight_line and n_async <= 1 and not plan.has_control_flow:
         _generate_straight_line(plan)
     return plan

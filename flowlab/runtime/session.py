@@ -177,9 +177,7 @@ class Session:
         n = len(converters)
         fn = plan.straight_line
 
-        if fn is not None and self._listener is None and not accept_options and not plan.has_async and not (
-            self._pool is not None and plan.num_expensive >= 2
-        ):
+        if fn is not None and not accept_options and not plan.has_async and self._straight(plan, self._listener, None):
             session = self
             if n == 0:
                 def call0() -> Any:
@@ -216,9 +214,7 @@ class Session:
         listener: Listener | None,
     ) -> list[Any]:
         timeout_ms = (options.timeout_in_ms if options is not None else 0) or self._config.operation_timeout_in_ms
-        straight = plan.straight_line is not None and listener is None and run_metadata is None and not (
-            self._pool is not None and plan.num_expensive >= 2
-        )
+        straight = self._straight(plan, listener, run_metadata)
         if straight and not plan.has_async:
             return run_straight_line(plan, Step(self), feed_values)
         deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
@@ -257,6 +253,14 @@ class Session:
         if collector is not None and run_metadata is not None:
             collector.fill(run_metadata)
         return result
+
+    def _straight(self, plan: Plan, listener: Listener | None, run_metadata: RunMetadata | None) -> bool:
+        """Whether a step of `plan` may take the generated straight-line path: nobody
+        watches its ops, and no op pool should overlap its expensive kernels."""
+        return (
+            plan.straight_line is not None and listener is None and run_metadata is None
+            and not (self._pool is not None and plan.num_expensive >= 2)
+        )
 
     def start_execution(
         self, fetches: Any, feed_dict: dict[Any, Any] | None = None, listener: Listener | None = None
@@ -313,7 +317,7 @@ class Session:
                 for op in ops:
                     print(f"{op.name}: ({op.type}): {placement.device_of[op.name].name}")
             plan = compile_plan(ops, placement.device_of, feeds, fetches, g.version)
-            plan.placement = placement  # type: ignore[attr-defined]
+            plan.placement = placement
             self._plans[key] = plan
             while len(self._plans) > _MAX_CACHED_PLANS:
                 self._plans.popitem(last=False)
