@@ -4,7 +4,8 @@ TensorFlow returns inf/nan for 1/0 or log(0) without a warning; NumPy warns.  Ev
 step therefore runs with NumPy's floating-point error handling set to "ignore".
 `np.errstate` costs microseconds per use, which a cached step cannot afford, so
 where NumPy keeps that state in a context variable (NumPy 2) the step sets the
-variable directly (~0.1 µs) and falls back to `np.errstate` otherwise.
+variable directly (enter+exit 0.64 µs vs 2.4 µs for `np.errstate`, measured with
+`python -m timeit` on this 2-core machine) and falls back to `np.errstate` otherwise.
 """
 
 from __future__ import annotations
