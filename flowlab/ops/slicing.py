@@ -372,24 +372,18 @@ def _slice_helper(tensor: Any, slice_spec: Any, var: Any = None) -> Tensor:
     for index, s in enumerate(slice_spec):
         bit = 1 << index
         if isinstance(s, builtins.slice):
-            start, stop, step = _bound(s.start), _bound(s.stop), _bound(s.step)
-            if start is not None:
-                _check_index(start)
-                begin.append(start)
-            else:
-                begin.append(0)
-                masks["begin_mask"] |= bit
-            if stop is not None:
-                _check_index(stop)
-                end.append(stop)
-            else:
-                end.append(0)
-                masks["end_mask"] |= bit
-            if step is not None:
-                _check_index(step)
-                strides.append(step)
-            else:
-                strides.append(1)
+            # A missing start/stop is 0 plus its mask bit; a missing step is 1.
+            for value, out, default, mask in ((s.start, begin, 0, "begin_mask"),
+                                              (s.stop, end, 0, "end_mask"),
+                                              (s.step, strides, 1, None)):
+                value = _bound(value)
+                if value is not None:
+                    _check_index(value)
+                    out.append(value)
+                else:
+                    out.append(default)
+                    if mask is not None:
+                        masks[mask] |= bit
         elif s is Ellipsis:
             begin.append(0), end.append(0), strides.append(1)
             masks["ellipsis_mask"] |= bit
