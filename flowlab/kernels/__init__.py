@@ -3,6 +3,7 @@
 from flowlab.kernels import (
     array_kernels,
     checkpoint_kernels,
+    control_flow_kernels,
     conv_kernels,
     core_kernels,
     grad_kernels,

@@ -4,6 +4,7 @@ gradient functions (`*_grad.py`, loaded by `gradients_impl`)."""
 from flowlab.ops import (
     array_ops,
     const_fold,
+    control_flow_ops,
     conv_ops,
     core_ops,
     data_flow_ops,
