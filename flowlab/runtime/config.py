@@ -108,7 +108,56 @@ class RunOptions(_Message):
     }
 
 
+class AllocationDescription(_Message):
+    """Where an output's bytes live: `requested_bytes` is the array's nbytes."""
+
+    _fields = {"requested_bytes": 0, "allocated_bytes": 0, "allocator_name": "", "allocation_id": 0}
+
+
+class TensorShapeDim(_Message):
+    _fields = {"size": -1, "name": ""}
+
+
+class TensorShapeProto(_Message):
+    """`shape.dim[i].size`, as TensorFlow's TensorShapeProto."""
+
+    dim: list[TensorShapeDim]
+    _fields = {"dim": list, "unknown_rank": False}
+
+    def as_tuple(self) -> tuple[int, ...]:
+        return tuple(d.size for d in self.dim)
+
+
+class TensorDescription(_Message):
+    dtype: Any
+    shape: TensorShapeProto
+    allocation_description: AllocationDescription
+    _fields = {
+        "dtype": None,
+        "shape": TensorShapeProto,
+        "allocation_description": AllocationDescription,
+    }
+
+
+class NodeOutput(_Message):
+    slot: int
+    tensor_description: TensorDescription
+    _fields = {"slot": 0, "tensor_description": TensorDescription}
+
+
 class NodeExecStats(_Message):
+    """One execution of one node.  TensorFlow's fields, times in µs (and ns) of the
+    process's monotonic clock (`time.perf_counter_ns`), not the epoch.  flowlab adds
+    `op_type`, `inputs` (tensor names, `^op` for control inputs), `dead`, `error`,
+    `frame` / `iteration` (loop frames; "" and 0 outside loops), `task`, `step_id`, and
+    `attrs` (for `_Send`/`_Recv`: the rendezvous key and the two devices)."""
+
+    node_name: str
+    all_start_micros: int
+    op_start_rel_micros: int
+    op_end_rel_micros: int
+    all_end_rel_micros: int
+    output: list[NodeOutput]
     _fields = {
         "node_name": "",
         "op_type": "",
@@ -116,14 +165,32 @@ class NodeExecStats(_Message):
         "op_start_rel_micros": 0,
         "op_end_rel_micros": 0,
         "all_end_rel_micros": 0,
+        "scheduled_micros": 0,
+        "all_start_nanos": 0,
+        "op_start_rel_nanos": 0,
+        "op_end_rel_nanos": 0,
+        "all_end_rel_nanos": 0,
         "timeline_label": "",
         "thread_id": 0,
         "output": list,
+        "memory": list,
+        # flowlab's additions
+        "inputs": list,
+        "dead": False,
+        "error": "",
+        "frame": "",
+        "iteration": 0,
+        "task": "",
+        "step_id": 0,
+        "attrs": dict,
     }
 
 
 class DeviceStepStats(_Message):
-    _fields = {"device": "", "node_stats": list}
+    device: str
+    node_stats: list[NodeExecStats]
+    thread_names: dict[int, str]
+    _fields = {"device": "", "node_stats": list, "thread_names": dict}
 
 
 class StepStats(_Message):

@@ -27,13 +27,7 @@ from flowlab.graph import dtypes
 from flowlab.graph import graph as graph_mod
 from flowlab.graph.graph import Graph, get_default_graph
 from flowlab.graph.tensor import Operation, Tensor
-from flowlab.runtime.config import (
-    ConfigProto,
-    DeviceStepStats,
-    NodeExecStats,
-    RunMetadata,
-    RunOptions,
-)
+from flowlab.runtime.config import ConfigProto, RunMetadata, RunOptions
 from flowlab.runtime.device import Device, local_devices
 from flowlab.runtime.executor import ExecEvent, Execution, Listener
 from flowlab.runtime.fetches import FetchMapper
@@ -41,6 +35,7 @@ from flowlab.runtime.placement import Placement, place
 from flowlab.runtime.plan import Plan, compile_plan, run_straight_line
 from flowlab.runtime.prune import prune
 from flowlab.runtime.step import Step
+from flowlab.runtime.step_stats import StepStatsCollector, session_resolver
 
 _MAX_CACHED_PLANS = 256
 
@@ -230,17 +225,18 @@ class Session:
             finally:
                 with self._steps_lock:
                     self._active_steps.discard(step)
-        collector = _StatsCollector() if run_metadata is not None else None
+        collector = StepStatsCollector(session_resolver(self, plan)) if run_metadata is not None else None
         if collector is not None and listener is not None:
             outer = listener
+            record = collector.listen
 
             def both(ev: ExecEvent) -> None:
-                collector(ev)
+                record(ev)
                 outer(ev)
 
             listener = both
         elif collector is not None:
-            listener = collector
+            listener = collector.listen
         with self._steps_lock:
             self._active_steps.add(step)
         try:
@@ -385,35 +381,6 @@ def _check_feed_shape(t: Tensor, shape: tuple[int, ...]) -> None:
             f"Cannot feed value of shape {tuple(shape)} for Tensor {t.name}, which has shape "
             f"{t.shape}"
         )
-
-
-class _StatsCollector:
-    """Listener turning executor events into RunMetadata.step_stats."""
-
-    def __init__(self) -> None:
-        self._start: dict[str, ExecEvent] = {}
-        self._by_device: dict[str, list[NodeExecStats]] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, ev: ExecEvent) -> None:
-        with self._lock:
-            if ev.kind == "op_start":
-                self._start[ev.node] = ev
-            elif ev.kind in ("op_end", "op_dead"):
-                st = self._start.pop(ev.node, ev)
-                start = int(st.time_us)
-                dur = int(ev.time_us - st.time_us)
-                ns = NodeExecStats(
-                    node_name=ev.node, op_type=ev.op_type, all_start_micros=start,
-                    op_start_rel_micros=0, op_end_rel_micros=dur, all_end_rel_micros=dur,
-                    timeline_label=f"{ev.node} = {ev.op_type}()", thread_id=ev.thread,
-                )
-                self._by_device.setdefault(ev.device, []).append(ns)
-
-    def fill(self, md: RunMetadata) -> None:
-        md.step_stats.dev_stats = [
-            DeviceStepStats(device=d, node_stats=s) for d, s in self._by_device.items()
-        ]
 
 
 # --- default session ---------------------------------------------------------------
