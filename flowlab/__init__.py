@@ -61,6 +61,7 @@ from flowlab.ops.random_ops import *  # noqa: F401,F403
 from flowlab.ops.state_ops import *  # noqa: F401,F403
 from flowlab.ops.variable_scope import *  # noqa: F401,F403
 from flowlab.ops.variables import *  # noqa: F401,F403
+from flowlab.profiler import profile  # also binds the flowlab.profiler module
 from flowlab.runtime.config import (
     ConfigProto,
     GPUOptions,

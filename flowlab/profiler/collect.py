@@ -1,0 +1,95 @@
+"""`profile(sess)`: trace every step a session runs inside a `with` block.
+
+The profile installs a `StepStatsCollector` as the session's listener (chained with
+any listener already there, which is restored on exit).  While a listener is set the
+session runs steps on the dataflow executor, which publishes events; with none set,
+steps take the straight-line path and pay nothing.  A callable from
+`sess.make_callable` created *before* the block may have fixed the straight-line path
+and is then not traced: create it inside the block, or use `sess.run`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flowlab.profiler.summary import Summary, summarize
+from flowlab.profiler.trace import Trace
+from flowlab.runtime.step_stats import StepStatsCollector, session_resolver
+
+__all__ = ["Profile", "profile"]
+
+
+class Profile:
+    """The steps traced in a `with profile(sess):` block.
+
+    `trace` holds every step; `steps` one Trace per step; `summary()` gives the median
+    time per op over the steps, each device's busy fraction, the bytes moved, and the
+    critical path of the median step.
+    """
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.collector = StepStatsCollector(session_resolver(session))
+        self._previous: Any = None
+        self._trace: Trace | None = None
+        self._active = False
+
+    def __enter__(self) -> Profile:
+        if self._active:
+            raise RuntimeError("This profile is already collecting.")
+        self._active = True
+        self._trace = None
+        self._previous = getattr(self.session, "_listener", None)
+        record = self.collector.listen
+        prev = self._previous
+        if prev is None:
+            self.session.set_listener(record)
+        else:
+            def both(ev: Any) -> None:
+                record(ev)
+                prev(ev)
+
+            self.session.set_listener(both)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.session.set_listener(self._previous)
+        self._active = False
+
+    @property
+    def trace(self) -> Trace:
+        """Every traced step (rebuilt while the block is still collecting)."""
+        if self._trace is None or self._active:
+            self._trace = Trace.from_step_stats(self.collector.step_stats())
+        return self._trace
+
+    @property
+    def steps(self) -> list[Trace]:
+        t = self.trace
+        return [t.step(s) for s in t.steps]
+
+    def summary(self, top: int = 10) -> Summary:
+        return summarize(self.trace, top)
+
+    def __repr__(self) -> str:
+        return f"<Profile of {len(self.collector.step_ids())} step(s)>\n{self.summary()!r}"
+
+    def _repr_html_(self) -> str:
+        return self.summary()._repr_html_()
+
+
+def profile(session: Any) -> Profile:
+    """Trace the steps `session` runs in a `with` block.
+
+        with fl.profile(sess) as prof:
+            for _ in range(10):
+                sess.run(train_op, feed)
+        prof.summary()            # median per op, busy fraction, critical path
+        prof.trace.to_chrome("steps.json")
+
+    Args:
+      session: a flowlab Session.
+    Returns:
+      A `Profile` (a context manager).
+    """
+    return Profile(session)

@@ -1,0 +1,99 @@
+"""A matplotlib Gantt chart of a trace.
+
+One band per device (top to bottom in `trace.devices` order), one lane per executor
+thread inside it; each op is a bar colored by op type (the same type always gets
+the same color), dead ops are hatched ticks, and each Send->Recv pair is an arrow from
+the Send to the end of its Recv.  Below, optionally, each device's memory in use.
+The figure is built without pyplot (no global state, any backend); it displays in a
+notebook like any Figure.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+from flowlab.profiler.trace import Trace
+
+__all__ = ["plot_trace"]
+
+
+def _color(op_type: str, cmap: Any) -> Any:
+    return cmap(zlib.crc32(op_type.encode()) % 20)
+
+
+def plot_trace(trace: Trace, ax: Any = None, memory: bool = True, legend: int = 12,
+               figsize: tuple[float, float] | None = None) -> Any:
+    """Draw `trace`; returns the matplotlib Figure.
+
+    Args:
+      ax: an Axes to draw the Gantt chart into (then no memory panel is added).
+      memory: add a panel with each device's bytes in use.
+      legend: show the op types with the most time, at most this many.
+      figsize: size of a new figure (inches).
+    """
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    cmap = colormaps["tab20"]
+    lanes: list[tuple[str, int]] = [(d, th) for d in trace.devices for th in trace.threads(d)]
+    want_memory = memory and ax is None and any(trace.memory.values())
+    if ax is None:
+        h = figsize or (11.0, 1.2 + 0.5 * max(1, len(lanes)) + (1.6 if want_memory else 0.0))
+        fig = Figure(figsize=h, layout="constrained")
+        if want_memory:
+            ax, max_ = fig.subplots(2, 1, sharex=True,
+                                    gridspec_kw={"height_ratios": [max(2, len(lanes)), 1.5]})
+        else:
+            ax, max_ = fig.add_subplot(1, 1, 1), None
+    else:
+        fig, max_ = ax.figure, None
+    t0 = trace.start_us
+    row = {lane: i for i, lane in enumerate(lanes)}
+    time_by_type: dict[str, float] = {}
+    for r in trace.ops:
+        y = row[(r.device, r.thread)]
+        if r.dead:
+            ax.broken_barh([(r.start_us - t0, max(r.duration_us, 0.5))], (y - 0.4, 0.8),
+                           facecolors="none", edgecolors="grey", hatch="///", linewidth=0.5)
+            continue
+        ax.broken_barh([(r.start_us - t0, max(r.duration_us, 0.5))], (y - 0.4, 0.8),
+                       facecolors=_color(r.op_type, cmap), edgecolors="black", linewidth=0.3)
+        time_by_type[r.op_type] = time_by_type.get(r.op_type, 0.0) + r.duration_us
+    for t in trace.transfers:
+        if t.send is None or t.recv is None:
+            continue
+        ax.annotate(
+            "", xy=(t.recv.end_us - t0, row[(t.recv.device, t.recv.thread)]),
+            xytext=(t.send.start_us + t.send.duration_us / 2 - t0,
+                    row[(t.send.device, t.send.thread)]),
+            arrowprops={"arrowstyle": "->", "color": "crimson", "lw": 1.0},
+        )
+    labels = []
+    for d, th in lanes:
+        dev = d.rsplit("/device:", 1)[-1]
+        n = len(trace.threads(d))
+        labels.append(dev if n == 1 else f"{dev} t{trace.threads(d).index(th)}")
+    ax.set_yticks(range(len(lanes)), labels)
+    ax.set_ylim(len(lanes) - 0.5, -0.5)
+    ax.set_xlim(0, max(trace.duration_us, 1.0) * 1.01)
+    ax.set_title(f"{len(trace.steps)} step(s), {len(trace.ops)} ops, "
+                 f"{len(trace.transfers)} transfers ({trace.bytes_moved:,} B)")
+    kinds = sorted(time_by_type, key=lambda k: -time_by_type[k])[:legend]
+    handles = [Patch(facecolor=_color(k, cmap), edgecolor="black", label=k) for k in kinds]
+    if trace.transfers:
+        handles.append(Patch(facecolor="crimson", label="Send -> Recv"))
+    if handles:
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    if max_ is not None:
+        for dev, samples in trace.memory.items():
+            xs = [s.time_us - t0 for s in samples]
+            ys = [s.bytes for s in samples]
+            max_.step(xs, ys, where="post", label=dev.rsplit("/device:", 1)[-1])
+        max_.set_ylabel("bytes in use")
+        max_.set_xlabel("time (us from the first op)")
+        max_.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    else:
+        ax.set_xlabel("time (us from the first op)")
+    return fig
