@@ -1,0 +1,146 @@
+"""Pictures of graphs and of the runtime's passes, without any front-end extension.
+
+`flowlab.viz.graph(obj)` returns a `graphviz.Digraph` of a Graph, a GraphDef dict, a
+Placement, per-device partitions, an optimized GraphDef, a Trace or a Stepper: name
+scopes as clusters (collapsed past `collapse_above` ops), nodes colored by device with
+a legend, Send/Recv edges bold red (with bytes when a trace is given), control edges
+dashed, loop frames boxed.  A Digraph displays itself as SVG in any notebook front end
+when the `dot` binary (apt: graphviz) is installed; `svg(obj)` gives the SVG text.
+
+`flowlab.viz.passes(sess, fetches, feed_dict)` shows what a session does with a step:
+full graph -> pruned -> optimized -> placed -> partitioned, one picture per stage.
+
+How the pieces fit: `model.to_picture` turns any object into a `Picture` (the one
+adapter per kind of object), `dot.to_dot` draws a Picture.  Objects of other layers
+join in by defining `_flowlab_picture_()` (see `flowlab.viz.model`), and get notebook
+display by delegating `_repr_mimebundle_` to `mimebundle(self, ...)`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import graphviz
+
+from flowlab.viz.dot import format_bytes, short_device, to_dot
+from flowlab.viz.model import Picture, PNode, to_picture
+from flowlab.viz.passes import Passes, passes
+
+__all__ = [
+    "graph", "svg", "mimebundle", "passes", "Passes", "Picture", "PNode", "to_picture",
+    "dot_available", "format_bytes", "short_device", "MAX_AUTO_DISPLAY_OPS",
+]
+
+# Rich display of a bigger graph is skipped (text only): dot needs seconds there, and a
+# notebook re-renders a repr whenever it is shown.  `fl.show(g)` draws any size.
+MAX_AUTO_DISPLAY_OPS = 2000
+
+
+def graph(
+    obj: Any,
+    *,
+    trace: Any = None,
+    graph: Any = None,
+    title: str | None = None,
+    collapse_above: int = 40,
+    expand: Any = (),
+    collapse: Any = (),
+    rankdir: str = "TB",
+    legend: bool = True,
+) -> graphviz.Digraph:
+    """A picture of `obj` as a graphviz Digraph.
+
+    Args:
+      obj: a Graph, a GraphDef dict, a list of Operations, a Placement, partitions
+        (device -> GraphDef), an optimization result, a Trace, a Stepper, or a Picture.
+      trace: a profiler Trace of a step of `obj`: Send/Recv edges get the bytes moved
+        and nodes their run time.
+      graph: the Graph a Placement's op names refer to (default: the default graph).
+      title: a title above the picture.
+      collapse_above: name scopes with more ops are drawn as one node.
+      expand, collapse: scope names to always open / always collapse.
+      rankdir: "TB" (top to bottom) or "LR".
+      legend: draw the device legend.
+
+    Returns:
+      A `graphviz.Digraph` (`.source` is the DOT text; it displays as SVG).
+
+    Raises:
+      TypeError: `obj` is not something flowlab can draw.
+    """
+    pic = to_picture(obj, graph=graph, title=title)
+    if trace is None and hasattr(obj, "transfers") and hasattr(obj, "ops"):
+        trace = obj  # a Trace drawn by itself carries its own facts
+    if trace is not None:
+        apply_trace(pic, trace)
+    return to_dot(pic, collapse_above=collapse_above, expand=expand, collapse=collapse,
+                  rankdir=rankdir, legend=legend)
+
+
+def apply_trace(pic: Picture, trace: Any) -> None:
+    """Put a trace's facts on a picture: bytes per transfer (keyed by the Recv's name
+    and the tensor name), and each node's median run time over the trace's executions.  A
+    transfer's bytes are per step (summed over loop iterations, the largest step).
+
+    Reads `trace.transfers` (records with `bytes`, `tensor_name` and the `recv` op's
+    record) and `trace.ops` (records with `name` and `duration_us`)."""
+    per_step: dict[tuple[str, Any], int] = {}
+    for rec in getattr(trace, "transfers", None) or ():
+        nbytes = getattr(rec, "bytes", None)
+        if nbytes is None:
+            continue
+        recv = getattr(rec, "recv", None)
+        step = getattr(rec, "step_id", None)
+        for key in (getattr(recv, "name", None), getattr(rec, "tensor_name", None)):
+            if key:  # summed over a step's loop iterations
+                per_step[(str(key), step)] = per_step.get((str(key), step), 0) + int(nbytes)
+    for (key, _), nbytes in per_step.items():  # the largest step's figure
+        pic.transfer_bytes[key] = max(nbytes, pic.transfer_bytes.get(key, 0))
+    times: dict[str, list[float]] = {}
+    for rec in getattr(trace, "ops", None) or ():
+        if rec.name in pic.by_name and not getattr(rec, "dead", False):
+            times.setdefault(rec.name, []).append(float(rec.duration_us))
+    for name, ts in times.items():
+        pic.by_name[name].note = _us(statistics.median(ts))
+
+
+def _us(us: float) -> str:
+    return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.0f} µs"
+
+
+def dot_available() -> bool:
+    """Whether the graphviz `dot` binary can be run (it renders SVG)."""
+    try:
+        graphviz.version()
+    except (graphviz.ExecutableNotFound, graphviz.CalledProcessError, OSError):
+        return False
+    return True
+
+
+def svg(obj: Any, **kwargs: Any) -> str | None:
+    """The SVG text of `graph(obj, **kwargs)`, or None when `dot` is not installed."""
+    pic = obj if isinstance(obj, graphviz.Digraph) else graph(obj, **kwargs)
+    try:
+        return pic.pipe(format="svg", encoding="utf-8")
+    except (graphviz.ExecutableNotFound, OSError):
+        return None
+
+
+def mimebundle(obj: Any, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, str]:
+    """What `obj._repr_mimebundle_` returns: its text repr, plus its SVG picture when
+    `dot` is installed and the graph is small enough to draw on every display."""
+    bundle = {"text/plain": repr(obj)}
+    wanted = (include is None or "image/svg+xml" in include) and not (exclude and "image/svg+xml" in exclude)
+    if not wanted:
+        return bundle
+    try:
+        pic = to_picture(obj, **{k: v for k, v in kwargs.items() if k in ("graph", "title")})
+    except (TypeError, ValueError):
+        return bundle
+    if len(pic.nodes) > MAX_AUTO_DISPLAY_OPS or not pic.nodes:
+        return bundle
+    out = svg(to_dot(pic))
+    if out is not None:
+        bundle["image/svg+xml"] = out
+    return bundle

@@ -1,0 +1,335 @@
+"""DOT pictures of a `Picture` through the `graphviz` package (TensorBoard's graph view,
+drawn statically).
+
+Layout of a picture, outermost first: one cluster per partition (when partitioned),
+one box per loop frame (Enter ... Exit), then one cluster per name scope.  A scope
+with more than `collapse_above` ops is drawn as one node with its op count (the user
+can `expand=` or `collapse=` scopes by name); a level holding a single scope and
+nothing else is always opened, so a graph under one top scope is never one box.
+
+Colors: nodes are filled by device, with a legend.  Edges: data solid, control
+dashed, cross-device data edges and Send -> Recv pairs bold red with the tensor name
+(and the bytes moved when a trace is given).  Stepper states outline nodes.
+
+Every text in the picture (names, op types, devices, tooltips) is escaped for DOT and
+marked as plain text, never HTML: a name such as `<b>` or `a\\l` is drawn as written.
+Node ids are generated (`n0`, `n1`, ...), never taken from names.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from typing import Any
+
+import graphviz
+
+from flowlab.viz.model import RECV_TYPES, SEND_TYPES, Picture, PNode, _src_name
+
+# Fill colors by device, in order of first appearance (ColorBrewer Pastel1 + Set3).
+PALETTE = (
+    "#b3cde3", "#ccebc5", "#fed9a6", "#decbe4", "#ffffcc", "#e5d8bd", "#fddaec",
+    "#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
+)
+NO_DEVICE = "#f2f2f2"
+TRANSFER_COLOR = "#d62728"
+STATE_STYLE = {
+    "done": {"fillcolor": "#d9d9d9", "fontcolor": "#555555"},
+    "ready": {"color": "#2ca02c", "penwidth": "2.5"},
+    "next": {"color": "#2ca02c", "penwidth": "3.5"},
+    "dead": {"style": "rounded,dashed", "fontcolor": "#999999", "fillcolor": "white"},
+    "stopped": {"color": "#d62728", "penwidth": "3.5", "fillcolor": "#ffb3b3"},
+    "error": {"color": "#d62728", "penwidth": "3.5", "fillcolor": "#ff7f7f"},
+}
+_SHAPES = {
+    "VariableV2": "cylinder", "Variable": "cylinder", "VarHandleOp": "cylinder",
+    "Placeholder": "invhouse", "PlaceholderWithDefault": "invhouse", "Const": "box",
+    "NoOp": "point",
+}
+
+
+def text(*lines: str) -> graphviz.quoting.NoHtml:
+    """A DOT label of plain-text lines: backslashes and quotes escaped, never HTML."""
+    return graphviz.nohtml("\\n".join(graphviz.escape(str(line)) for line in lines if line != ""))
+
+
+def short_device(name: str, devices: Iterable[str] = ()) -> str:
+    """`/job:localhost/replica:0/task:0/device:CPU:1` -> `CPU:1` when all `devices`
+    share the job and task, else `localhost/0 CPU:1`."""
+    def parts(d: str) -> tuple[str, str, str]:
+        job = task = ""
+        dev = d
+        for p in d.strip("/").split("/"):
+            if p.startswith("job:"):
+                job = p[4:]
+            elif p.startswith("task:"):
+                task = p[5:]
+            elif p.startswith("device:"):
+                dev = p[7:]
+        return job, task, dev
+
+    job, task, dev = parts(name)
+    hosts = {parts(d)[:2] for d in devices} | {(job, task)}
+    if len(hosts) <= 1 or not job:
+        return dev
+    return f"{job}/{task} {dev}"
+
+
+def to_dot(
+    pic: Picture,
+    *,
+    collapse_above: int = 40,
+    expand: Iterable[str] = (),
+    collapse: Iterable[str] = (),
+    rankdir: str = "TB",
+    legend: bool = True,
+) -> graphviz.Digraph:
+    """The graphviz.Digraph of a picture (see the module docstring)."""
+    return _Writer(pic, collapse_above, set(_strip(expand)), set(_strip(collapse)), rankdir, legend).write()
+
+
+def _strip(names: Iterable[str]) -> list[str]:
+    if isinstance(names, str):
+        names = [names]
+    return [n.rstrip("/") for n in names]
+
+
+class _Writer:
+    def __init__(self, pic: Picture, collapse_above: int, expand: set[str], collapse: set[str],
+                 rankdir: str, legend: bool) -> None:
+        self.pic = pic
+        self.collapse_above = collapse_above
+        self.expand = expand
+        self.collapse = collapse
+        self.legend = legend
+        self.ids = itertools.count()
+        self.node_id: dict[str, str] = {}  # picture node -> drawn node id (maybe a collapsed scope)
+        self.devices = pic.devices()
+        self.color = {d: PALETTE[i % len(PALETTE)] for i, d in enumerate(self.devices)}
+        self.dot = graphviz.Digraph(name="flowlab", strict=False)
+        self.dot.attr(rankdir=rankdir, compound="true", newrank="true", fontname="Helvetica")
+        self.dot.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="10",
+                      fillcolor=NO_DEVICE, height="0.3")
+        self.dot.attr("edge", color="#555555", arrowsize="0.6")
+        if pic.title:
+            self.dot.attr(label=text(pic.title), labelloc="t", fontsize="14")
+
+    def _new_id(self, prefix: str = "n") -> str:
+        return f"{prefix}{next(self.ids)}"
+
+    # --- structure ------------------------------------------------------------------
+    def write(self) -> graphviz.Digraph:
+        nodes = self.pic.nodes
+        if self.pic.partitioned:
+            by_part: dict[str, list[PNode]] = {}
+            for n in nodes:
+                by_part.setdefault(n.partition or "", []).append(n)
+            for part, members in by_part.items():
+                with self.dot.subgraph(name=f"cluster_{self._new_id('p')}") as sub:
+                    sub.attr(label=text(f"partition {short_device(part, self.devices)}"),
+                             style="rounded,filled", fillcolor=_lighter(self.color.get(part)),
+                             color="#777777", tooltip=text(part))
+                    self._frames(sub, members, ())
+        else:
+            self._frames(self.dot, nodes, ())
+        self._edges()
+        if self.legend and self.devices:
+            self._legend()
+        return self.dot
+
+    def _frames(self, container: Any, nodes: list[PNode], frame: tuple[str, ...]) -> None:
+        here = [n for n in nodes if n.frame == frame]
+        self._scopes(container, here, "")
+        children: dict[str, list[PNode]] = {}
+        depth = len(frame)
+        for n in nodes:
+            if len(n.frame) > depth and n.frame[:depth] == frame:
+                children.setdefault(n.frame[depth], []).append(n)
+        for name, members in children.items():
+            with container.subgraph(name=f"cluster_{self._new_id('f')}") as sub:
+                sub.attr(label=text(f"loop frame {name}"), style="bold,dashed", color="#9467bd",
+                         fontcolor="#9467bd")
+                self._frames(sub, members, frame + (name,))
+
+    def _scopes(self, container: Any, nodes: list[PNode], prefix: str) -> None:
+        """Draw `nodes` (all under scope `prefix`) into `container`."""
+        direct: list[PNode] = []
+        sub: dict[str, list[PNode]] = {}
+        plen = len(prefix) + 1 if prefix else 0
+        for n in nodes:
+            if n.name == prefix:  # the op that names this scope (a variable and its ops)
+                direct.append(n)
+                continue
+            rest = n.name[plen:]
+            head, sep, _ = rest.partition("/")
+            if sep:
+                sub.setdefault(head, []).append(n)
+            else:
+                direct.append(n)
+        # An op named like a sibling scope is drawn inside that scope's cluster.
+        for n in list(direct):
+            if n.name != prefix and n.name[plen:] in sub:
+                direct.remove(n)
+                sub[n.name[plen:]].insert(0, n)
+        only_one = not direct and len(sub) == 1
+        for n in direct:
+            self._node(container, n, n.name.rpartition("/")[2] if n.name == prefix else n.name[plen:])
+        for head, members in sub.items():
+            scope = prefix + "/" + head if prefix else head
+            if len(members) == 1:
+                self._node(container, members[0], members[0].name[plen:])
+            elif not only_one and self._collapsed(scope, len(members)):
+                self._collapsed_node(container, scope, head, members)
+            else:
+                with container.subgraph(name=f"cluster_{self._new_id('s')}") as c:
+                    c.attr(label=text(head), style="rounded", color="#aaaaaa", fontcolor="#444444",
+                           tooltip=text(scope))
+                    self._scopes(c, members, scope)
+
+    def _collapsed(self, scope: str, size: int) -> bool:
+        if scope in self.collapse:
+            return True
+        if scope in self.expand:
+            return False
+        return size > self.collapse_above
+
+    # --- nodes ----------------------------------------------------------------------
+    def _node(self, container: Any, n: PNode, label: str) -> None:
+        nid = self._new_id()
+        self.node_id[n.name] = nid
+        attrs: dict[str, Any] = {
+            "label": text(label, n.op, n.note),
+            "tooltip": text(f"{n.name} ({n.op})", n.device, n.tooltip),
+        }
+        dev = n.partition or n.device
+        if dev:
+            attrs["fillcolor"] = self.color[dev]
+        shape = _SHAPES.get(n.op)
+        if n.op in SEND_TYPES or n.op in RECV_TYPES:
+            shape = "cds"
+            attrs["color"] = TRANSFER_COLOR
+            attrs["penwidth"] = "1.5"
+        if shape is not None:
+            attrs["shape"] = shape
+        if shape == "point":
+            attrs.update(width="0.12", xlabel=attrs.pop("label"))
+        if n.state in STATE_STYLE:
+            attrs.update(STATE_STYLE[n.state])
+        container.node(nid, **attrs)
+
+    def _collapsed_node(self, container: Any, scope: str, head: str, members: list[PNode]) -> None:
+        nid = self._new_id("c")
+        for m in members:
+            self.node_id[m.name] = nid
+        devs = {m.partition or m.device for m in members} - {""}
+        attrs: dict[str, Any] = {
+            "label": text(f"{head}/", f"{len(members)} ops"),
+            "tooltip": text(f"name scope {scope}: {len(members)} ops (collapsed; pass expand=[{scope!r}] to open it)"),
+            "shape": "box3d", "style": "filled",
+        }
+        if len(devs) == 1:
+            attrs["fillcolor"] = self.color[devs.pop()]
+        elif len(devs) > 1:
+            attrs["fillcolor"] = "white"
+            attrs["tooltip"] = text(str(attrs["tooltip"]), f"devices: {len(devs)}")
+        states = {m.state for m in members}
+        for st in ("error", "stopped", "next"):
+            if st in states:
+                attrs.update(STATE_STYLE[st])
+                break
+        container.node(nid, **attrs)
+
+    # --- edges ----------------------------------------------------------------------
+    def _edges(self) -> None:
+        pic = self.pic
+        seen: set[tuple[str, str, str]] = set()
+        for n in pic.nodes:
+            dst = self.node_id.get(n.name)
+            if dst is None:
+                continue
+            dst_dev = n.partition or n.device
+            for inp in n.inputs:
+                src_name = _src_name(inp)
+                src = self.node_id.get(src_name)
+                if src is None or src == dst:
+                    continue
+                s = pic.by_name[src_name]
+                src_dev = s.partition or s.device
+                cross = pic.placed and bool(src_dev and dst_dev and src_dev != dst_dev)
+                key = (src, dst, "x" if cross else "d")
+                if key in seen:
+                    continue
+                seen.add(key)
+                if cross:
+                    self.dot.edge(src, dst, color=TRANSFER_COLOR, penwidth="2",
+                                  tooltip=text(f"{inp} -> {n.name}: crosses devices (a Send/Recv pair)"))
+                else:
+                    self.dot.edge(src, dst, tooltip=text(f"{inp} -> {n.name}"))
+            for c in n.control_inputs:
+                src = self.node_id.get(c)
+                if src is None or src == dst or (src, dst, "c") in seen:
+                    continue
+                seen.add((src, dst, "c"))
+                self.dot.edge(src, dst, style="dashed", color="#888888", arrowhead="odot",
+                              tooltip=text(f"^{c} -> {n.name} (control)"))
+        self._transfers()
+
+    def _transfers(self) -> None:
+        """Send -> Recv edges of a partitioned picture, matched by rendezvous key."""
+        pic = self.pic
+        sends: dict[tuple[str, str], PNode] = {}
+        for n in pic.nodes:
+            if n.op in SEND_TYPES:
+                sends[_key(n)] = n
+        for r in pic.nodes:
+            if r.op not in RECV_TYPES:
+                continue
+            s = sends.get(_key(r))
+            if s is None or s.name not in self.node_id or r.name not in self.node_id:
+                continue
+            tensor = str(r.attrs.get("tensor_name", ""))
+            nbytes = pic.transfer_bytes.get(r.name, pic.transfer_bytes.get(tensor))
+            label = [tensor] if tensor else []
+            if nbytes is not None:
+                label.append(format_bytes(nbytes))
+            self.dot.edge(
+                self.node_id[s.name], self.node_id[r.name], label=text(*label), color=TRANSFER_COLOR,
+                fontcolor=TRANSFER_COLOR, penwidth="2.5", style="bold", fontsize="9",
+                constraint="true",
+                tooltip=text(f"{s.name} -> {r.name}", str(r.attrs.get("send_device", "")),
+                             str(r.attrs.get("recv_device", ""))),
+            )
+
+    def _legend(self) -> None:
+        with self.dot.subgraph(name="cluster_legend") as lg:
+            lg.attr(label="devices", style="rounded", color="#aaaaaa", fontsize="10")
+            prev = None
+            for d in self.devices:
+                nid = self._new_id("l")
+                lg.node(nid, label=text(short_device(d, self.devices)), tooltip=text(d),
+                        fillcolor=self.color[d], shape="box", style="rounded,filled")
+                if prev is not None:
+                    lg.edge(prev, nid, style="invis")
+                prev = nid
+
+
+def _key(n: PNode) -> tuple[str, str]:
+    a = n.attrs
+    return (str(a.get("tensor_name", n.name)), str(a.get("recv_device", "")))
+
+
+def _lighter(color: str | None) -> str:
+    if not color:
+        return "#fafafa"
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{int(v + (255 - v) * 0.75):02x}" for v in (r, g, b))
+
+
+def format_bytes(n: int | float) -> str:
+    """`1536` -> `1.5 KiB`."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
