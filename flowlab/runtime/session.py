@@ -31,9 +31,17 @@ from flowlab.runtime.config import ConfigProto, RunMetadata, RunOptions
 from flowlab.runtime.device import Device, local_devices
 from flowlab.runtime.executor import ExecEvent, Execution, Listener
 from flowlab.runtime.fetches import FetchMapper
+from flowlab.runtime.partition import (
+    PartitionedPlan,
+    Partitions,
+    compile_partitions,
+    partition,
+    run_partitioned,
+)
 from flowlab.runtime.placement import Placement, place
 from flowlab.runtime.plan import Plan, compile_plan, run_straight_line
 from flowlab.runtime.prune import prune
+from flowlab.runtime.rendezvous import RendezvousManager
 from flowlab.runtime.step import Step
 from flowlab.runtime.step_stats import StepStatsCollector, session_resolver
 
@@ -41,11 +49,15 @@ _MAX_CACHED_PLANS = 256
 
 
 class _DeviceAttributes:
+    """What `Session.list_devices()` returns per device, as TensorFlow's."""
+
     def __init__(self, device: Device) -> None:
         self.name = device.name
         self.device_type = device.device_type
-        self.memory_limit_bytes = 0
-        self.incarnation = id(device)
+        self.memory_limit_bytes = device.memory_limit_bytes
+        # TensorFlow shows the 64-bit incarnation as a signed int64.
+        inc = device.incarnation
+        self.incarnation = inc - (1 << 64) if inc >= 1 << 63 else inc
 
     def __repr__(self) -> str:
         return f"_DeviceAttributes({self.name}, {self.device_type}, {self.memory_limit_bytes}, {self.incarnation})"
@@ -64,9 +76,10 @@ class Session:
         self._graph = graph if graph is not None else get_default_graph()
         self._config = config if config is not None else ConfigProto()
         self._devices: list[Device] = local_devices(self._config.device_count)
-        self._plans: collections.OrderedDict[Any, Plan] = collections.OrderedDict()
+        # Step signature -> compiled plan: a Plan (one device) or a PartitionedPlan.
+        self._plans: collections.OrderedDict[Any, Plan | PartitionedPlan] = collections.OrderedDict()
         self._plans_lock = threading.Lock()
-        self._placements: dict[Any, Placement] = {}
+        self._rendezvous = RendezvousManager()
         self._closed = False
         self._active_steps: set[Step] = set()
         self._steps_lock = threading.Lock()
@@ -94,7 +107,45 @@ class Session:
         return list(self._devices)
 
     def list_devices(self) -> list[_DeviceAttributes]:
+        """The session's devices (name, device_type, memory_limit_bytes, incarnation)."""
         return [_DeviceAttributes(d) for d in self._devices]
+
+    def placement(self, fetches: Any, feed_dict: Any = None) -> Placement:
+        """The `Placement` (op name -> device, with reasons) of the step that runs
+        `fetches` with the tensors of `feed_dict` fed (its keys, or a list of them;
+        values are not needed).  The same cached plan as `run` uses."""
+        return self._plan_of(fetches, feed_dict).placement
+
+    def partitions(self, fetches: Any, feed_dict: Any = None) -> Partitions:
+        """The per-device GraphDefs and Send/Recv pairs of the step that runs
+        `fetches` with `feed_dict`'s keys fed (see `flowlab.runtime.partition`).  A
+        step on one device has one partition and no pairs."""
+        plan = self._plan_of(fetches, feed_dict)
+        if isinstance(plan, PartitionedPlan):
+            return plan.view()
+        device_of = plan.placement.device_of
+        by_device: dict[str, list[Any]] = {}
+        for n in plan.nodes:
+            node = n.op.node_def
+            node["device"] = device_of[n.op.name].name
+            by_device.setdefault(node["device"], []).append(node)
+        defs = {
+            d: {"format": "flowlab.GraphDef", "version": 1, "node": nodes, "library": {}}
+            for d, nodes in by_device.items()
+        }
+        return Partitions(defs, [], plan.placement)
+
+    def _plan_of(self, fetches: Any, feed_dict: Any) -> Plan | PartitionedPlan:
+        self._check_open()
+        mapper = FetchMapper(self._graph, fetches)
+        keys = list(feed_dict.keys() if isinstance(feed_dict, dict) else feed_dict or [])
+        feeds: list[Tensor] = []
+        for k in keys:
+            if hasattr(k, "_feed_parts"):
+                feeds.extend(k._feed_parts())
+            else:
+                feeds.append(self._graph.as_graph_element(k, allow_tensor=True, allow_operation=False))
+        return self._plan_for(feeds, mapper.tensors, mapper.targets)
 
     def set_listener(self, listener: Listener | None) -> None:
         """Receive `ExecEvent`s of every step (the profiler and live views use this)."""
@@ -202,13 +253,16 @@ class Session:
 
     def _execute(
         self,
-        plan: Plan,
+        plan: Plan | PartitionedPlan,
         feed_values: list[Any],
         options: RunOptions | None,
         run_metadata: RunMetadata | None,
         listener: Listener | None,
     ) -> list[Any]:
         timeout_ms = (options.timeout_in_ms if options is not None else 0) or self._config.operation_timeout_in_ms
+        if type(plan) is PartitionedPlan:
+            return self._execute_partitioned(plan, feed_values, options, run_metadata, listener, timeout_ms)
+        assert isinstance(plan, Plan)
         straight = self._straight(plan, listener, run_metadata)
         if straight and not plan.has_async:
             return run_straight_line(plan, Step(self), feed_values)
@@ -250,6 +304,55 @@ class Session:
             collector.fill(run_metadata)
         return result
 
+    def _execute_partitioned(
+        self,
+        plan: PartitionedPlan,
+        feed_values: list[Any],
+        options: RunOptions | None,
+        run_metadata: RunMetadata | None,
+        listener: Listener | None,
+        timeout_ms: int,
+    ) -> list[Any]:
+        """One step over several devices: every partition an Execution of one Step,
+        which has a rendezvous table for the step's Send/Recv pairs, dropped at the end."""
+        deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
+        collector = None
+        if run_metadata is not None:
+            collector = StepStatsCollector(session_resolver(self, plan))
+            if listener is not None:
+                outer, record = listener, collector.listen
+
+                def both(ev: ExecEvent) -> None:
+                    record(ev)
+                    outer(ev)
+
+                listener = both
+            else:
+                listener = collector.listen
+        step = Step(self, deadline)
+        rdv = step.rendezvous = self._rendezvous.find_or_create(step.step_id)
+        cm = step.get_cancellation()
+        cm.register(lambda: rdv.abort(errors.CancelledError(
+            None, None, "A Recv was cancelled: the step was aborted (an op failed, the deadline "
+            "passed or the session was closed)."
+        )))
+        with self._steps_lock:
+            self._active_steps.add(step)
+        try:
+            if self._closed:
+                raise errors.CancelledError(None, None, "Session has been closed.")
+            result = run_partitioned(plan, step, feed_values, listener, self._pool, deadline)
+        finally:
+            with self._steps_lock:
+                self._active_steps.discard(step)
+            self._rendezvous.cleanup(step.step_id)
+        if run_metadata is not None:
+            if collector is not None:
+                collector.fill(run_metadata)
+            if options is not None and options.output_partition_graphs:
+                run_metadata.partition_graphs = list(plan.view().values())
+        return result
+
     def _straight(self, plan: Plan, listener: Listener | None, run_metadata: RunMetadata | None) -> bool:
         """Whether a step of `plan` may take the generated straight-line path: nobody
         watches its ops, and no op pool should overlap its expensive kernels."""
@@ -267,6 +370,11 @@ class Session:
         mapper = FetchMapper(self._graph, fetches)
         feed_tensors, feed_values = self._convert_feeds(feed_dict)
         plan = self._plan_for(feed_tensors, mapper.tensors, mapper.targets)
+        if isinstance(plan, PartitionedPlan):
+            # Stepping goes op by op in one Execution: the placed ops without the
+            # Send/Recv pairs (in one process the values are the same).
+            ops = prune(mapper.tensors, mapper.targets, feed_tensors)
+            plan = compile_plan(ops, plan.placement.device_of, feed_tensors, mapper.tensors, plan.graph_version)
         return Execution(plan, Step(self), feed_values, listener), mapper
 
     # --- feeds ----------------------------------------------------------------------
@@ -289,7 +397,9 @@ class Session:
         return tensors, values
 
     # --- plans ----------------------------------------------------------------------
-    def _plan_for(self, feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation]) -> Plan:
+    def _plan_for(
+        self, feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation]
+    ) -> Plan | PartitionedPlan:
         g = self._graph
         key = (
             g.version,
@@ -312,12 +422,25 @@ class Session:
             if self._config.log_device_placement:
                 for op in ops:
                     print(f"{op.name}: ({op.type}): {placement.device_of[op.name].name}")
-            plan = compile_plan(ops, placement.device_of, feeds, fetches, g.version)
-            plan.placement = placement
+            plan = self._compile(ops, placement, feeds, fetches, g.version)
             self._plans[key] = plan
             while len(self._plans) > _MAX_CACHED_PLANS:
                 self._plans.popitem(last=False)
             return plan
+
+    def _compile(
+        self, ops: list[Operation], placement: Placement, feeds: list[Tensor], fetches: list[Tensor],
+        version: int,
+    ) -> Plan | PartitionedPlan:
+        """A Plan when the step uses one device (keeping the straight-line and
+        make_callable fast paths), else one Plan per device joined by Send/Recv."""
+        used = {id(d) for d in placement.device_of.values()}
+        if len(used) <= 1:
+            plan = compile_plan(ops, placement.device_of, feeds, fetches, version)
+            plan.placement = placement
+            return plan
+        pg = partition(ops, placement.device_of, feeds, fetches, self._devices)
+        return compile_partitions(pg, version, placement)
 
     def __del__(self) -> None:
         try:

@@ -1,0 +1,217 @@
+"""Local rendezvous: where a `_Send` leaves a tensor and its `_Recv` picks it up
+(paper section 3.3, white paper section 3.2.2).
+
+A rendezvous key names one transfer of one step:
+``"src_device;incarnation;dst_device;tensor_name;frame_id:iter_id"`` (TensorFlow's
+format; the incarnation is 16 hex digits).  Keys are step-scoped: every step has its
+own `LocalRendezvous` table, so two concurrent steps of the same partitioned plan
+never see each other's tensors.
+
+State of a table: key -> either a sent value (possibly `DEAD`) or one waiting
+receiver callback.  Invariants:
+
+* `send` never blocks: it stores the value, or hands it to the waiting receiver.
+* A receiver callback runs exactly once: with the value, or with the error that
+  aborted the step (`abort`, wired to the step's cancellation manager).
+* A key is sent at most once and received at most once per step (per frame and
+  iteration); a second send or receive of a key is an internal error.
+* Values are never copied here: between CPU devices of one process the receiver gets
+  the very array that was sent (same host memory).
+
+The table is state the kernels use, so it lives in the kernels layer (as variable
+storage does); the session keeps one table per running step in a
+`flowlab.runtime.rendezvous.RendezvousManager` and gives it to the step
+(`step.rendezvous`).  The kernels below also count each device's transfers
+(`Device.note_transfer`): bytes received and bytes copied, which is 0 between CPU
+devices of one process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from flowlab import errors
+from flowlab.kernels.registry import CPU, DEAD, kernel
+
+Callback = Callable[[Any, "BaseException | None"], None]
+
+_U64 = (1 << 64) - 1
+
+
+class ParsedKey(NamedTuple):
+    src_device: str
+    src_incarnation: int
+    dst_device: str
+    tensor_name: str
+    frame_id: int
+    iter_id: int
+
+
+def make_key(
+    src_device: str, incarnation: int, dst_device: str, tensor_name: str,
+    frame_id: int = 0, iter_id: int = 0,
+) -> str:
+    """The rendezvous key of one transfer, as TensorFlow writes it.
+
+    >>> make_key("/job:localhost/replica:0/task:0/device:CPU:0", 1,
+    ...          "/job:localhost/replica:0/task:0/device:CPU:1", "edge_3_a")
+    '/job:localhost/replica:0/task:0/device:CPU:0;0000000000000001;/job:localhost/replica:0/task:0/device:CPU:1;edge_3_a;0:0'
+    """
+    return f"{src_device};{incarnation & _U64:016x};{dst_device};{tensor_name};{frame_id}:{iter_id}"
+
+
+def parse_key(key: str) -> ParsedKey:
+    """Split a key made by `make_key`; ValueError naming the key if it is malformed."""
+    parts = key.split(";")
+    if len(parts) != 5 or ":" not in parts[4]:
+        raise ValueError(f"Invalid rendezvous key: {key!r}")
+    try:
+        frame, it = parts[4].split(":")
+        return ParsedKey(parts[0], int(parts[1], 16), parts[2], parts[3], int(frame), int(it))
+    except ValueError:
+        raise ValueError(f"Invalid rendezvous key: {key!r}") from None
+
+
+class _Waiter:
+    """A receiver waiting for its key (distinguishes a waiter from a sent value)."""
+
+    __slots__ = ("callback",)
+
+    def __init__(self, callback: Callback) -> None:
+        self.callback = callback
+
+
+class LocalRendezvous:
+    """The table of one step: sent values and waiting receivers, by key."""
+
+    __slots__ = ("step_id", "_lock", "_table", "_aborted", "_done_keys")
+
+    def __init__(self, step_id: int = 0) -> None:
+        self.step_id = step_id
+        self._lock = threading.Lock()
+        self._table: dict[str, Any] = {}
+        self._aborted: BaseException | None = None
+
+    def send(self, key: str, value: Any) -> None:
+        """Deliver `value` (an array, a NumPy scalar or `DEAD`) for `key`.  Never blocks."""
+        with self._lock:
+            if self._aborted is not None:
+                raise self._aborted
+            item = self._table.pop(key, None)
+            if item is None:
+                self._table[key] = (value,)
+                return
+            if not isinstance(item, _Waiter):
+                self._table[key] = item
+                raise errors.InternalError(
+                    None, None, f"Send of an already sent rendezvous key in step {self.step_id}: {key}"
+                )
+        item.callback(value, None)
+
+    def recv(self, key: str, callback: Callback) -> None:
+        """Call `callback(value, None)` when `key` has been sent (at once if it has), or
+        `callback(None, error)` if the step is aborted first."""
+        with self._lock:
+            err = self._aborted
+            if err is None:
+                item = self._table.pop(key, None)
+                if item is None:
+                    self._table[key] = _Waiter(callback)
+                    return
+                if isinstance(item, _Waiter):
+                    self._table[key] = item
+                    err = errors.InternalError(
+                        None, None, f"Two receivers for rendezvous key in step {self.step_id}: {key}"
+                    )
+        if err is not None:
+            callback(None, err)
+        else:
+            callback(item[0], None)
+
+    def abort(self, error: BaseException | None = None) -> None:
+        """Fail every waiting receiver with `error` (a CancelledError by default) and
+        refuse later sends and receives; sent values nobody took are dropped."""
+        if error is None:
+            error = errors.CancelledError(None, None, "The step's rendezvous was aborted.")
+        with self._lock:
+            if self._aborted is None:
+                self._aborted = error
+            waiters = [v for v in self._table.values() if isinstance(v, _Waiter)]
+            self._table.clear()
+        for w in waiters:
+            w.callback(None, error)
+
+    def __len__(self) -> int:
+        """Entries in the table: values not yet received plus receivers still waiting."""
+        return len(self._table)
+
+    def pending_keys(self) -> list[str]:
+        with self._lock:
+            return list(self._table)
+
+
+_attach_lock = threading.Lock()
+
+
+def step_rendezvous(step: Any) -> LocalRendezvous:
+    """The step's rendezvous table.  A session's partitioned step brings one; a step
+    that meets a `_Send`/`_Recv` without one (both ends in one partition, built by
+    hand) gets a table of its own, aborted when the step is cancelled."""
+    r = step.rendezvous
+    if r is not None:
+        return r
+    with _attach_lock:
+        r = step.rendezvous
+        if r is None:
+            r = LocalRendezvous(step.step_id)
+            cm = step.get_cancellation()
+            if cm.register(lambda: r.abort(_reason(cm))) is None:
+                r.abort(_reason(cm))
+            step.rendezvous = r
+    return r
+
+
+def _reason(cm: Any) -> BaseException:
+    reason = cm.reason
+    if isinstance(reason, errors.OpError):
+        return errors.CancelledError(None, None, f"The step was cancelled: {reason.message}")
+    return errors.CancelledError(None, None, "The step was cancelled.")
+
+
+# --- kernels ---------------------------------------------------------------------------
+def _key(attrs: dict[str, Any], step: Any) -> str:
+    # Frame and iteration stay 0:0 until a loop spans devices (see docs/notes/partitioning.md).
+    return (
+        f"{attrs['send_device']};{attrs['send_device_incarnation'] & _U64:016x};"
+        f"{attrs['recv_device']};{attrs['tensor_name']};0:0"
+    )
+
+
+def _send(ctx: Any, step: Any, value: Any) -> None:
+    step_rendezvous(step).send(_key(ctx.attrs, step), value)
+
+
+def _recv(ctx: Any, step: Any, done: Any) -> None:
+    device = ctx.device
+    note = getattr(device, "note_transfer", None)
+
+    def arrived(value: Any, error: BaseException | None) -> None:
+        if error is not None:
+            done(error=error)
+            return
+        if note is not None and value is not DEAD:
+            # Same host memory: the array itself moves, nothing is copied.
+            note(getattr(value, "nbytes", 0), 0)
+        done(value)
+
+    step_rendezvous(step).recv(_key(ctx.attrs, step), arrived)
+
+
+# Only CPU devices exist so far; an accelerator registers its own pair, which moves
+# the value through host memory (`Device.to_host` / `from_host`).
+for _op in ("_Send", "_HostSend"):
+    kernel(_op, devices=CPU, step=True)(_send)
+for _op in ("_Recv", "_HostRecv"):
+    kernel(_op, devices=CPU, asynchronous=True)(_recv)

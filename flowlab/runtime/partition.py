@@ -1,0 +1,497 @@
+"""Partitioning: one subgraph per device, with Send/Recv on cross-device edges
+(paper section 3.3, white paper section 3.2.2).
+
+`partition(ops, device_of, feeds, fetches)` takes a pruned, placed step and returns
+a `PartitionedGraph`: per device, the step's ops on that device plus
+
+* a `_Send` for every tensor a different device consumes, and on that device one
+  `_Recv` per (tensor, destination device), however many consumers it has there;
+* for a control edge between devices, a dummy `Const` on the source device with a
+  control input from the source op, its `_Send`, and on the destination a `_Recv`
+  that the consumer takes as a control input.  A dead source (an untaken branch)
+  makes the dummy dead, and the dead value crosses the edge, as in TensorFlow.
+
+Each pair shares one rendezvous key,
+``send_device;incarnation;recv_device;tensor_name;frame:iter`` with TensorFlow's
+names (`Const/_0` for the Send, `Const/_1` for its Recv, tensor_name
+`edge_0_Const`).  Fed tensors are written into every partition that reads them, and
+fetched tensors are read from the partition that produces them (the client is in the
+same process), so no transfer touches the client.  Reference and resource edges
+never cross devices: placement colocates an op taking a reference with the op
+owning it, and partitioning checks that.
+
+The user's graph is never modified: each partition holds clones of the operations
+(same name, type, attrs and definition site) in a graph of its own, so kernel state
+found by name on a device (variables, queues, random generators) is the same as for
+an unpartitioned step, and errors quote the user's code.
+
+A `PartitionedPlan` is the compiled form (one `Plan` per partition) that a session
+caches per step signature; `run_partitioned` runs one step of it, every partition an
+`Execution` of the same `Step` (one cancellation, one undo log, one rendezvous table).
+`Partitions` is the inspectable view: device name -> GraphDef (the JSON schema of
+`flowlab.graph.graph_def`, each node with its assigned device) and the list of
+`SendRecvPair`s.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from flowlab import errors
+from flowlab.graph import dtypes
+from flowlab.graph.graph import Graph
+from flowlab.graph.graph_def import FORMAT, VERSION, node_to_dict
+from flowlab.graph.tensor import Operation, Tensor
+from flowlab.graph.tensor_shape import TensorShape
+from flowlab.kernels import sendrecv_kernels
+from flowlab.kernels.resources import freeze
+from flowlab.ops import sendrecv_ops
+from flowlab.ops.op_def import get_op_def
+from flowlab.runtime.device import Device, value_bytes
+from flowlab.runtime.executor import Execution, Listener
+from flowlab.runtime.fp_errors import enter_quiet, exit_quiet
+from flowlab.runtime.plan import Plan, compile_plan, fed_fetch_value
+
+__all__ = [
+    "SendRecvPair", "DevicePartition", "PartitionedGraph", "Partitions", "PartitionedPlan",
+    "partition", "compile_partitions", "run_partitioned",
+]
+
+
+@dataclass(frozen=True)
+class SendRecvPair:
+    """One cross-device edge: the `_Send`/`_Recv` ops that carry it and their key."""
+
+    key: str  # the rendezvous key (frame and iteration 0:0)
+    tensor_name: str  # the key's name part, e.g. "edge_0_Const"
+    send_op: str
+    recv_op: str
+    tensor: str  # the carried tensor ("a:0"), or "^a" for a control edge
+    src_device: str
+    dst_device: str
+    dtype: str  # "float32"; "float32" for the dummy of a control edge
+    shape: tuple[int | None, ...] | None  # the static shape (None: unknown rank)
+
+    @property
+    def control(self) -> bool:
+        return self.tensor.startswith("^")
+
+
+@dataclass
+class DevicePartition:
+    """The ops of one device, with the step's feeds and fetches that touch it."""
+
+    device: Device
+    graph: Graph  # owns the clones (and the Send/Recv ops); never a default graph
+    ops: list[Operation] = field(default_factory=list)  # topological order
+    feeds: list[Tensor] = field(default_factory=list)  # the user's fed tensors read here
+    feed_index: list[int] = field(default_factory=list)  # their positions in the step's feeds
+    fetches: list[Tensor] = field(default_factory=list)  # clone tensors fetched from here
+    fetch_index: list[int] = field(default_factory=list)  # their positions in the step's fetches
+    plan: Plan | None = None  # set by compile_partitions
+
+    def graph_def(self) -> dict[str, Any]:
+        """This partition as a GraphDef dict; every node carries its assigned device."""
+        return {
+            "format": FORMAT, "version": VERSION,
+            "node": [node_to_dict(op) for op in self.ops], "library": {},
+        }
+
+
+@dataclass
+class PartitionedGraph:
+    """The result of `partition`: partitions in session device order, and the pairs."""
+
+    partitions: list[DevicePartition]
+    pairs: list[SendRecvPair]
+    fed_fetches: list[tuple[int, int]]  # (fetch position, feed position): fetches that are fed
+    num_fetches: int
+
+
+class Partitions(Mapping[str, dict[str, Any]]):
+    """What `Session.partitions(fetches, feed_dict)` returns: device name -> GraphDef.
+
+    >>> parts = sess.partitions(y)                   # doctest: +SKIP
+    >>> list(parts)                                  # the devices with ops
+    >>> parts["/job:localhost/replica:0/task:0/device:CPU:1"]["node"]
+    >>> parts.pairs                                  # [SendRecvPair(key=..., ...)]
+
+    Attributes:
+      pairs: the `SendRecvPair`s, one per (tensor, destination device) and per
+        cross-device control edge.
+      placement: the `Placement` the partitions were made from.
+    """
+
+    def __init__(self, graph_defs: dict[str, dict[str, Any]], pairs: list[SendRecvPair], placement: Any) -> None:
+        self._defs = graph_defs
+        self.pairs = list(pairs)
+        self.placement = placement
+
+    def __getitem__(self, device: str) -> dict[str, Any]:
+        return self._defs[device]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._defs)
+
+    def __len__(self) -> int:
+        return len(self._defs)
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{d}: {len(g['node'])} nodes" for d, g in self._defs.items())
+        return f"<Partitions {{{sizes}}}, {len(self.pairs)} Send/Recv pairs>"
+
+
+# --- partitioning --------------------------------------------------------------------------
+class _Partitioner:
+    def __init__(self, ops: list[Operation], device_of: Mapping[str, Device], feeds: list[Tensor]) -> None:
+        self.device_of = device_of
+        self.has_control_flow = any(op.op_def is not None and op.op_def.is_control_flow for op in ops)
+        self.send_def = sendrecv_ops.SEND if self.has_control_flow else sendrecv_ops.SEND_NO_DEAD_VALUES
+        self.fed: dict[tuple[int, int], int] = {}
+        for i, t in enumerate(feeds):
+            self.fed[(id(t.op), t.value_index)] = i  # a tensor fed twice: the last value wins
+        self.parts: dict[str, DevicePartition] = {}
+        self.clone_of: dict[int, Operation] = {}
+        self.recv_of: dict[tuple[int, int, str], Tensor] = {}
+        self.ctrl_recv_of: dict[tuple[int, str], Operation] = {}
+        self.pairs: list[SendRecvPair] = []
+        self.taken = {op.name for op in ops}
+        self.counter = 0
+
+    def part(self, device: Device) -> DevicePartition:
+        p = self.parts.get(device.name)
+        if p is None:
+            p = self.parts[device.name] = DevicePartition(device, Graph())
+        return p
+
+    def clone(self, op: Operation) -> Operation:
+        c = self.clone_of.get(id(op))
+        if c is None:
+            device = self.device_of[op.name]
+            c = Operation(
+                self.part(device).graph, op.type, op.name, [], [t.dtype for t in op._outputs],
+                op._attrs, device.name, [], op._op_def, op._colocation, op._traceback,
+            )
+            for ct, t in zip(c._outputs, op._outputs):
+                ct._shape = t._shape
+            c._id = op._id
+            self.clone_of[id(op)] = c
+        return c
+
+    def use_feed(self, part: DevicePartition, t: Tensor) -> None:
+        if not any(f is t for f in part.feeds):
+            part.feeds.append(t)
+            part.feed_index.append(self.fed[(id(t.op), t.value_index)])
+
+    def add(self, part: DevicePartition, op: Operation) -> Operation:
+        op._id = len(part.ops)
+        part.ops.append(op)
+        return op
+
+    def fresh_names(self, base: str) -> tuple[int, str, str]:
+        while True:
+            n = self.counter
+            self.counter += 2
+            send, recv = f"{base}/_{n}", f"{base}/_{n + 1}"
+            if send not in self.taken and recv not in self.taken:
+                self.taken.update((send, recv))
+                return n, send, recv
+
+    def transfer(
+        self, value: Tensor, src: Device, dst: Device, carried: str, dtype: dtypes.DType, consumer: str
+    ) -> Operation:
+        """A Send of `value` on `src` and its Recv on `dst` (for `consumer`, the first
+        op there that needs it); returns the Recv op."""
+        n, send_name, recv_name = self.fresh_names(value.op.name)
+        base_name = carried.lstrip("^").rsplit(":", 1)[0]
+        tensor_name = f"edge_{n}_{base_name}"
+        address = {
+            "tensor_name": tensor_name, "send_device": src.name,
+            "send_device_incarnation": src.incarnation, "recv_device": dst.name,
+            "client_terminated": False,
+        }
+        send = Operation(
+            self.part(src).graph, "_Send", send_name, [value], [],
+            {"T": dtype, **address, "_src": base_name, "_dst": consumer},
+            src.name, [], self.send_def,
+        )
+        recv = Operation(
+            self.part(dst).graph, "_Recv", recv_name, [], [dtype],
+            {"tensor_type": dtype, **address, "_src": base_name, "_dst": consumer},
+            dst.name, [], sendrecv_ops.RECV,
+        )
+        recv._outputs[0]._shape = value.shape
+        self.add(self.part(src), send)
+        self.add(self.part(dst), recv)
+        key = sendrecv_kernels.make_key(src.name, src.incarnation, dst.name, tensor_name)
+        shape = value.shape.as_tuple() if value.shape.ndims is not None else None
+        self.pairs.append(SendRecvPair(
+            key, tensor_name, send_name, recv_name, carried, src.name, dst.name, dtype.name, shape,
+        ))
+        return recv
+
+    def data_input(self, consumer: Operation, k: int, t: Tensor, takes_ref: bool) -> Tensor:
+        dst = self.device_of[consumer.name]
+        if (id(t.op), t.value_index) in self.fed:
+            self.use_feed(self.part(dst), t)
+            return t
+        src = self.device_of[t.op.name]
+        produced = self.clone(t.op)._outputs[t.value_index]
+        if src is dst:
+            return produced
+        if takes_ref or t.dtype.base_dtype is dtypes.resource:
+            raise errors.InternalError(
+                None, consumer,
+                f"Partitioning: '{consumer.name}' input {k} takes {t.name} by reference, but "
+                f"'{consumer.name}' is on {dst.name} and '{t.op.name}' on {src.name}; placement "
+                "must colocate an op with the state it references.",
+            )
+        key = (id(t.op), t.value_index, dst.name)
+        r = self.recv_of.get(key)
+        if r is None:
+            recv = self.transfer(produced, src, dst, t.name, t.dtype.base_dtype, consumer.name)
+            r = self.recv_of[key] = recv._outputs[0]
+        return r
+
+    def control_input(self, consumer: Operation, c: Operation) -> Operation:
+        dst = self.device_of[consumer.name]
+        src = self.device_of[c.name]
+        if src is dst:
+            return self.clone(c)
+        key = (id(c), dst.name)
+        r = self.ctrl_recv_of.get(key)
+        if r is None:
+            # A scalar that exists only to carry "c has run" (or "c is dead") across.
+            _, dummy_name, _ = self.fresh_names(c.name)
+            value = freeze(np.zeros((), np.float32))
+            dummy = Operation(
+                self.part(src).graph, "Const", dummy_name, [], [dtypes.float32],
+                {"value": value, "dtype": dtypes.float32}, src.name, [self.clone(c)],
+                get_op_def("Const"),
+            )
+            dummy._outputs[0]._shape = TensorShape([])
+            self.add(self.part(src), dummy)
+            r = self.ctrl_recv_of[key] = self.transfer(
+                dummy._outputs[0], src, dst, "^" + c.name, dtypes.float32, consumer.name
+            )
+        return r
+
+
+def partition(
+    ops: list[Operation], device_of: Mapping[str, Device], feeds: list[Tensor], fetches: list[Tensor],
+    devices: list[Device] | None = None,
+) -> PartitionedGraph:
+    """Split a pruned, placed step into per-device subgraphs joined by Send/Recv.
+
+    Args:
+      ops: the step's ops in a topological order (as `prune` returns them).
+      device_of: op name -> assigned Device (a `Placement.device_of`).
+      feeds: the step's fed tensors; fetches: its fetched tensors.
+      devices: the session's devices, for the order of the partitions.
+
+    Returns:
+      A `PartitionedGraph`.
+
+    Raises:
+      InternalError: a reference or resource edge crosses devices.
+    """
+    p = _Partitioner(ops, device_of, feeds)
+    for op in ops:
+        c = p.clone(op)
+        part = p.part(device_of[op.name])
+        ref_flags = _input_ref_flags(op)
+        c._inputs = [p.data_input(op, k, t, ref_flags[k]) for k, t in enumerate(op._inputs)]
+        controls: list[Operation] = []
+        for ctl in op._control_inputs:
+            r = p.control_input(op, ctl)
+            if r not in controls:
+                controls.append(r)
+        c._control_inputs = controls
+        p.add(part, c)
+    fed_fetches: list[tuple[int, int]] = []
+    for i, t in enumerate(fetches):
+        fi = p.fed.get((id(t.op), t.value_index))
+        if fi is not None:
+            fed_fetches.append((i, fi))
+            continue
+        part = p.part(device_of[t.op.name])
+        part.fetches.append(p.clone(t.op)._outputs[t.value_index])
+        part.fetch_index.append(i)
+    order = {d.name: i for i, d in enumerate(devices or [])}
+    parts = sorted(p.parts.values(), key=lambda q: order.get(q.device.name, len(order)))
+    for part in parts:
+        for op in part.ops:  # the consumer lists of tensors, as a graph's ops have them
+            for t in op._inputs:
+                t._consumers.append(op)
+    return PartitionedGraph(parts, p.pairs, fed_fetches, len(fetches))
+
+
+def _input_ref_flags(op: Operation) -> list[bool]:
+    od = op.op_def
+    if od is None:
+        return [False] * len(op._inputs)
+    flags: list[bool] = []
+    for arg in od.inputs:
+        if arg.number_attr is not None:
+            n = int(op._attrs[arg.number_attr])
+        elif arg.type_list_attr is not None:
+            n = len(op._attrs[arg.type_list_attr])
+        else:
+            n = 1
+        flags.extend([arg.is_ref] * n)
+    return flags
+
+
+# --- compiled form and one step of it ------------------------------------------------------
+@dataclass
+class PartitionedPlan:
+    """A step signature compiled per partition; read-only, shared by concurrent steps.
+
+    It answers the few questions a session asks a `Plan` (`straight_line`,
+    `has_async`, `num_expensive`, `placement`) so that the session's paths treat it
+    uniformly: a partitioned step always runs on the dataflow executor."""
+
+    graph_version: int
+    partitions: list[DevicePartition]  # each with its compiled `plan`
+    pairs: list[SendRecvPair]
+    fed_fetches: list[tuple[int, int]]
+    num_fetches: int
+    placement: Any = None
+    straight_line: Any = None
+    has_async: bool = True
+    num_expensive: int = 0
+
+    def view(self) -> Partitions:
+        """The inspectable `Partitions` (GraphDefs are built on each call)."""
+        return Partitions(
+            {p.device.name: p.graph_def() for p in self.partitions}, self.pairs, self.placement
+        )
+
+
+def compile_partitions(pg: PartitionedGraph, graph_version: int, placement: Any = None) -> PartitionedPlan:
+    """One dataflow `Plan` per partition (no straight-line code: partitions wait on
+    each other through their Recvs)."""
+    for part in pg.partitions:
+        device_of = {op.name: part.device for op in part.ops}
+        part.plan = compile_plan(
+            part.ops, device_of, part.feeds, part.fetches, graph_version, straight_line=False
+        )
+    return PartitionedPlan(
+        graph_version, pg.partitions, pg.pairs, pg.fed_fetches, pg.num_fetches, placement,
+        num_expensive=sum(p.plan.num_expensive for p in pg.partitions if p.plan is not None),
+    )
+
+
+def run_partitioned(
+    pplan: PartitionedPlan,
+    step: Any,
+    feed_values: list[Any],
+    listener: Listener | None = None,
+    pool: Any = None,
+    deadline: float | None = None,
+) -> list[Any]:
+    """Run one step: every partition an `Execution` of `step`, driven together on this
+    thread.  The caller gives the step its rendezvous table (`step.rendezvous`) and
+    drops it afterwards.  Returns the fetched values in the step's fetch order."""
+    execs = [
+        Execution(part.plan, step, [feed_values[j] for j in part.feed_index], listener, pool, deadline)  # type: ignore[arg-type]
+        for part in pplan.partitions
+    ]
+    results = run_executions(execs)
+    out: list[Any] = [None] * pplan.num_fetches
+    for part, ex, vals in zip(pplan.partitions, execs, results):
+        part.device.note_step_bytes(value_bytes(ex.values))
+        for i, v in zip(part.fetch_index, vals):
+            out[i] = v
+    for i, j in pplan.fed_fetches:
+        out[i] = fed_fetch_value(feed_values[j])
+    return out
+
+
+# --- driving several executions on one thread -----------------------------------------------
+class _Mailbox:
+    """An Execution's completion queue inside a group: completions go to the group's
+    shared queue tagged with the execution's position; the driver hands each back."""
+
+    __slots__ = ("shared", "index", "items")
+
+    def __init__(self, shared: Any, index: int) -> None:
+        self.shared = shared
+        self.index = index
+        self.items: list[Any] = []
+
+    def put(self, item: Any) -> None:
+        self.shared.put((self.index, item))
+
+    def get(self, timeout: float | None = None) -> Any:
+        return self.items.pop()
+
+
+def run_executions(execs: list[Execution]) -> list[list[Any]]:
+    """Drive `execs` (one `Step`) to the end on this thread: run whatever is ready in
+    any of them, and when none has ready work, wait for the next completion of any.
+    Returns each execution's fetched values; raises the step's first error after
+    every execution has stopped (so that the undo log is replayed once, at the end).
+    """
+    shared: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    boxes = []
+    for k, ex in enumerate(execs):
+        box = _Mailbox(shared, k)
+        ex.completions = box  # type: ignore[assignment]
+        boxes.append(box)
+    token = enter_quiet()
+    try:
+        for ex in execs:
+            ex.start()
+        deadline = execs[0].deadline if execs else None
+        while True:
+            for ex in execs:
+                if ex.error is None and ex.ready:
+                    if ex.listener is None and not ex.plan.has_control_flow:
+                        ex._run_plain()
+                    while ex.ready and ex.error is None:
+                        ex.run_one()
+            live = [ex for ex in execs if not ex.finished]
+            if not live:
+                break
+            if any(ex.ready for ex in live):
+                continue
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                k, item = shared.get(timeout=timeout)
+            except queue.Empty:
+                live[0]._fail(live[0]._deadline_error())
+                continue
+            ex = execs[k]
+            if ex.error is not None:
+                continue  # a completion that arrived after this execution failed
+            boxes[k].items.append(item)
+            ex._wait_for_completion()
+        results: list[list[Any]] = []
+        first: BaseException | None = None
+        for ex in execs:
+            try:
+                results.append(ex.finish())
+            except errors.OpError as e:
+                first = first or e
+                results.append([])
+        if first is not None:
+            reason = step_reason(execs[0].step)
+            raise reason if reason is not None else first
+        return results
+    finally:
+        exit_quiet(token)
+
+
+def step_reason(step: Any) -> errors.OpError | None:
+    """The error that cancelled the step first (the one to report), if any."""
+    cm = step.cancellation
+    if cm is not None and isinstance(cm.reason, errors.OpError):
+        return cm.reason
+    return None
