@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys as _sys
 import types as _types
 
-from flowlab import errors, kernels, layers, nn, train
+from flowlab import debug, errors, kernels, layers, nn, train, viz
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.dtypes import (  # noqa: F401
     DType,
@@ -71,6 +71,7 @@ from flowlab.runtime.config import (
     RunOptions,
 )
 from flowlab.runtime.session import InteractiveSession, Session, get_default_session
+from flowlab.viz.show import show
 
 __version__ = "0.1.0"
 

@@ -551,6 +551,17 @@ class Graph:
     def __repr__(self) -> str:
         return f"<flowlab.Graph with {len(self._ops)} ops, version {self._version}>"
 
+    # Notebook display: the graph's picture (flowlab.viz, imported only when shown).
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from flowlab.viz import mimebundle
+
+        return mimebundle(self, include, exclude)
+
+    def _repr_svg_(self) -> str | None:
+        from flowlab.viz import mimebundle
+
+        return mimebundle(self).get("image/svg+xml")
+
 
 # TensorFlow's rules: an op name (and a root scope) starts with a letter, digit or
 # "."; a nested scope may also start with "_", "-", "/" or "\\".
