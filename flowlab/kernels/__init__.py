@@ -14,5 +14,6 @@ from flowlab.kernels import (
     random_kernels,
     slicing_kernels,
     state_kernels,
+    tensor_array_kernels,
     training_kernels,
 )

@@ -17,6 +17,7 @@ from flowlab.ops import (
     operators,
     random_ops,
     state_ops,
+    tensor_array_ops,
     training_ops,
     variable_scope,
     variables,
