@@ -1,0 +1,253 @@
+"""`cond` and `case`: data-dependent branches built from Switch and Merge.
+
+The paper's section 3.4: `cond(pred, true_fn, false_fn)` switches every value a branch
+uses on `pred`, so the branch not taken receives only dead values and none of its ops
+runs; a Merge per output forwards the live result.  TensorFlow 1.x's graph layout and
+names are kept (v1 control flow):
+
+    cond/Switch = Switch(pred, pred)       cond/switch_t, cond/switch_f = its outputs
+    cond/pred_id = Identity(pred)          the predicate every Switch uses
+    cond/<op>/Switch = Switch(x, pred_id)  an outside value x used by a branch op
+    cond/Merge = Merge(false_result, true_result)
+
+A branch's ops are tracked by a `CondContext` (flowlab/ops/control_flow_context.py);
+a constant made inside a branch gets a control input from the branch's pivot
+(switch_t or switch_f) so that it is dead when the branch is not taken.
+
+Results may be nested structures (lists, tuples, dicts, namedtuples) of tensors; both
+branches must give the same structure and dtypes.  The small `nest` helpers here
+(`flatten`, `pack_sequence_as`, `assert_same_structure`) are also used by while_loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from flowlab.graph.graph import get_default_graph
+from flowlab.graph.tensor import Operation, Tensor
+from flowlab.ops import control_flow_context as cfc
+from flowlab.ops.builder import convert_to_tensor
+from flowlab.ops.control_flow_ops import merge, switch
+from flowlab.ops.core_ops import identity
+
+__all__ = ["cond", "case"]
+
+
+# --- nest: flatten and rebuild nested structures ---------------------------------------
+def _is_nested(x: Any) -> bool:
+    return isinstance(x, (list, tuple, dict))
+
+
+def _sorted_keys(d: dict[Any, Any]) -> list[Any]:
+    try:
+        return sorted(d)
+    except TypeError:
+        return list(d)
+
+
+def flatten(x: Any) -> list[Any]:
+    """The leaves of a nested structure, depth first (dict values by sorted key)."""
+    if isinstance(x, dict):
+        return [leaf for k in _sorted_keys(x) for leaf in flatten(x[k])]
+    if isinstance(x, (list, tuple)):
+        return [leaf for v in x for leaf in flatten(v)]
+    return [x]
+
+
+def pack_sequence_as(structure: Any, flat: list[Any]) -> Any:
+    """`flat` arranged as `structure` (the inverse of `flatten`)."""
+    it = iter(flat)
+
+    def build(s: Any) -> Any:
+        if isinstance(s, dict):
+            vals = {k: build(s[k]) for k in _sorted_keys(s)}
+            return type(s)((k, vals[k]) for k in s) if type(s) is not dict else {k: vals[k] for k in s}
+        if isinstance(s, tuple) and hasattr(s, "_fields"):
+            return type(s)(*[build(v) for v in s])
+        if isinstance(s, (list, tuple)):
+            return type(s)(build(v) for v in s)
+        return next(it)
+
+    return build(structure)
+
+
+def _describe(x: Any) -> str:
+    return f"type={type(x).__name__} str={x}"
+
+
+def assert_same_structure(a: Any, b: Any) -> None:
+    """ValueError (TensorFlow's message) unless `a` and `b` nest alike."""
+
+    def same(x: Any, y: Any) -> bool:
+        if _is_nested(x) != _is_nested(y):
+            return False
+        if not _is_nested(x):
+            return True
+        if isinstance(x, dict) != isinstance(y, dict):
+            return False
+        if isinstance(x, dict):
+            return set(x) == set(y) and all(same(x[k], y[k]) for k in x)
+        return len(x) == len(y) and all(same(u, v) for u, v in zip(x, y))
+
+    if not same(a, b):
+        raise ValueError(
+            "The two structures don't have the same nested structure.\n\n"
+            f"First structure: {_describe(a)}\n\nSecond structure: {_describe(b)}"
+        )
+
+
+# --- cond --------------------------------------------------------------------------
+def _branch_result(ctx: cfc.CondContext, v: Any) -> Tensor:
+    """A branch result as a tensor of the branch: an outside value goes through a
+    Switch (the `lambda: x` case), an op becomes the pivot with a dependency on it."""
+    if isinstance(v, Operation):
+        with v.graph.control_dependencies([v]):
+            return identity(ctx.pivot, name="control_dependency")
+    t = convert_to_tensor(v)
+    if not cfc.value_inside(t, ctx):
+        return ctx.add_value(t)
+    return t
+
+
+def _build_branch(g: Any, ctx: cfc.CondContext, fn: Callable[[], Any], what: str) -> tuple[Any, list[Tensor]]:
+    with cfc.building(g, ctx, ctx.pivot.op):
+        original = fn()
+        if original is None:
+            raise ValueError(f"'{what}' must have a return value.")
+        flat = [_branch_result(ctx, v) for v in flatten(original)]
+    return original, flat
+
+
+def cond(
+    pred: Any,
+    true_fn: Callable[[], Any] | None = None,
+    false_fn: Callable[[], Any] | None = None,
+    strict: bool = False,
+    name: str | None = None,
+) -> Any:
+    """`true_fn()` if `pred` else `false_fn()`, decided when the graph runs.
+
+        r = tf.cond(x > 0, lambda: x * 2.0, lambda: tf.constant(0.0))
+
+    Only the taken branch's ops run.  Values from outside that a branch uses are
+    switched on `pred`, so ops outside the branches (even ones a branch uses) run
+    whatever `pred` is.
+
+    Args:
+      pred: a scalar bool tensor (not a Python bool).
+      true_fn, false_fn: callables returning the same structure of tensors (or ops).
+      strict: keep a one-element list result as a list (default: unpack it).
+      name: name scope (default "cond").
+
+    Returns:
+      The structure the branches return, each tensor a Merge of the two results.
+
+    Raises:
+      TypeError: `pred` is a Python bool, or a branch is not callable.
+      ValueError: the branches return different structures or dtypes, or nothing.
+    """
+    if true_fn is None:
+        raise TypeError("cond(): 'true_fn' argument required")
+    if false_fn is None:
+        raise TypeError("cond(): 'false_fn' argument required")
+    if not callable(true_fn):
+        raise TypeError("'true_fn' must be callable.")
+    if not callable(false_fn):
+        raise TypeError("'false_fn' must be callable.")
+    if isinstance(pred, bool):
+        raise TypeError("'pred' must not be a Python bool.")
+    g = pred.graph if isinstance(pred, Tensor) else get_default_graph()
+    with g.as_default(), g.name_scope(name or "cond"):
+        pred = convert_to_tensor(pred)
+        p_f, p_t = switch(pred, pred)
+        pivot_t = identity(p_t, name="switch_t")
+        pivot_f = identity(p_f, name="switch_f")
+        pred_id = identity(pred, name="pred_id")
+        outer = cfc.current_context(g)
+        ctx_t = cfc.CondContext(g, outer, pred_id, pivot_t, 1)
+        ctx_f = cfc.CondContext(g, outer, pred_id, pivot_f, 0)
+        for ctx in (ctx_t, ctx_f):
+            cfc.set_context(ctx.pivot.op, ctx)
+            ctx._external[pred_id] = pred_id
+        orig_t, res_t = _build_branch(g, ctx_t, true_fn, "true_fn")
+        orig_f, res_f = _build_branch(g, ctx_f, false_fn, "false_fn")
+        assert_same_structure(orig_t, orig_f)
+        for a, b in zip(res_t, res_f):
+            if a.dtype.base_dtype is not b.dtype.base_dtype:
+                raise ValueError(
+                    "Outputs of 'true_fn' and 'false_fn' must have the same type(s). Received "
+                    f"{a.dtype.base_dtype.name} from 'true_fn' and {b.dtype.base_dtype.name} "
+                    "from 'false_fn'."
+                )
+        merges = []
+        for a, b in zip(res_f, res_t):
+            m = merge([a, b])[0]
+            _CONDS_OF_MERGE[m.op] = (ctx_f, ctx_t)
+            merges.append(m)
+        if isinstance(orig_t, Operation) and isinstance(orig_f, Operation):
+            return merges[0]
+        result = pack_sequence_as(orig_t, merges)
+        if not strict and isinstance(result, (list, tuple)) and len(result) == 1 \
+                and not hasattr(result, "_fields"):
+            return result[0]
+        return result
+
+
+# Merge op -> (false context, true context) of the cond that made it; the gradient of
+# Merge reads the predicate from here.
+_CONDS_OF_MERGE: dict[Operation, tuple[cfc.CondContext, cfc.CondContext]] = {}
+
+
+def cond_contexts_of_merge(op: Operation) -> Any:
+    return _CONDS_OF_MERGE.get(op)
+
+
+def case(
+    pred_fn_pairs: Any,
+    default: Callable[[], Any] | None = None,
+    exclusive: bool = False,
+    strict: bool = False,
+    name: str = "case",
+) -> Any:
+    """The result of the first `fn` whose `pred` is true, else `default()`.
+
+        r = tf.case([(x < 0, lambda: -x), (x > 10, lambda: x / 10)], default=lambda: x)
+
+    Built as nested conds (`case/cond/cond/...`), TensorFlow 1.x's layout.  Without a
+    default the last pair's fn is the default.
+
+    Args:
+      pred_fn_pairs: a list of (scalar bool tensor, callable) pairs, or a dict.
+      default: callable for when no pred is true.
+      exclusive: accepted; flowlab does not yet check at run time that at most one
+        pred is true.
+      strict: as for `cond`.
+      name: name scope (default "case").
+
+    Raises:
+      TypeError: a pair is not (tensor, callable).
+      ValueError: no pairs and no default.
+    """
+    pairs = list(pred_fn_pairs.items()) if isinstance(pred_fn_pairs, dict) else list(pred_fn_pairs)
+    for p in pairs:
+        if not isinstance(p, tuple) or len(p) != 2:
+            raise TypeError("Each entry in pred_fn_pairs must be a 2-tuple")
+        if not callable(p[1]):
+            raise TypeError(f"fn for pred {getattr(p[0], 'name', p[0])} must be callable.")
+    if default is None:
+        if not pairs:
+            raise ValueError("not enough values to unpack (expected 2, got 0)")
+        pairs, default = pairs[:-1], pairs[-1][1]
+    g = get_default_graph()
+    with g.name_scope(name):
+        if not pairs:
+            return default()
+
+        def build(i: int) -> Any:
+            if i == len(pairs):
+                return default()
+            p, fn = pairs[i]
+            return cond(p, fn, lambda: build(i + 1), strict=strict)
+
+        return build(0)

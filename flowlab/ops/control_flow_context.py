@@ -1,0 +1,348 @@
+"""Control-flow contexts: which cond branch or loop body each op was built in.
+
+TensorFlow 1.x builds `cond` and `while_loop` from Switch/Merge/Enter/Exit and keeps,
+per op, the *control-flow context* it was created in (paper section 3.4).  The context
+makes a branch or a loop body self-contained:
+
+- a tensor from outside a cond branch enters it through a Switch on the branch's
+  predicate (so the branch's ops are dead when it is not taken);
+- a tensor from outside a loop enters it through a constant Enter (a loop invariant,
+  visible in every iteration); a control input from outside the loop becomes a control
+  input from an Identity of that Enter;
+- an op with no inputs (a constant) gets a control input from the context's *pivot*,
+  so that it runs in the branch or iteration and not once outside.
+
+State, per graph (in `graph._scratch`): the context of every op built inside one
+(`_OF`, op -> context; ops built at top level have none) and the stack of contexts
+being built.  The graph layer has no hook on op creation, so a context claims its ops
+when a build phase ends: every op created since the phase began and not claimed by a
+nested context is a member, and its external inputs are rewired then (`_process`).
+Until then an unclaimed op belongs to the innermost context open when it was made
+(op ids grow), so "is this value inside context C?" has an answer at any time.
+
+Invariants: an Enter belongs to its loop and an Exit too, but the Exit's *value* is
+in the loop's outer context; a value is rewired into a context at most once per
+context (`_external` caches Switches and Enters); rewiring never changes an input's
+dtype or shape.
+
+`GradWhileContext` is the backward loop of a forward loop: a forward value it uses is
+replaced by a pop from a stack that the forward loop fills, one push per iteration
+(backpropagation through time; see flowlab/ops/control_flow_grad.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from flowlab.graph.graph import Graph
+from flowlab.graph.tensor import Operation, Tensor
+
+_OF = "control_flow_context_of"
+_OPEN = "control_flow_open_contexts"
+_LOOPS = "control_flow_loops"
+
+
+def _of(g: Graph) -> dict[Operation, Any]:
+    d = g._scratch.get(_OF)
+    if d is None:
+        d = g._scratch.setdefault(_OF, {})
+    return d
+
+
+def _open(g: Graph) -> list[tuple[Any, int]]:
+    s = g._scratch.get(_OPEN)
+    if s is None:
+        s = g._scratch.setdefault(_OPEN, [])
+    return s
+
+
+def context_of(op: Operation) -> Any:
+    """The control-flow context `op` was built in (None at top level)."""
+    d = op.graph._scratch.get(_OF)
+    if d is not None and op in d:
+        return d[op]
+    for ctx, start in reversed(op.graph._scratch.get(_OPEN, ())):
+        if op._id > start:
+            return ctx
+    return None
+
+
+def output_context(op: Operation) -> Any:
+    """The context where `op`'s outputs live: an Exit's values are outside its loop."""
+    ctx = context_of(op)
+    if ctx is not None and op.type in ("Exit", "RefExit"):
+        return ctx.outer
+    return ctx
+
+
+def current_context(g: Graph) -> Any:
+    """The innermost context being built (where a new op will belong), or None."""
+    s = g._scratch.get(_OPEN)
+    return s[-1][0] if s else None
+
+
+def is_inside(ctx: Any, outer: Any) -> bool:
+    """Whether context `ctx` is `outer` or nested in it (everything is inside None)."""
+    while ctx is not None:
+        if ctx is outer:
+            return True
+        ctx = ctx.outer
+    return outer is None
+
+
+def value_inside(t: Tensor, ctx: Any) -> bool:
+    return is_inside(output_context(t.op), ctx)
+
+
+def loop_of(ctx: Any) -> Any:
+    """The innermost WhileContext at or around `ctx` (None outside any loop)."""
+    while ctx is not None and not isinstance(ctx, WhileContext):
+        ctx = ctx.outer
+    return ctx
+
+
+def while_context_of_op(op: Operation) -> Any:
+    return loop_of(context_of(op))
+
+
+@contextlib.contextmanager
+def building(g: Graph, ctx: Any, pivot: Operation | None = None) -> Iterator[None]:
+    """Ops created in the block belong to `ctx` (None: top level) and are rewired into
+    it when the block ends; input-less ones get a control input from `pivot`.
+
+    Works for a context being built and for one built earlier (the gradient code adds
+    stack pushes to a finished loop).  Outer control dependencies do not apply."""
+    stack = _open(g)
+    start_index = len(g._ops)
+    entry = (ctx, g._last_id)
+    stack.append(entry)
+    try:
+        with g.control_dependencies(None):
+            yield
+    finally:
+        stack.remove(entry)
+    claim(g, ctx, start_index, pivot)
+
+
+def claim(g: Graph, ctx: Any, start_index: int, pivot: Operation | None) -> list[Operation]:
+    """Make the unclaimed ops created since `start_index` members of `ctx`, rewired."""
+    of = _of(g)
+    new = [op for op in g._ops[start_index:] if op not in of]
+    for op in new:
+        of[op] = ctx
+    if ctx is not None:
+        for op in new:
+            ctx._process(op, pivot)
+    return new
+
+
+def set_context(op: Operation, ctx: Any) -> None:
+    _of(op.graph)[op] = ctx
+
+
+class ControlFlowContext:
+    """What cond and while contexts share: the outer context and rewiring."""
+
+    def __init__(self, graph: Graph, outer: Any) -> None:
+        self.graph = graph
+        self.outer = outer
+        self._external: dict[Tensor, Tensor] = {}
+
+    def _process(self, op: Operation, pivot: Operation | None) -> None:
+        if op.type in ("Enter", "RefEnter"):
+            # An Enter's input is outside this loop by design: the outer context wires it.
+            if self.outer is not None:
+                self.outer._process_inputs(op)
+            return
+        self._process_inputs(op)
+        self._process_control(op, pivot)
+
+    def _process_inputs(self, op: Operation) -> None:
+        for i, t in enumerate(op.inputs):
+            if not value_inside(t, self):
+                op._update_input(i, self.add_value(t, op))
+
+    def _process_control(self, op: Operation, pivot: Operation | None) -> None:
+        if pivot is None or op.inputs:
+            return
+        if not any(is_inside(context_of(c), self) for c in op.control_inputs):
+            op._add_control_input(pivot)
+
+    def add_value(self, t: Tensor, consumer: Operation | None = None) -> Tensor:
+        """`t` (from outside) as seen inside this context; cached per tensor."""
+        got = self._external.get(t)
+        if got is None:
+            g = self.graph
+            scope = (consumer.name + "/") if consumer is not None else None
+            entry = (self, g._last_id)
+            stack = _open(g)
+            stack.append(entry)  # the new op is ours even before it is claimed
+            try:
+                with g.control_dependencies(None), (g.name_scope(scope) if scope else contextlib.nullcontext()):
+                    got = self._make_external(t)
+            finally:
+                stack.remove(entry)
+            self._external[t] = got
+        return got
+
+    def _make_external(self, t: Tensor) -> Tensor:
+        raise NotImplementedError
+
+
+class CondContext(ControlFlowContext):
+    """One branch of a `cond`: `pred` (the `pred_id` Identity), `pivot` (switch_t or
+    switch_f) and `branch` (1 for true, 0 for false)."""
+
+    def __init__(self, graph: Graph, outer: Any, pred: Tensor, pivot: Tensor, branch: int) -> None:
+        super().__init__(graph, outer)
+        self.pred = pred
+        self.pivot = pivot
+        self.branch = branch
+
+    def _make_external(self, t: Tensor) -> Tensor:
+        from flowlab.ops.control_flow_ops import switch
+
+        # The Switch belongs to the outer context, which may need to bring t in first.
+        s = switch(t, self.pred)
+        sw = s[0].op
+        set_context(sw, self.outer)
+        if self.outer is not None:
+            self.outer._process_inputs(sw)
+        return s[self.branch]
+
+    def _process(self, op: Operation, pivot: Operation | None) -> None:
+        super()._process(op, pivot if pivot is not None else self.pivot.op)
+
+    def __repr__(self) -> str:
+        return f"<CondContext pred={self.pred.name} branch={self.branch}>"
+
+
+class WhileContext(ControlFlowContext):
+    """A loop: its frame name, options, and the ops that make its skeleton.
+
+    After `while_loop` builds it: `enters` (loop-var Enters), `merges`, `switches`,
+    `identities` (the body's inputs), `next_iterations`, `exits`, `loop_cond`,
+    `body_results` (the NextIteration inputs); `const_enters` grows as external values
+    are used inside.  The gradient code adds a forward counter (`forward_count`)."""
+
+    def __init__(self, graph: Graph, outer: Any, name: str, parallel_iterations: int = 10,
+                 back_prop: bool = True, swap_memory: bool = False,
+                 maximum_iterations: Any = None) -> None:
+        super().__init__(graph, outer)
+        self.name = name
+        self.parallel_iterations = parallel_iterations
+        self.back_prop = back_prop
+        self.swap_memory = swap_memory
+        self.maximum_iterations = maximum_iterations
+        self.enters: list[Tensor] = []
+        self.merges: list[Tensor] = []
+        self.switches: list[list[Tensor]] = []
+        self.identities: list[Tensor] = []
+        self.next_iterations: list[Tensor] = []
+        self.exits: list[Tensor] = []
+        self.body_results: list[Tensor] = []
+        self.const_enters: list[Tensor] = []
+        self.loop_cond: Tensor | None = None
+        self.pivot: Operation | None = None  # the body's pivot (first Identity)
+        self.forward_count: Any = None  # (Identity of the counter, its add op, Exit)
+        graph._scratch.setdefault(_LOOPS, []).append(self)
+
+    @property
+    def outer_loop(self) -> Any:
+        return loop_of(self.outer)
+
+    def skeleton_ops(self) -> set[Operation]:
+        """The loop's own plumbing: Enters of loop variables, Merges, Switches,
+        LoopCond, NextIterations and Exits (not the body's computation)."""
+        ts = self.enters + self.merges + self.next_iterations + self.exits
+        ops = {t.op for t in ts}
+        ops.update(s[0].op for s in self.switches)
+        if self.loop_cond is not None:
+            ops.add(self.loop_cond.op)
+        return ops
+
+    def _make_external(self, t: Tensor) -> Tensor:
+        from flowlab.ops.control_flow_ops import enter
+
+        e = enter(t, self.name, is_constant=True, parallel_iterations=self.parallel_iterations)
+        set_context(e.op, self)
+        if self.outer is not None:
+            self.outer._process_inputs(e.op)
+        self.const_enters.append(e)
+        return e
+
+    def _process_control(self, op: Operation, pivot: Operation | None) -> None:
+        # A control input from outside the loop would fire once, not per iteration:
+        # it is taken in through an Enter, as TensorFlow does.
+        external = [c for c in op.control_inputs if not is_inside(context_of(c), self)
+                    and op.type not in ("Enter", "RefEnter")]
+        if external:
+            for c in external:
+                op._control_inputs.remove(c)
+                c._control_outputs.remove(op)
+            for c in external:
+                op._add_control_input(self._control_proxy(c))
+        super()._process_control(op, pivot if pivot is not None else self.pivot)
+
+    def _control_proxy(self, c: Operation) -> Operation:
+        from flowlab.ops import core_ops
+        from flowlab.ops.constant_op import constant
+
+        g = self.graph
+        key = ("control", c)
+        got = self._external.get(key)  # type: ignore[call-overload]
+        if got is not None:
+            return got.op
+        if c.outputs:
+            src = c.outputs[0]
+        else:
+            with building(g, self.outer), g.control_dependencies([c]):
+                src = constant(0, name=c.name.split("/")[-1] + "_ctrl")
+        inner = self.add_value(src)
+        with building(g, self, self.pivot):
+            proxy = core_ops.identity(inner)
+        self._external[key] = proxy  # type: ignore[index]
+        return proxy.op
+
+    def __repr__(self) -> str:
+        return f"<WhileContext {self.name!r}>"
+
+
+def loops_of(g: Graph) -> list[WhileContext]:
+    return list(g._scratch.get(_LOOPS, ()))
+
+
+class GradWhileContext(WhileContext):
+    """The backward loop of `forward` (a WhileContext).
+
+    A forward value it uses is replaced by the value of the same iteration, popped
+    from a stack that the forward loop fills (`history_value`); loop invariants come
+    in through constant Enters of their outer value."""
+
+    def __init__(self, graph: Graph, outer: Any, name: str, forward: WhileContext) -> None:
+        super().__init__(graph, outer, name, forward.parallel_iterations,
+                         swap_memory=forward.swap_memory)
+        self.forward = forward
+        self.count_identity: Tensor | None = None  # this iteration's backward counter
+        self.count_sync: Operation | None = None  # pops happen before the decrement
+
+    def add_value(self, t: Tensor, consumer: Operation | None = None) -> Tensor:
+        op = t.op
+        if op.type in ("Enter", "RefEnter") and op.get_attr("is_constant") and \
+                context_of(op) is self.forward:
+            # A loop invariant of the forward loop: its outer value, entered here.
+            return self.add_value(op.inputs[0], consumer)
+        if not value_inside(t, self.forward):
+            return super().add_value(t, consumer)
+        got = self._external.get(t)
+        if got is None:
+            from flowlab.ops.control_flow_grad import history_value
+
+            got = history_value(self, t, consumer)
+            self._external[t] = got
+        return got
+
+    def __repr__(self) -> str:
+        return f"<GradWhileContext {self.name!r} of {self.forward.name!r}>"
