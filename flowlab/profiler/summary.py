@@ -164,7 +164,7 @@ def critical_path(trace: Trace, step_id: int | None = None) -> list[OpRecord]:
         by_name.setdefault(r.name, []).append(r)
     send_of = {id(t.recv): t.send for t in trace.transfers
                if t.step_id == sid and t.recv is not None and t.send is not None}
-    cur = max(ops, key=lambda r: r.end_us)
+    cur = max(ops, key=lambda r: (not r.dead, r.end_us))
     path = [cur]
     seen = {id(cur)}
     while True:

@@ -311,7 +311,7 @@ def _memory_timelines(ops: Sequence[OpRecord]) -> dict[str, list[MemorySample]]:
     for r in ops:
         step_end[r.step_id] = max(step_end.get(r.step_id, r.end_us), r.end_us)
         for n in r.inputs:
-            if not n.startswith("^"):
+            if not n.startswith("^") and not r.dead:
                 readers.setdefault((r.step_id, n), []).append(r)
     changes: dict[str, list[tuple[float, int]]] = {}
     for r in ops:
