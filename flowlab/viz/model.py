@@ -214,6 +214,12 @@ def from_ops(ops: Iterable[Any], device_of: Mapping[str, Any] | None = None,
     return Picture(nodes, title=title, placed=device_of is not None)
 
 
+def reasons_of(placement: Any) -> Mapping[str, str] | None:
+    """A Placement's op name -> why it went where it did (`reasons`, or `reason`)."""
+    r = getattr(placement, "reasons", None)
+    return r if r is not None else getattr(placement, "reason", None)
+
+
 def from_placement(placement: Any, graph: Any = None, title: str = "placed") -> Picture:
     """A picture of a Placement: the ops it names, from `graph` (default: the default
     graph), colored by the device each was placed on, the reason in the tooltip."""
@@ -229,7 +235,7 @@ def from_placement(placement: Any, graph: Any = None, title: str = "placed") -> 
             f"{missing} ops of the placement are not in the graph given; pass the graph the "
             "placement was made for: flowlab.viz.graph(placement, graph=g)."
         )
-    return from_ops(ops, device_of, getattr(placement, "reason", None), title=title)
+    return from_ops(ops, device_of, reasons_of(placement), title=title)
 
 
 def from_partitions(parts: Any, title: str = "partitioned") -> Picture:

@@ -17,7 +17,7 @@ from typing import Any
 
 import graphviz
 
-from flowlab.viz.model import Picture, from_graph_def, from_ops, to_picture
+from flowlab.viz.model import Picture, from_graph_def, from_ops, reasons_of, to_picture
 
 
 class Passes:
@@ -121,7 +121,7 @@ def passes(sess: Any, fetches: Any, feed_dict: Any = None, **draw: Any) -> Passe
     if placement is None:
         placement = sess._plan_for(feeds, mapper.tensors, mapper.targets).placement
     placed_ops = [op for op in ops if op.name in placement.device_of] or ops
-    stages.append(("placed", from_ops(placed_ops, placement.device_of, getattr(placement, "reason", None),
+    stages.append(("placed", from_ops(placed_ops, placement.device_of, reasons_of(placement),
                                       title="placed")))
 
     parts = _call(sess, ("partitions",), fetches, feed_dict)

@@ -1,0 +1,284 @@
+"""flowlab.viz: the DOT pictures (no `dot` needed) and their SVG (skipped without it)."""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import flowlab as fl
+from flowlab import viz
+from flowlab.viz import model
+from flowlab.viz.show import extension_available
+
+needs_dot = pytest.mark.skipif(not viz.dot_available(), reason="the graphviz `dot` binary is not installed")
+
+
+def _labels(dot) -> list[str]:
+    return re.findall(r'label="((?:[^"\\]|\\.)*)"', dot.source) + re.findall(r"label=(\w+)", dot.source)
+
+
+def _two_layer_graph():
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.placeholder(fl.float32, [None, 3], name="x")
+        with fl.name_scope("layer1"):
+            w = fl.Variable(np.ones((3, 4), np.float32), name="w")
+            y = fl.nn.relu(fl.matmul(x, w))
+        with fl.device("/cpu:1"), fl.name_scope("layer2"):
+            z = fl.reduce_sum(y * 2.0, name="sum")
+        with fl.control_dependencies([z]):
+            done = fl.no_op(name="done")
+    return g, x, w, z, done
+
+
+def test_scopes_are_clusters_and_control_edges_dashed():
+    g, *_ = _two_layer_graph()
+    src = viz.graph(g).source
+    clusters = re.findall(r"subgraph (cluster_\w+) \{\s*\n\s*.*label=(\"?[\w/]+\"?)", src)
+    assert {lab.strip('"') for _, lab in clusters} >= {"layer1", "layer2", "w"}
+    # The control edge sum -> done is dashed; data edges are not.
+    dashed = [ln for ln in src.splitlines() if "->" in ln and "style=dashed" in ln]
+    assert len(dashed) == 1 and "done (control)" in dashed[0]
+    assert "MatMul\\nMatMul" in src  # label: name inside its scope, then op type
+
+
+def test_big_scope_collapses_with_op_count_and_expand_opens_it():
+    g = fl.Graph()
+    with g.as_default():
+        with fl.name_scope("big"):
+            y = fl.constant(1.0)
+            for _ in range(30):
+                y = y + 1.0
+        with fl.name_scope("small"):
+            fl.identity(y)
+    src = viz.graph(g, collapse_above=10).source
+    assert "big/\\n61 ops" in src and "shape=box3d" in src
+    assert "AddV2" not in src
+    opened = viz.graph(g, collapse_above=10, expand=["big"]).source
+    assert "shape=box3d" not in opened and opened.count("\\nAddV2") == 30
+    forced = viz.graph(g, collapse=["small/"]).source
+    assert "small/\\n2 ops" not in forced  # a one-op scope is never a cluster...
+    assert "small/" in forced or "small" in forced
+
+
+def test_single_top_scope_is_opened_not_one_box():
+    g = fl.Graph()
+    with g.as_default(), fl.name_scope("model"):
+        y = fl.constant(1.0)
+        for _ in range(50):
+            y = y * 2.0
+    src = viz.graph(g, collapse_above=10).source
+    assert "101 ops" not in src and src.count("Mul\\nMul") + src.count("\\nMul") >= 50
+
+
+def test_devices_colored_with_legend_and_cross_device_edges_red():
+    g, x, w, z, _ = _two_layer_graph()
+    sess = fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": 2}))
+    placement = sess.placement(z, {x: None})
+    d = viz.graph(placement, graph=g)
+    src = d.source
+    assert "cluster_legend" in src and 'label="CPU:0"' in src and 'label="CPU:1"' in src
+    cross = [ln for ln in src.splitlines() if "crosses devices" in ln]
+    assert len(cross) == 1 and viz.dot.TRANSFER_COLOR in cross[0]
+    fills = set(re.findall(r'fillcolor="(#[0-9a-f]{6})"', src))
+    assert {viz.dot.PALETTE[0], viz.dot.PALETTE[1]} <= fills
+    # Placement's reasons go into the tooltips.
+    for name, why in model.reasons_of(placement).items():
+        assert viz.dot.text(why) in src, name
+    sess.close()
+
+
+def test_placement_needs_the_graph_it_names():
+    g, x, w, z, _ = _two_layer_graph()
+    sess = fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": 2}))
+    placement = sess.placement(z, {x: None})
+    with pytest.raises(ValueError, match="graph=g"):
+        viz.graph(placement, graph=fl.Graph())
+    sess.close()
+
+
+def test_partitions_draw_send_recv_pairs_with_bytes_from_a_trace():
+    from flowlab.profiler import Trace
+
+    g, x, w, z, _ = _two_layer_graph()
+    sess = fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": 2}))
+    sess.run(w.initializer)
+    parts = sess.partitions(z, {x: None})
+    src = viz.graph(parts).source
+    assert src.count("partition CPU:") == 2
+    pairs = [ln for ln in src.splitlines() if "->" in ln and "edge_0_layer1/Relu" in ln]
+    assert len(pairs) == 1 and "style=bold" in pairs[0] and " B" not in pairs[0]
+    md = fl.RunMetadata()
+    sess.run(z, {x: np.ones((5, 3), np.float32)},
+             options=fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE), run_metadata=md)
+    trace = Trace.from_run_metadata(md)
+    traced = viz.graph(parts, trace=trace).source
+    pair = [ln for ln in traced.splitlines() if "->" in ln and "edge_0_layer1/Relu" in ln][0]
+    assert "\\n80 B" in pair  # 5x4 float32
+    # A trace draws by itself too: the ops it recorded, per device, with run times.
+    own = viz.graph(trace).source
+    assert "80 B" in own and "µs" in own and own.count("partition CPU:") == 2
+    sess.close()
+
+
+def _loop_graph_def():
+    def node(name, op, inputs=(), **attr):
+        return {"name": name, "op": op, "input": list(inputs),
+                "attr": {k: {"s": v} for k, v in attr.items()}}
+
+    return {"node": [
+        node("x", "Const"),
+        node("while/Enter", "Enter", ["x"], frame_name="while/while_context"),
+        node("while/Merge", "Merge", ["while/Enter", "while/NextIteration"]),
+        node("while/Less", "Less", ["while/Merge"]),
+        node("while/LoopCond", "LoopCond", ["while/Less"]),
+        node("while/Switch", "Switch", ["while/Merge", "while/LoopCond"]),
+        node("while/Identity", "Identity", ["while/Switch:1"]),
+        node("while/one", "Const", ["^while/Identity"]),
+        node("while/add", "AddV2", ["while/Identity", "while/one"]),
+        node("while/NextIteration", "NextIteration", ["while/add"]),
+        node("while/Exit", "Exit", ["while/Switch"]),
+        node("y", "Identity", ["while/Exit"]),
+    ]}
+
+
+def test_loop_frames_from_enter_and_exit():
+    pic = model.from_graph_def(_loop_graph_def())
+    frame = {n.name: n.frame for n in pic.nodes}
+    inside = ("while/while_context",)
+    assert frame["x"] == () and frame["y"] == ()
+    for name in ("while/Enter", "while/Merge", "while/one", "while/NextIteration", "while/Exit"):
+        assert frame[name] == inside, name
+    src = viz.graph(_loop_graph_def()).source
+    assert "loop frame while/while_context" in src
+    # The NextIteration -> Merge back edge is drawn.
+    ids = dict(re.findall(r'(n\d+) \[label="(\w+)\\n', src))
+    by_label = {v: k for k, v in ids.items()}
+    assert f"{by_label['NextIteration']} -> {by_label['Merge']}" in src
+
+
+def test_nested_frames_nest():
+    gd = _loop_graph_def()
+    gd["node"].insert(7, {"name": "while/inner/Enter", "op": "Enter", "input": ["while/Identity"],
+                          "attr": {"frame_name": {"s": "inner"}}})
+    gd["node"].insert(8, {"name": "while/inner/Exit", "op": "Exit", "input": ["while/inner/Enter"]})
+    pic = model.from_graph_def(gd)
+    assert pic.by_name["while/inner/Exit"].frame == ("while/while_context", "inner")
+    src = viz.graph(pic).source
+    assert src.index("loop frame while/while_context") < src.index("loop frame inner")
+
+
+WEIRD = ["<b>bold</b>", "a\\l", 'say "hi"', "x\\", "{rank=same}"]
+
+
+def test_labels_are_escaped_text_never_html():
+    gd = {"node": [{"name": n, "op": "Op<i>", "input": []} for n in WEIRD]}
+    src = viz.graph(gd).source
+    for line in src.splitlines():
+        assert "label=<" not in line and "tooltip=<" not in line
+    assert 'label="a\\\\l\\nOp<i>"' in src
+    assert 'label="x\\\\\\nOp<i>"' in src
+
+
+@needs_dot
+def test_weird_names_render_as_written():
+    gd = {"node": [{"name": n, "op": "Op<i>", "input": []} for n in WEIRD]}
+    svg = viz.svg(gd)
+    assert svg is not None and "<b>bold" not in svg
+    for expected in ("&lt;b&gt;bold&lt;/b&gt;", "a\\l", "say &quot;hi&quot;", "x\\", "{rank=same}", "Op&lt;i&gt;"):
+        assert expected in svg, expected
+
+
+def test_graph_rejects_what_it_cannot_draw():
+    with pytest.raises(TypeError, match="cannot draw a int"):
+        viz.graph(3)
+
+
+def test_objects_join_through_the_picture_hook():
+    class Mine:
+        def _flowlab_picture_(self):
+            return {"node": [{"name": "a", "op": "Const"}, {"name": "b", "op": "Neg", "input": ["a"]}]}
+
+    src = viz.graph(Mine(), title="mine").source
+    assert 'label="a\\nConst"' in src and "n0 -> n1" in src and "label=mine" in src
+
+
+@needs_dot
+def test_graph_displays_as_svg_in_notebooks():
+    g, *_ = _two_layer_graph()
+    bundle = g._repr_mimebundle_()
+    assert bundle["text/plain"] == repr(g)
+    assert bundle["image/svg+xml"].lstrip().startswith("<?xml")
+    assert g._repr_svg_() == bundle["image/svg+xml"]
+    assert "image/svg+xml" not in g._repr_mimebundle_(exclude=["image/svg+xml"])
+
+
+def test_big_graphs_display_as_text_only(monkeypatch):
+    g, *_ = _two_layer_graph()
+    monkeypatch.setattr(viz, "MAX_AUTO_DISPLAY_OPS", 3)
+    assert list(g._repr_mimebundle_()) == ["text/plain"]
+    assert fl.Graph()._repr_mimebundle_() == {"text/plain": repr(fl.Graph())}
+
+
+def test_passes_show_each_stage():
+    g, x, w, z, _ = _two_layer_graph()
+    sess = fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": 2}))
+    p = viz.passes(sess, z, {x: np.ones((1, 3))})
+    names = p.names()
+    assert names[0] == "full graph" and names[1] == "pruned" and "placed" in names
+    assert "partitioned" in names and names.index("placed") < names.index("partitioned")
+    assert len(model.to_picture(g).nodes) == len(g.get_operations())
+    assert [len(pic.nodes) for n, pic in p.stages if n == "pruned"] == [8]  # x is fed: cut
+    assert "_Send" in p["partitioned"].source and "done" not in p["pruned"].source
+    text = repr(p)
+    assert "placed: 8 ops on 2 devices" in text
+    if "optimized" not in names:
+        assert "optimized: not shown" in text
+    with pytest.raises(KeyError, match="stages"):
+        p["nope"]
+    sess.close()
+
+
+@needs_dot
+def test_passes_html_is_side_by_side_svgs():
+    g, x, w, z, _ = _two_layer_graph()
+    sess = fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": 2}))
+    html = viz.passes(sess, z, {x: None})._repr_html_()
+    assert html.startswith('<div style="display:flex') and html.count("<svg") >= 4
+    assert "<?xml" not in html
+    sess.close()
+
+
+def test_show_outside_ipython_returns_the_picture(monkeypatch):
+    from flowlab.viz import show as show_mod
+
+    g, *_ = _two_layer_graph()
+    monkeypatch.setattr(show_mod, "_ipython", lambda: None)
+    assert not extension_available()  # the extension is not built yet
+    d = fl.show(g, collapse_above=5)
+    assert d.source == viz.graph(g, collapse_above=5).source
+
+
+def test_show_picks_the_widget_when_the_extension_is_there(monkeypatch):
+    from flowlab.viz import show as show_mod
+
+    shown = []
+    fake = types.ModuleType(show_mod.WIDGETS_MODULE)
+    fake.available = lambda: True
+    fake.view = lambda obj, **kw: ("widget", obj)
+    monkeypatch.setitem(sys.modules, show_mod.WIDGETS_MODULE, fake)
+    monkeypatch.setattr(show_mod.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(show_mod, "_ipython", lambda: object())
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    g = fl.Graph()
+    assert fl.show(g) is None and shown == [("widget", g)]
+    fake.available = lambda: False
+    if viz.dot_available():
+        fl.show(_two_layer_graph()[0])
+        assert type(shown[-1]).__name__ == "SVG"
