@@ -138,6 +138,13 @@ def _to_picture(obj: Any, graph: Any) -> Picture:
     hook = getattr(type(obj), "_flowlab_picture_", None)
     if hook is not None:
         return _to_picture(hook(obj), graph)
+    gd = getattr(obj, "graph_def", None)  # an optimization result: graph_def()
+    if callable(gd) and hasattr(obj, "ops"):
+        pic = from_graph_def(gd(), title="optimized")
+        for name in getattr(obj, "folded", ()) or ():
+            if name in pic.by_name:
+                pic.by_name[name].note = "folded"
+        return pic
     if hasattr(obj, "as_graph_def") and hasattr(obj, "get_operations"):  # a Graph
         return from_graph_def(obj.as_graph_def(), title="graph")
     if isinstance(obj, Mapping) and isinstance(obj.get("node"), list):

@@ -111,11 +111,11 @@ def passes(sess: Any, fetches: Any, feed_dict: Any = None, **draw: Any) -> Passe
     ops = prune(mapper.tensors, mapper.targets, feeds)
     stages.append(("pruned", from_ops(ops, title="pruned")))
 
-    optimized = _call(sess, ("optimization", "optimized_graph"), fetches, feed_dict)
+    optimized = _optimization(sess, fetches, feed_dict, feeds, mapper)
     if optimized is None:
         missing["optimized"] = "this session has no graph optimization pass"
     else:
-        stages.append(("optimized", to_picture(_graph_def_of(optimized), graph=g, title="optimized")))
+        stages.append(("optimized", to_picture(optimized, graph=g, title="optimized")))
 
     placement = _call(sess, ("placement",), fetches, feed_dict)
     if placement is None:
@@ -140,12 +140,21 @@ def _call(sess: Any, names: tuple[str, ...], fetches: Any, feed_dict: Any) -> An
     return None
 
 
-def _graph_def_of(result: Any) -> Any:
-    """An optimization result is a GraphDef dict, or holds one as `graph_def`."""
-    gd = getattr(result, "graph_def", None)
-    if gd is not None:
-        return gd() if callable(gd) else gd
-    return result
+def _optimization(sess: Any, fetches: Any, feed_dict: Any, feeds: list[Any], mapper: Any) -> Any:
+    """The session's optimization of the step: `sess.optimization(...)`, or
+    `flowlab.runtime.optimize.optimization(sess, ...)`, or the cached plan's."""
+    found = _call(sess, ("optimization",), fetches, feed_dict)
+    if found is not None:
+        return found
+    try:
+        from flowlab.runtime import optimize as opt_mod
+    except ImportError:
+        return None
+    fn = getattr(opt_mod, "optimization", None)
+    if callable(fn):
+        return fn(sess, fetches, feed_dict)
+    plan = sess._plan_for(feeds, mapper.tensors, mapper.targets)
+    return getattr(plan, "optimization", None)
 
 
 def _feed_tensors(g: Any, feed_dict: Any) -> list[Any]:
