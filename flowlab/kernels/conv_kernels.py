@@ -59,6 +59,7 @@ class _Geometry:
             if min(min(p) for p in pads) < 0:
                 raise _invalid("All elements of explicit_paddings must be nonnegative")
         self.k = k_hw
+        self.in_hw = in_hw
         try:
             oh, pt, pb = output_size(in_hw[0], k_hw[0], self.s[0], self.d[0], padding, pads[0])
             ow, pl, pr = output_size(in_hw[1], k_hw[1], self.s[1], self.d[1], padding, pads[1])
@@ -83,19 +84,45 @@ class _Geometry:
             return np.lib.stride_tricks.as_strided(xp_padded, shape, strides, writeable=False)
         return xp.lib.stride_tricks.as_strided(xp_padded, shape, strides)  # CuPy: no writeable
 
-    def col2im(self, xp: Any, cols: Any, in_shape: tuple[int, ...]) -> Any:
-        """Sum window-shaped values [n, oh, ow, kh, kw, c] back into an NHWC input."""
+    def tap(self, x_padded: Any, i: int, j: int) -> Any:
+        """The [n, oh, ow, c] strided view of the padded input under window tap (i, j)."""
+        r, q = i * self.d[0], j * self.d[1]
+        (oh, ow), (sh, sw) = self.out, self.s
+        return x_padded[:, r:r + (oh - 1) * sh + 1:sh, q:q + (ow - 1) * sw + 1:sw, :]
+
+    def taps(self) -> list[tuple[int, int]]:
+        return [(i, j) for i in range(self.k[0]) for j in range(self.k[1])]
+
+    def scatter(self, xp: Any, tap_values: Any, in_shape: tuple[int, ...], dtype: Any) -> Any:
+        """col2im: sum `tap_values(i, j)` ([n, oh, ow, c] each) back into an NHWC input.
+
+        One strided addition per tap on a padded buffer; no [n, oh, ow, kh, kw, c]
+        intermediate exists, so each addition reads a contiguous operand.
+        """
         n, h, w, c = in_shape
         (pt, pb), (pl, pr) = self.pad
-        out = xp.zeros((n, h + pt + pb, w + pl + pr, c), dtype=cols.dtype)
-        oh, ow = self.out
-        for i in range(self.k[0]):
-            r = i * self.d[0]
-            for j in range(self.k[1]):
-                q = j * self.d[1]
-                out[:, r:r + (oh - 1) * self.s[0] + 1:self.s[0],
-                    q:q + (ow - 1) * self.s[1] + 1:self.s[1], :] += cols[:, :, :, i, j, :]
+        out = xp.zeros((n, h + pt + pb, w + pl + pr, c), dtype=dtype)
+        for i, j in self.taps():
+            dst = self.tap(out, i, j)
+            dst += tap_values(i, j)
         return out[:, pt:pt + h, pl:pl + w, :]
+
+    def col2im(self, xp: Any, cols: Any, in_shape: tuple[int, ...]) -> Any:
+        """Sum window-shaped values [n, oh, ow, kh, kw, c] back into an NHWC input."""
+        return self.scatter(xp, lambda i, j: cols[:, :, :, i, j, :], in_shape, cols.dtype)
+
+    def valid(self, xp: Any, i: int, j: int) -> Any:
+        """[1, oh, ow, 1] mask: which windows' tap (i, j) lies inside the unpadded input,
+        or None when every tap of every window does (no padding)."""
+        (pt, pb), (pl, pr) = self.pad
+        if pt == pb == pl == pr == 0:
+            return None
+        h = self.in_hw[0]
+        w = self.in_hw[1]
+        rows = np.arange(self.out[0]) * self.s[0] + i * self.d[0] - pt
+        cols = np.arange(self.out[1]) * self.s[1] + j * self.d[1] - pl
+        m = ((rows >= 0) & (rows < h))[:, None] & ((cols >= 0) & (cols < w))[None, :]
+        return xp.asarray(m[None, :, :, None])
 
 
 def _nhwc(x: Any, nchw: bool) -> Any:
@@ -202,15 +229,20 @@ def conv2d_backprop_input(ctx: Any, sizes: Any, f: Any, dy: Any) -> Any:
     m, kk = n * geo.out[0] * geo.out[1], kh * kw
     f = f.astype(ct, copy=False)
     dy2 = dy.reshape(m, o)
+    oh, ow = geo.out
     if g == 1:
-        cols = xp.matmul(dy2, f.reshape(kk * cg, o).T)
+        # One GEMM per tap ([m, o] @ [o, c], batched in one call) gives each tap's
+        # contribution as a contiguous block: col2im then reads them sequentially.
+        taps = xp.matmul(dy2, f.reshape(kk, cg, o).transpose(0, 2, 1))
+        taps = taps.reshape(kh, kw, n, oh, ow, cg)
+        dx = geo.scatter(xp, lambda i, j: taps[i, j], nhwc_shape, ct)
     else:
         og = o // g
         fg = f.reshape(kk, cg, g, og).transpose(2, 3, 0, 1).reshape(g, og, kk * cg)
         dyg = dy2.reshape(m, g, og).transpose(1, 0, 2)
         cols = xp.matmul(dyg, fg).reshape(g, m, kk, cg).transpose(1, 2, 0, 3)
-    cols = cols.reshape(n, geo.out[0], geo.out[1], kh, kw, g * cg)
-    return _finish(xp, geo.col2im(xp, cols, nhwc_shape), dtype, geo.nchw)
+        dx = geo.col2im(xp, cols.reshape(n, oh, ow, kh, kw, g * cg), nhwc_shape)
+    return _finish(xp, dx, dtype, geo.nchw)
 
 
 @kernel("Conv2DBackpropFilter", expensive=True, host_memory=("filter_sizes",))
@@ -267,9 +299,14 @@ def max_pool(ctx: Any, x: Any) -> Any:
     _check4("input", x)
     geo = _pool_setup(ctx, x.shape)
     dtype = x.dtype
-    xn = _nhwc(x, geo.nchw)
-    win = geo.windows(xp, xp.ascontiguousarray(geo.padded(xp, xn, _lowest(dtype))))
-    return _finish(xp, win.max(axis=(3, 4)), dtype, geo.nchw)
+    xpad = geo.padded(xp, _nhwc(x, geo.nchw), _lowest(dtype))
+    # A running maximum over the kh*kw strided taps: each pass is a vectorized
+    # elementwise maximum, much faster than reducing a 6-d window view.
+    taps = geo.taps()
+    y = xp.array(geo.tap(xpad, *taps[0]))
+    for i, j in taps[1:]:
+        xp.maximum(y, geo.tap(xpad, i, j), out=y)
+    return _finish(xp, y, dtype, geo.nchw)
 
 
 def _counts(xp: Any, geo: _Geometry, h: int, w: int, dtype: Any) -> Any:
@@ -315,22 +352,67 @@ def avg_pool_grad(ctx: Any, sizes: Any, dy: Any) -> Any:
 
 
 def _argmax(ctx: Any, x: Any) -> tuple[_Geometry, Any, Any]:
-    """(geometry, NHWC input, flat index into the NHWC input of each window's maximum)."""
+    """(geometry, padded NHWC input, tap number of each window's maximum).
+
+    TensorFlow's CPU rule: a window's first element inside the input (row-major order)
+    starts the maximum and only a strictly greater element replaces it, so a gradient
+    goes to the first maximum and padding is never chosen.
+    """
     xp = ctx.xp
     geo = _pool_setup(ctx, x.shape)
-    xn = _nhwc(x, geo.nchw)
-    n, h, w, c = xn.shape
-    win = geo.windows(xp, xp.ascontiguousarray(geo.padded(xp, xn, _lowest(x.dtype))))
-    oh, ow = geo.out
-    kh, kw = geo.k
-    idx = win.reshape(n, oh, ow, kh * kw, c).argmax(axis=3)  # first maximum, row-major
-    rows = xp.arange(oh)[None, :, None, None] * geo.s[0] - geo.pad[0][0] + idx // kw
-    cols = xp.arange(ow)[None, None, :, None] * geo.s[1] - geo.pad[1][0] + idx % kw
-    # A window of -inf (or the integer minimum) may pick a padding element: clamp it.
-    rows, cols = xp.clip(rows, 0, h - 1), xp.clip(cols, 0, w - 1)
-    flat = ((xp.arange(n)[:, None, None, None] * h + rows) * w + cols) * c \
-        + xp.arange(c)[None, None, None, :]
-    return geo, xn, flat
+    xpad = geo.padded(xp, _nhwc(x, geo.nchw))
+    n, c = xpad.shape[0], xpad.shape[3]
+    best = xp.zeros((n, geo.out[0], geo.out[1], c), dtype=x.dtype)
+    idx = xp.zeros(best.shape, dtype=np.int32)
+    found = None
+    for t, (i, j) in enumerate(geo.taps()):
+        v = geo.tap(xpad, i, j)
+        valid = geo.valid(xp, i, j)
+        if valid is None:
+            take = v > best if t else None
+        else:
+            take = valid & ((v > best) | ~found) if t else xp.broadcast_to(valid, best.shape)
+            found = valid if found is None else found | valid
+        if take is None:
+            best[...] = v
+            continue
+        xp.copyto(best, v, where=take)
+        xp.copyto(idx, t, where=take)
+    return geo, xpad, idx
+
+
+def _disjoint_grad(xp: Any, geo: _Geometry, x: Any, dy: Any) -> Any:
+    """MaxPoolGrad when windows tile the input (stride == ksize, no padding) and no
+    window has a tie or a NaN: a few whole-array passes over a [n, oh, kh, ow, kw, c]
+    view instead of one strided pass per tap.  None when that does not apply."""
+    (oh, ow), (kh, kw) = geo.out, geo.k
+    if geo.s != geo.k or any(geo.pad[0] + geo.pad[1]) or x.size == 0:
+        return None
+    n, h, w, c = x.shape
+    x6 = x[:, :oh * kh, :ow * kw, :].reshape(n, oh, kh, ow, kw, c)
+    y = x6[:, :, 0, :, 0, :].copy()
+    for i, j in geo.taps()[1:]:
+        xp.maximum(y, x6[:, :, i, :, j, :], out=y)
+    y = y[:, :, None, :, None, :]
+    if np.issubdtype(x.dtype, np.floating) and xp.isnan(y).any():
+        return None
+    first = x6 == y
+    # Each window holds its maximum at least once; exactly once everywhere iff the
+    # count of matches is the count of windows.  Otherwise (ReLU zeros tie often) keep
+    # the first match in TensorFlow's row-major scan order, on one-byte masks.
+    if int(xp.count_nonzero(first)) != n * oh * ow * c:
+        seen = xp.zeros((n, oh, ow, c), dtype=bool)
+        for i in range(kh):
+            for j in range(kw):
+                tap = first[:, :, i, :, j, :]
+                tap &= ~seen
+                seen |= tap
+    dx6 = first * dy[:, :, None, :, None, :]
+    if (h, w) == (oh * kh, ow * kw):
+        return dx6.reshape(n, h, w, c)
+    dx = xp.zeros((n, h, w, c), dtype=dx6.dtype)
+    dx[:, :oh * kh, :ow * kw, :] = dx6.reshape(n, oh * kh, ow * kw, c)
+    return dx
 
 
 @kernel("MaxPoolGrad")
@@ -338,16 +420,26 @@ def max_pool_grad(ctx: Any, x: Any, y: Any, dy: Any) -> Any:
     xp = ctx.xp
     _check4("orig_input", x)
     _check4("grad", dy)
-    geo, xn, flat = _argmax(ctx, x)
-    dyn = _nhwc(dy, geo.nchw)
-    if dyn.shape != flat.shape:
-        raise _invalid(f"Expected grad shape to be {list(_back(flat, geo.nchw).shape)}, "
+    geo = _pool_setup(ctx, x.shape)
+    xn, dyn = _nhwc(x, geo.nchw), _nhwc(dy, geo.nchw)
+    want = (xn.shape[0], geo.out[0], geo.out[1], xn.shape[3])
+    if dyn.shape != want:
+        raise _invalid(f"Expected grad shape to be {list(_back(np.empty(want), geo.nchw).shape)}, "
                        f"but got {list(dy.shape)}")
-    if xn.size == 0:
-        return xp.zeros(x.shape, dtype=x.dtype)
-    weights = dyn.reshape(-1).astype(np.float64)
-    dx = xp.bincount(flat.reshape(-1), weights=weights, minlength=xn.size)
-    return _finish(xp, dx.reshape(xn.shape), x.dtype, geo.nchw)
+    ct = _compute_dtype(x.dtype)
+    dyn = dyn.astype(ct, copy=False)
+    fast = _disjoint_grad(xp, geo, xn, dyn)
+    if fast is not None:
+        return _finish(xp, fast.astype(ct, copy=False), x.dtype, geo.nchw)
+    _, _, idx = _argmax(ctx, x)
+    zero = xp.zeros((), dtype=ct)
+    taps = geo.taps()
+
+    def routed(i: int, j: int) -> Any:
+        return xp.where(idx == taps.index((i, j)), dyn, zero)
+
+    dx = geo.scatter(xp, routed, _nhwc(x, geo.nchw).shape, ct)
+    return _finish(xp, dx, x.dtype, geo.nchw)
 
 
 @kernel("MaxPoolGradGrad")
@@ -358,8 +450,9 @@ def max_pool_grad_grad(ctx: Any, x: Any, y: Any, g: Any) -> Any:
     if g.shape != x.shape:
         raise _invalid(f"grad must have the shape of orig_input: {list(g.shape)} vs "
                        f"{list(x.shape)}")
-    geo, _, flat = _argmax(ctx, x)
-    gn = _nhwc(g, geo.nchw)
-    if gn.size == 0:
-        return _finish(xp, xp.zeros(flat.shape, dtype=g.dtype), g.dtype, geo.nchw)
-    return _finish(xp, gn.reshape(-1)[flat], g.dtype, geo.nchw)
+    geo, _, idx = _argmax(ctx, x)
+    gpad = geo.padded(xp, _nhwc(g, geo.nchw))
+    out = xp.zeros(idx.shape, dtype=g.dtype)
+    for t, (i, j) in enumerate(geo.taps()):
+        xp.copyto(out, geo.tap(gpad, i, j), where=idx == t)
+    return _finish(xp, out, g.dtype, geo.nchw)

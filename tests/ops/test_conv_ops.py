@@ -241,6 +241,43 @@ def test_max_pool_grad_ties_go_to_first_maximum(tf1: Any) -> None:
     assert_same(tf1, build)
 
 
+def test_max_pool_grad_tiling_windows_with_ties_and_nan(tf1: Any) -> None:
+    # Windows that tile the input take a whole-array path; ReLU zeros tie, NaN and
+    # -inf windows and VALID leftovers fall back to (or must agree with) the scan.
+    x = np.maximum(RS.randn(2, 7, 9, 3), 0).astype(np.float32)
+    x[0, 0, 0, 0] = np.nan
+    x[1, 2:4, 2:4, 1] = -np.inf
+    clean = np.nan_to_num(x, nan=0.5)
+    dys = {p: RS.randn(2, h, w, 3).astype(np.float32) for p, h, w in [("VALID", 3, 4),
+                                                                    ("SAME", 4, 5)]}
+
+    def grad(tf: Any, v: Any, padding: str, fmt: str = "NHWC") -> Any:
+        y = tf.nn.max_pool(v, 2, 2, padding, data_format=fmt)
+        dy = dys[padding] if fmt == "NHWC" else dys[padding].transpose(0, 3, 1, 2)
+        return tf.gradients(y, v, dy)[0]
+
+    def build(tf: Any) -> Any:
+        xc, xn = tf.constant(clean), tf.constant(x)
+        return [grad(tf, xc, "VALID"), grad(tf, xn, "VALID"), grad(tf, xc, "SAME"),
+                grad(tf, xn, "SAME")]
+
+    assert_same(tf1, build)
+    nhwc = _run(grad(fl, fl.constant(clean), "VALID"))
+    nchw = _run(grad(fl, fl.constant(clean.transpose(0, 3, 1, 2)), "VALID", "NCHW"))
+    np.testing.assert_array_equal(nchw.transpose(0, 2, 3, 1), nhwc)
+
+
+def test_max_pool_grad_padding_never_chosen(tf1: Any) -> None:
+    x = np.full((1, 3, 3, 1), -np.inf, np.float32)
+    dy = np.arange(1, 5, dtype=np.float32).reshape(1, 2, 2, 1)
+
+    def build(tf: Any) -> Any:
+        v = tf.constant(x)
+        return tf.gradients(tf.nn.max_pool(v, 2, 2, "SAME"), v, dy)[0]
+
+    assert_same(tf1, build)
+
+
 def test_empty_tensors() -> None:
     y = fl.nn.conv2d(np.zeros((0, 4, 4, 2), np.float32), np.ones((3, 3, 2, 5), np.float32), 1, "SAME")
     p = fl.nn.max_pool(np.zeros((2, 4, 4, 0), np.float32), 2, 2, "VALID")
