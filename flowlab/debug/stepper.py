@@ -450,7 +450,10 @@ class Stepper:
                 self._sess.graph.get_operation_by_name(name)
             except (KeyError, ValueError):
                 raise ValueError(f"No op named '{name}' in the graph.") from None
-            raise ValueError(f"Op '{name}' is not part of this step (the fetches do not need it).")
+            raise ValueError(
+                f"Op '{name}' is not part of this step: the fetches do not need it, or graph "
+                "optimization folded or merged it away."
+            )
         return node
 
     # --- display --------------------------------------------------------------------
