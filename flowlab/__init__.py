@@ -51,6 +51,7 @@ from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import *  # noqa: F401,F403
 from flowlab.ops.custom_gradient import *
 from flowlab.ops.data_flow_ops import *
+from flowlab.ops.functional_ops import *  # map_fn, foldl, foldr, scan, TensorArray
 from flowlab.ops.gradients_impl import *
 from flowlab.ops.importer import *
 from flowlab.ops.indexed_slices import *
