@@ -94,7 +94,14 @@ class StepStatsCollector:
         append = self.events.append
 
         def listen(ev: Any) -> None:
-            append((ev, _describe(ev.info) if ev.kind == "op_end" else None))
+            # A flat tuple, not the event: an op_end event holds the output arrays.
+            kind = ev.kind
+            append((
+                kind, ev.step_id, ev.node, ev.op_type, ev.device, ev.time_us, ev.thread,
+                getattr(ev, "frame", None), getattr(ev, "iteration", None),
+                _describe(ev.info) if kind == "op_end" else
+                _error_text(ev.info) if kind == "error" else None,
+            ))
 
         self.listen = listen
 
@@ -106,7 +113,7 @@ class StepStatsCollector:
 
     def step_ids(self) -> list[int]:
         """The ids of the steps seen, in order of first event."""
-        return list(dict.fromkeys(ev.step_id for ev, _ in self.events))
+        return list(dict.fromkeys(e[1] for e in self.events))
 
     def step_stats(self, step_ids: Iterable[int] | None = None) -> StepStats:
         """The events of `step_ids` (default: all) as a StepStats, one DeviceStepStats
@@ -117,30 +124,29 @@ class StepStatsCollector:
         by_device: dict[str, list[NodeExecStats]] = {}
         threads: dict[str, set[int]] = {}
         last_us = 0.0
-        for ev, desc in list(self.events):
-            if wanted is not None and ev.step_id not in wanted:
+        for e in list(self.events):
+            if wanted is not None and e[1] not in wanted:
                 continue
-            last_us = max(last_us, ev.time_us)
-            key = (ev.step_id, ev.node, getattr(ev, "frame", None), getattr(ev, "iteration", None))
-            kind = ev.kind
+            kind, step_id, node, _, device, time_us, thread, frame, it, info = e
+            last_us = max(last_us, time_us)
+            key = (step_id, node, frame, it)
             if kind == "op_start":
-                starts[key] = ev
+                starts[key] = e
                 continue
             if kind not in ("op_end", "op_dead", "error"):
                 continue  # other event kinds (frames, ...) are not node executions
-            st = starts.pop(key, ev)
-            ns = _node_stats(st, ev, desc, ops)
+            ns = _node_stats(starts.pop(key, e), e, info if kind == "op_end" else None, ops)
             if kind == "op_dead":
                 ns.dead = True
             elif kind == "error":
-                ns.error = str(getattr(ev.info, "message", ev.info))
-            by_device.setdefault(ev.device, []).append(ns)
-            threads.setdefault(ev.device, set()).add(ev.thread)
+                ns.error = info
+            by_device.setdefault(device, []).append(ns)
+            threads.setdefault(device, set()).add(thread)
         for st in starts.values():  # started, never finished: cancelled with the step
             ns = _node_stats(st, st, None, ops, end_us=last_us)
             ns.error = "did not finish (the step was cancelled)"
-            by_device.setdefault(st.device, []).append(ns)
-            threads.setdefault(st.device, set()).add(st.thread)
+            by_device.setdefault(st[4], []).append(ns)
+            threads.setdefault(st[4], set()).add(st[6])
         names = {t.ident: t.name for t in threading.enumerate()}
         out = StepStats()
         for dev, stats in by_device.items():
@@ -152,64 +158,106 @@ class StepStatsCollector:
         return out
 
     def fill(self, md: RunMetadata) -> None:
-        """Write the recorded steps into `md.step_stats`."""
-        md.step_stats = self.step_stats()
+        """Give `md.step_stats` the recorded steps.  They are converted when first
+        read, not on the step's clock (the events are already small tuples)."""
+        md.step_stats = _LazyStepStats(self.step_stats)
+
+
+class _LazyStepStats(StepStats):
+    """A StepStats whose `dev_stats` is built on first access."""
+
+    def __init__(self, build: Callable[[], StepStats]) -> None:  # noqa: D107 - no fields yet
+        object.__setattr__(self, "_build", build)
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "dev_stats":
+            raise AttributeError(name)
+        dev_stats = self._build().dev_stats
+        object.__setattr__(self, "dev_stats", dev_stats)
+        return dev_stats
 
 
 class _OpCache:
+    """Per node name: (inputs, the label's input list, Send/Recv attrs), found once."""
+
     def __init__(self, resolve: Resolver | None) -> None:
         self.resolve = resolve
-        self.ops: dict[str, Any] = {}
+        self.nodes: dict[str, tuple[list[str], str, dict[str, Any]]] = {}
+        self.dtypes: dict[Any, Any] = {}
 
-    def get(self, name: str) -> Any:
-        if name not in self.ops:
+    def get(self, name: str, op_type: str) -> tuple[list[str], str, dict[str, Any]]:
+        found = self.nodes.get(name)
+        if found is None:
             try:
-                self.ops[name] = self.resolve(name) if self.resolve is not None else None
+                op = self.resolve(name) if self.resolve is not None else None
             except (KeyError, ValueError):
-                self.ops[name] = None
-        return self.ops[name]
+                op = None
+            inputs: list[str] = []
+            attrs: dict[str, Any] = {}
+            if op is not None:
+                inputs = [t.name for t in op.inputs] + ["^" + c.name for c in op.control_inputs]
+                if op_type in TRANSFER_OP_TYPES:
+                    attrs = {k: op.get_attr(k) for k in _TRANSFER_ATTRS if k in op._attrs}
+            label = ", ".join(n[:-2] if n.endswith(":0") else n for n in inputs)
+            found = self.nodes[name] = (inputs, label, attrs)
+        return found
+
+    def dtype(self, dt: Any) -> Any:
+        if dt not in self.dtypes:
+            try:
+                self.dtypes[dt] = dtypes.as_dtype(dt) if dt is not None else None
+            except (TypeError, ValueError):
+                self.dtypes[dt] = None
+        return self.dtypes[dt]
 
 
-def _node_stats(st: Any, ev: Any, desc: Any, ops: _OpCache, end_us: float | None = None) -> NodeExecStats:
-    start_ns = int(st.time_us * 1000)
-    dur_ns = max(0, int(((ev.time_us if end_us is None else end_us) - st.time_us) * 1000))
-    op = ops.get(ev.node)
-    inputs: list[str] = []
-    attrs: dict[str, Any] = {}
-    if op is not None:
-        inputs = [t.name for t in op.inputs] + ["^" + c.name for c in op.control_inputs]
-        if ev.op_type in TRANSFER_OP_TYPES:
-            attrs = {k: op.get_attr(k) for k in _TRANSFER_ATTRS if k in op._attrs}
-    label_inputs = ", ".join(n[:-2] if n.endswith(":0") else n for n in inputs)
-    frame = getattr(ev, "frame", None)
-    it = getattr(ev, "iteration", None)
-    ns = NodeExecStats(
-        node_name=ev.node, op_type=ev.op_type,
+def _make(cls: type, **kw: Any) -> Any:
+    """`cls(**kw)` for the message classes above, without their per-field checks (a
+    traced step builds thousands; the names here are fixed and known to be fields)."""
+    obj = cls.__new__(cls)
+    d = obj.__dict__
+    for k, v in cls._fields.items():  # type: ignore[attr-defined]
+        if k not in kw:
+            d[k] = v() if callable(v) else v
+    d.update(kw)
+    return obj
+
+
+def _error_text(err: Any) -> str:
+    return str(getattr(err, "message", err))
+
+
+def _node_stats(st: tuple[Any, ...], ev: tuple[Any, ...], desc: Any, ops: _OpCache,
+                end_us: float | None = None) -> NodeExecStats:
+    _, step_id, node, op_type, device, time_us, _, frame, it, _ = ev
+    start_ns = int(st[5] * 1000)
+    dur_ns = max(0, int(((time_us if end_us is None else end_us) - st[5]) * 1000))
+    inputs, label_inputs, attrs = ops.get(node, op_type)
+    ns = _make(
+        NodeExecStats, node_name=node, op_type=op_type,
         all_start_micros=start_ns // 1000, op_start_rel_micros=0,
         op_end_rel_micros=dur_ns // 1000, all_end_rel_micros=dur_ns // 1000,
         scheduled_micros=start_ns // 1000,
         all_start_nanos=start_ns, op_start_rel_nanos=0,
         op_end_rel_nanos=dur_ns, all_end_rel_nanos=dur_ns,
-        timeline_label=f"{ev.node} = {ev.op_type}({label_inputs})",
-        thread_id=st.thread, inputs=inputs, attrs=attrs,
+        timeline_label=f"{node} = {op_type}({label_inputs})",
+        thread_id=st[6], inputs=list(inputs), attrs=dict(attrs),
         frame="" if frame is None else str(getattr(frame, "name", frame)),
         iteration=0 if it is None else int(it),
-        task=task_of(ev.device), step_id=ev.step_id,
+        task=task_of(device), step_id=step_id,
     )
     if desc:
-        allocator = "gpu" if "GPU" in ev.device.rsplit("/", 1)[-1] else "cpu"
+        allocator = "gpu" if "GPU" in device.rsplit("/", 1)[-1] else "cpu"
         for slot, d in enumerate(desc):
             if d is None:
                 continue
             shape, dt, nbytes, _ = d
-            try:
-                fl_dt = dtypes.as_dtype(dt) if dt is not None else None
-            except (TypeError, ValueError):
-                fl_dt = None
-            ns.output.append(NodeOutput(slot=slot, tensor_description=TensorDescription(
-                dtype=fl_dt,
-                shape=TensorShapeProto(dim=[TensorShapeDim(size=int(s)) for s in shape]),
-                allocation_description=AllocationDescription(
+            fl_dt = ops.dtype(dt)
+            ns.output.append(_make(NodeOutput, slot=slot, tensor_description=_make(
+                TensorDescription, dtype=fl_dt,
+                shape=_make(TensorShapeProto, dim=[_make(TensorShapeDim, size=int(s)) for s in shape]),
+                allocation_description=_make(
+                    AllocationDescription,
                     requested_bytes=nbytes, allocated_bytes=nbytes, allocator_name=allocator),
             )))
     return ns

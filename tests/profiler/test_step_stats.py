@@ -163,18 +163,19 @@ def test_failed_step_does_not_fill_but_collector_records_the_error():
 
 
 def test_collector_groups_steps():
-    x = fl.constant(2.0, name="x")
+    x = fl.placeholder(fl.float32, [], name="x")
     y = fl.square(x, name="y")
+    z = fl.negative(y, name="z")
     coll = StepStatsCollector()
     with fl.Session() as s:
         s.set_listener(coll)
-        s.run(y)
-        s.run(y)
+        s.run(z, {x: 1.0})
+        s.run(z, {x: 2.0})
     ids = coll.step_ids()
     assert len(ids) == 2 and ids[0] != ids[1]
     one = coll.step_stats([ids[1]])
     assert {n.step_id for d in one.dev_stats for n in d.node_stats} == {ids[1]}
-    assert len([n for d in one.dev_stats for n in d.node_stats]) == 2
+    assert [n.node_name for d in one.dev_stats for n in d.node_stats] == ["y", "z"]
 
 
 def test_task_of():
