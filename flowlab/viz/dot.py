@@ -176,8 +176,9 @@ class _Writer:
             self._node(container, n, n.name.rpartition("/")[2] if n.name == prefix else n.name[plen:])
         for head, members in sub.items():
             scope = prefix + "/" + head if prefix else head
-            if len(members) == 1:
-                self._node(container, members[0], members[0].name[plen:])
+            if len(members) <= 2:  # an op and its constant: a box around them is noise
+                for m in members:
+                    self._node(container, m, m.name[plen:])
             elif not only_one and self._collapsed(scope, len(members)):
                 self._collapsed_node(container, scope, head, members)
             else:
