@@ -33,7 +33,7 @@ from flowlab.ops.core_ops import identity
 from flowlab.ops.tensor_array_ops import TensorArray
 from flowlab.ops.variable_scope import variable_scope
 
-__all__ = ["static_rnn", "dynamic_rnn"]
+__all__ = ["static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn"]
 
 
 def _pack_as(structure: Any, flat: list[Any]) -> Any:
@@ -306,3 +306,48 @@ def _dynamic_rnn_loop(cell: Any, flat_input: list[Tensor], inputs: Any, state: A
         out.set_shape(TensorShape([const_time_steps, const_batch]).concatenate(_size_dims(size)))
         final_outputs.append(out)
     return _pack_as(cell.output_size, final_outputs), final_state
+
+
+def _reverse_sequence(x: Tensor, lengths: Any, time_major: bool) -> Tensor:
+    """Each batch entry's first `length` steps reversed, the rest kept (TensorFlow's
+    ReverseSequence, composed here from a gather so that its gradient comes free)."""
+    from flowlab.ops.slicing import gather_nd
+
+    if lengths is None:
+        return array_ops.reverse(x, [0 if time_major else 1])
+    xt = x if time_major else _transpose_batch_time(x)
+    shape = array_ops.shape(xt)
+    steps = math_ops.range(shape[0])[:, None]
+    lens = math_ops.cast(lengths, dtypes.int32)[None, :]
+    src = array_ops.where(steps < lens, lens - 1 - steps + 0 * steps, steps + 0 * lens)
+    batch = math_ops.range(shape[1])[None, :] + 0 * steps
+    out = gather_nd(xt, array_ops.stack([src, batch], axis=-1))
+    out.set_shape(xt.shape)
+    return out if time_major else _transpose_batch_time(out)
+
+
+def bidirectional_dynamic_rnn(cell_fw: Any, cell_bw: Any, inputs: Any, sequence_length: Any = None,
+                              initial_state_fw: Any = None, initial_state_bw: Any = None,
+                              dtype: Any = None, parallel_iterations: int | None = None,
+                              swap_memory: bool = False, time_major: bool = False,
+                              scope: Any = None) -> tuple[Any, Any]:
+    """A forward and a backward `dynamic_rnn` over the same inputs
+    (`tf.nn.bidirectional_dynamic_rnn`); the backward one reads each sequence reversed
+    within its length, and its outputs are reversed back.
+
+    Returns:
+      ((output_fw, output_bw), (state_fw, state_bw)).
+    """
+    with variable_scope(scope or "bidirectional_rnn"):
+        with variable_scope("fw") as fw_scope:
+            output_fw, state_fw = dynamic_rnn(
+                cell_fw, inputs, sequence_length, initial_state_fw, dtype, parallel_iterations,
+                swap_memory, time_major, scope=fw_scope)
+        with variable_scope("bw") as bw_scope:
+            reversed_inputs = _map_structure(
+                lambda x: _reverse_sequence(convert_to_tensor(x), sequence_length, time_major), inputs)
+            tmp, state_bw = dynamic_rnn(
+                cell_bw, reversed_inputs, sequence_length, initial_state_bw, dtype,
+                parallel_iterations, swap_memory, time_major, scope=bw_scope)
+    output_bw = _map_structure(lambda x: _reverse_sequence(x, sequence_length, time_major), tmp)
+    return (output_fw, output_bw), (state_fw, state_bw)

@@ -148,3 +148,36 @@ def test_dynamic_rnn_gradient_finite_differences():
         return out * st[:, :1]
 
     check_case(GradCase("TensorArrayV3", build, [RS.randn(2, 3, 2)], where="dynamic_rnn"))
+
+
+@needs_loops
+def test_bidirectional_dynamic_rnn_same_as_tensorflow(tf1):
+    tf_cells = _tf_cells(tf1)
+    xv = RS.randn(2, 4, 3).astype(np.float32)
+    results = []
+    for mod, cells in ((tf1, tf_cells), (fl, fl.nn.rnn_cell)):
+        g = mod.Graph()
+        with g.as_default():
+            x = mod.constant(xv)
+            outs, states = mod.nn.bidirectional_dynamic_rnn(
+                cells.GRUCell(3), cells.BasicLSTMCell(2), x, sequence_length=[4, 2],
+                dtype=mod.float32)
+            names = [v.name for v in mod.global_variables()]
+            grads = mod.gradients(mod.reduce_sum(outs[1]) + mod.reduce_sum(outs[0] * 2.0),
+                                  mod.global_variables())
+            with mod.Session(graph=g) as sess:
+                sess.run(_assign_all(mod, mod.global_variables()))
+                results.append((names, sess.run([outs, states, grads])))
+    assert results[0][0] == results[1][0]
+    for a, b in zip(_flat(results[0][1]), _flat(results[1][1])):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+
+
+def test_reverse_sequence_within_lengths():
+    from flowlab.nn.rnn import _reverse_sequence
+
+    x = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
+    r = _reverse_sequence(fl.constant(x), [3, 1], time_major=False)
+    expected = x.copy()
+    expected[0, :3] = x[0, 2::-1]
+    np.testing.assert_array_equal(_run(r, init=False), expected)

@@ -156,3 +156,25 @@ def test_gradients_same_as_tensorflow(tf1):
 ], ids=["map_fn", "scan", "scan_reverse", "foldl", "foldr"])
 def test_gradient_finite_differences(build):
     check_case(GradCase("TensorArrayV3", build, [RS.uniform(0.5, 1.5, (3, 2))], where="functional"))
+
+
+# --- TensorArrays in a user's while_loop ---------------------------------------------------
+def test_tensor_array_in_while_loop_same_as_tensorflow(tf1):
+    xv = RS.randn(5, 2).astype(np.float32)
+
+    def build(tf):
+        x = tf.placeholder(tf.float32, [5, 2])
+        ta_in = tf.TensorArray(tf.float32, size=5).unstack(x)
+        grow = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+
+        def body(i, acc, out):
+            acc = acc * 0.5 + ta_in.read(i)
+            return i + 1, acc, out.write(i, tf.sin(acc))
+
+        _, acc, out = tf.while_loop(lambda i, a, o: i < 5, body,
+                                    [tf.constant(0), tf.zeros([2]), grow])
+        stacked = out.stack()
+        loss = tf.reduce_sum(stacked * stacked) + tf.reduce_sum(acc)
+        return [stacked, out.size(), acc, tf.gradients(loss, x)[0]], {x: xv}
+
+    assert_same(tf1, build, rtol=1e-5, atol=1e-6)
