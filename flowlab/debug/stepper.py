@@ -183,9 +183,9 @@ class Stepper:
             self._note_frame(ev)
 
     def _note_frame(self, ev: Any) -> None:
-        frame = getattr(ev, "frame", None)
+        frame = getattr(ev, "frame", None)  # executors with loop frames set these
         if frame is not None:
-            self._frame = (str(frame), int(getattr(ev, "iteration", 0) or 0))
+            self._frame = (str(getattr(frame, "name", frame)), int(getattr(ev, "iteration", 0) or 0))
 
     def _check_outputs(self, name: str, outs: tuple[Any, ...]) -> None:
         for i, v in enumerate(outs):
