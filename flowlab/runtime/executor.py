@@ -16,6 +16,24 @@ work is ready.  Asynchronous kernels never park a thread here: they call `done`.
 The executor can also be driven one op at a time (`start`, `ready_nodes`,
 `run_one`), which the Stepper uses, and publishes `ExecEvent`s to a listener; with no
 listener attached, no event is built.
+
+Several executions of one step (one per device partition) are driven together on one
+thread by `run_executions(executions)`:
+
+    execs = [Execution(plan_k, step, feeds_k, listener, pool, deadline,
+                       completions=shared) for ...]      # one shared SimpleQueue
+    results = run_executions(execs)    # a list of fetched values per execution
+
+It starts them, `advance()`s each (run what is ready, never wait), then waits on the
+shared completion queue (items carry the execution they belong to) and hands each
+item to its execution's `on_completion(item)`, until all have finished.  The step's
+deadline bounds the waits.  The first error fails all of them (they share one `Step`:
+one cancellation, one undo log, replayed once) and is the one raised.
+`Execution.run()` remains the single-partition path.
+
+Plans with loops (an Enter op) run on the frame path (`flowlab.runtime.frames`):
+constructing an `Execution` of such a plan gives a `FrameExecution`, with the same
+driving API; values are kept per (frame, iteration) there.
 """
 
 from __future__ import annotations
@@ -47,6 +65,8 @@ class ExecEvent:
     time_us: float
     thread: int
     info: Any = None
+    frame: str = ""  # the frame path ("" for the root frame), e.g. "while/while_context"
+    iteration: int = 0  # the iteration within that frame
 
 
 Listener = Callable[[ExecEvent], None]
@@ -61,6 +81,13 @@ def _now_us() -> float:
 class Execution:
     """One step of a plan through the dataflow path."""
 
+    def __new__(cls, plan: Plan, *args: Any, **kwargs: Any) -> Execution:
+        if cls is Execution and plan.has_control_flow and _needs_frames(plan):
+            from flowlab.runtime.frames import FrameExecution
+
+            cls = FrameExecution
+        return object.__new__(cls)
+
     def __init__(
         self,
         plan: Plan,
@@ -69,6 +96,7 @@ class Execution:
         listener: Listener | None = None,
         pool: Any = None,
         deadline: float | None = None,
+        completions: queue.SimpleQueue[Any] | None = None,
     ) -> None:
         self.plan = plan
         self.step = step
@@ -82,7 +110,8 @@ class Execution:
         self.dead = [False] * len(plan.nodes)
         self.done_nodes = [False] * len(plan.nodes)
         self.ready: deque[int] = deque(i for i, p in enumerate(self.pending) if p == 0)
-        self.completions: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        # Items: (execution, node index or _CANCEL, outputs, error).
+        self.completions: queue.SimpleQueue[Any] = queue.SimpleQueue() if completions is None else completions
         self.outstanding = 0
         self.error: errors.OpError | None = None
         self.completed = 0
@@ -91,7 +120,7 @@ class Execution:
     # --- driving ------------------------------------------------------------------
     def start(self) -> None:
         cm = self.step.get_cancellation()
-        self._cancel_token = cm.register(lambda: self.completions.put((_CANCEL, None, None)))
+        self._cancel_token = cm.register(lambda: self.completions.put((self, _CANCEL, None, None)))
         if self._cancel_token is None:
             self._fail(errors.CancelledError(None, None, "The step was cancelled before it started."))
 
@@ -119,6 +148,13 @@ class Execution:
             return self.finish()
         finally:
             exit_quiet(token)
+
+    def advance(self) -> None:
+        """Run ready nodes until none is ready (or an error); never waits."""
+        if self.listener is None and not self.plan.has_control_flow:
+            self._run_plain()
+        while self.ready and self.error is None:
+            self.run_one()
 
     def _run_plain(self) -> None:
         """The propagation loop for plans without control flow and without a listener:
@@ -200,6 +236,9 @@ class Execution:
         if self.error is not None:
             self.step.rollback()
             raise self.error
+        return self._fetched()
+
+    def _fetched(self) -> list[Any]:
         out = []
         fed = set(self.plan.feed_slots)
         for slot, ref, name in zip(self.plan.fetch_slots, self.plan.fetch_refs, self.plan.fetch_names):
@@ -242,7 +281,7 @@ class Execution:
             idx = node.index
 
             def done(outputs: Any = None, error: BaseException | None = None) -> None:
-                self.completions.put((idx, outputs, error))
+                self.completions.put((self, idx, outputs, error))
 
             try:
                 kdef.fn(node.ctx, self.step, done, *args)
@@ -258,9 +297,9 @@ class Execution:
             def work() -> None:
                 try:
                     r = kdef.fn(node.ctx, self.step, *args) if kdef.needs_step else kdef.fn(node.ctx, *args)
-                    self.completions.put((idx, r, None))
+                    self.completions.put((self, idx, r, None))
                 except BaseException as e:
-                    self.completions.put((idx, None, e))
+                    self.completions.put((self, idx, None, e))
 
             self.pool.submit(work)
             return
@@ -318,16 +357,24 @@ class Execution:
                 self._fail(self._deadline_error())
                 return
         try:
-            idx, outputs, error = self.completions.get(timeout=timeout)
+            item = self.completions.get(timeout=timeout)
         except queue.Empty:
             self._fail(self._deadline_error())
             return
+        self.on_completion(item)
+
+    def on_completion(self, item: Any) -> None:
+        """Apply one completion `(execution, node index, outputs, error)` (or a
+        cancellation) taken from the completion queue; `item[0]` must be `self`."""
+        _, idx, outputs, error = item
         if idx is _CANCEL:
             reason = self.step.get_cancellation().reason
             self._fail(reason if isinstance(reason, errors.OpError) else errors.CancelledError(
                 None, None, "The step was cancelled (the session was closed or another op failed)."
             ))
             return
+        if self.error is not None:
+            return  # a completion that arrived after this execution failed
         self.outstanding -= 1
         node = self.plan.nodes[idx]
         if error is not None:
@@ -355,3 +402,71 @@ class Execution:
             kind, self.step.step_id, node.op.name, node.op.type, node.ctx.device.name,
             _now_us(), threading.get_ident(), info,
         )
+
+
+def _needs_frames(plan: Plan) -> bool:
+    """Whether `plan` has a loop (an Enter op): it then runs on the frame path."""
+    flag = plan.__dict__.get("_needs_frames")
+    if flag is None:
+        flag = any(n.op.type in ("Enter", "RefEnter") for n in plan.nodes)
+        plan.__dict__["_needs_frames"] = flag
+    return flag
+
+
+def run_executions(executions: list[Execution]) -> list[list[Any]]:
+    """Drive several executions of one step (one per partition) to the end on this
+    thread.  They must share one `Step` and one completion queue (the `completions`
+    argument).  Returns each execution's fetched values, in order; raises the step's
+    first error after every execution has stopped, its variable writes undone once.
+    """
+    if not executions:
+        return []
+    shared = executions[0].completions
+    if any(ex.completions is not shared for ex in executions):
+        raise ValueError("run_executions: the executions must share one completion queue")
+    step = executions[0].step
+    token = enter_quiet()
+    try:
+        for ex in executions:
+            ex.start()
+        deadline = step.deadline
+        if deadline is None:
+            deadline = min((ex.deadline for ex in executions if ex.deadline is not None), default=None)
+        while True:
+            for ex in executions:
+                if ex.error is None:
+                    ex.advance()
+            failed = next((ex for ex in executions if ex.error is not None), None)
+            if failed is not None or all(ex.finished for ex in executions):
+                break
+            timeout = None if deadline is None else deadline - time.monotonic()
+            try:
+                if timeout is not None and timeout <= 0:
+                    raise queue.Empty
+                item = shared.get(timeout=timeout)
+            except queue.Empty:
+                waiting = next(ex for ex in executions if not ex.finished)
+                waiting._fail(waiting._deadline_error())
+                break
+            item[0].on_completion(item)
+        cm = step.get_cancellation()
+        error: BaseException | None = None
+        if any(ex.error is not None for ex in executions):
+            reason = cm.reason
+            error = reason if isinstance(reason, errors.OpError) else next(
+                ex.error for ex in executions if ex.error is not None
+            )
+            for ex in executions:  # the others stop where they are
+                if ex.error is None:
+                    ex.error = error
+        results = []
+        for ex in executions:
+            cm.deregister(ex._cancel_token)
+        if error is not None:
+            step.rollback()
+            raise error
+        for ex in executions:
+            results.append(ex.finish())
+        return results
+    finally:
+        exit_quiet(token)
