@@ -101,45 +101,114 @@ def _to_tensor_or_slices(x: Any, name: str, as_ref: bool = False) -> Any:
     return convert_to_tensor(x, name=name, as_ref=as_ref)
 
 
-def _reachable_forward(xs_ops: list[Operation]) -> set[Operation]:
-    seen: set[Operation] = set()
-    queue = collections.deque(xs_ops)
+class _LoopNode:
+    """A whole while loop seen from the level around it: one node of the walk whose
+    inputs are its Enters' inputs and whose outputs are its Exits."""
+
+    __slots__ = ("ctx", "const_enters", "inputs", "outputs", "name")
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self.const_enters = list(ctx.const_enters)
+        self.inputs = [e.op.inputs[0] for e in ctx.enters + self.const_enters]
+        self.outputs = list(ctx.exits)
+        self.name = ctx.name
+
+
+class _Level:
+    """The nodes of one walk: ops outside every loop (level None), or the ops of one
+    loop's body (level = its WhileContext); loops nested directly in the level are
+    `_LoopNode`s.  Graphs without loops see only ops."""
+
+    def __init__(self, graph: Graph, level: Any) -> None:
+        from flowlab.ops import control_flow_context as cfc
+
+        self.cfc = cfc
+        self.level = level
+        self.has_loops = bool(cfc.loops_of(graph))
+        self.skeleton = level.skeleton_ops() if level is not None else set()
+        self._loops: dict[Any, _LoopNode] = {}
+
+    def node(self, op: Operation) -> Any:
+        if not self.has_loops:
+            return op
+        loop = self.cfc.while_context_of_op(op)
+        if loop is self.level:
+            return None if op in self.skeleton else op
+        while loop is not None and loop.outer_loop is not self.level:
+            loop = loop.outer_loop
+        if loop is None:
+            return None
+        n = self._loops.get(loop)
+        if n is None:
+            n = self._loops[loop] = _LoopNode(loop)
+        return n
+
+    def producer(self, t: Tensor) -> tuple[Any, int]:
+        n = self.node(t.op)
+        if isinstance(n, _LoopNode):
+            return n, n.outputs.index(t)
+        return n, t.value_index
+
+    @staticmethod
+    def inputs(n: Any) -> Any:
+        return n.inputs
+
+    @staticmethod
+    def outputs(n: Any) -> Any:
+        return n.outputs
+
+    def consumers(self, t: Tensor) -> list[Any]:
+        out = []
+        for c in t.consumers():
+            n = self.node(c)
+            if n is not None:
+                out.append(n)
+        return out
+
+
+def _reachable_forward(lv: _Level, xs_nodes: list[Any]) -> set[Any]:
+    seen: set[Any] = set()
+    queue = collections.deque(xs_nodes)
     while queue:
-        op = queue.popleft()
-        if op in seen:
+        n = queue.popleft()
+        if n in seen:
             continue
-        seen.add(op)
-        for out in op.outputs:
+        seen.add(n)
+        for out in lv.outputs(n):
             if is_trainable(out):  # no gradient flows along integer or bool edges
-                queue.extend(out.consumers())
+                queue.extend(lv.consumers(out))
     return seen
 
 
-def _pending_counts(ys_ops: list[Operation], xs_ops: list[Operation]) -> tuple[set[Operation], dict[Operation, int]]:
-    """The ops between xs and ys, and each one's number of consumer edges between."""
-    reached = _reachable_forward(xs_ops)
-    between: set[Operation] = set()
-    queue = collections.deque(op for op in ys_ops if op in reached)
+def _pending_counts(lv: _Level, ys_nodes: list[Any], xs_nodes: list[Any]) -> tuple[set[Any], dict[Any, int]]:
+    """The nodes between xs and ys, and each one's number of consumer edges between."""
+    reached = _reachable_forward(lv, xs_nodes)
+    between: set[Any] = set()
+    queue = collections.deque(n for n in ys_nodes if n in reached)
     while queue:
-        op = queue.popleft()
-        if op in between:
+        n = queue.popleft()
+        if n in between:
             continue
-        between.add(op)
-        for t in op.inputs:
-            if t.op in reached:
-                queue.append(t.op)
-    pending: dict[Operation, int] = collections.defaultdict(int)
-    for op in between:
-        for t in op.inputs:
-            if t.op in between:
-                pending[t.op] += 1
+        between.add(n)
+        for t in lv.inputs(n):
+            p = lv.node(t.op)
+            if p in reached:
+                queue.append(p)
+    pending: dict[Any, int] = collections.defaultdict(int)
+    for n in between:
+        for t in lv.inputs(n):
+            p = lv.node(t.op)
+            if p in between:
+                pending[p] += 1
     return between, pending
 
 
-def _stop_ops(between: set[Operation], pending: dict[Operation, int],
-              stop_gradient_ops: set[Operation]) -> set[Operation]:
-    """Ops whose gradient need not be computed: no input between xs and ys, or stopped."""
-    stop = {op for op in between if not any(pending.get(t.op, 0) > 0 for t in op.inputs)}
+def _stop_ops(lv: _Level, between: set[Any], pending: dict[Any, int],
+              stop_gradient_ops: set[Any]) -> set[Any]:
+    """Nodes whose gradient need not be computed: no input between xs and ys, or stopped."""
+    stop = {n for n in between
+            if not any(pending.get(lv.node(t.op), 0) > 0 for t in lv.inputs(n))}
     return stop | stop_gradient_ops
 
 
@@ -249,7 +318,8 @@ def gradients(
 
 
 def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], stops: list[Any],
-               colocate: bool, gate: Any, method: Any, unconnected: str) -> list[Any]:
+               colocate: bool, gate: Any, method: Any, unconnected: str,
+               level: Any = None) -> list[Any]:
     from flowlab.ops import array_ops, core_ops
 
     for y in ys:
@@ -285,36 +355,54 @@ def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], s
             )
         seeds.append(gy)
 
-    ys_ops = [y.op for y in ys]
-    xs_ops = [x.op for x in xs]
-    between, pending = _pending_counts(ys_ops, xs_ops)
-    stop_ops = _stop_ops(between, pending, {s.op for s in stops})
+    lv = _Level(graph, level)
+    ys_nodes = [lv.node(y.op) for y in ys]
+    xs_nodes = [lv.node(x.op) for x in xs]
+    between, pending = _pending_counts(lv, [n for n in ys_nodes if n is not None],
+                                       [n for n in xs_nodes if n is not None])
+    stop_ops = _stop_ops(lv, between, pending, {lv.node(s.op) for s in stops})
 
-    # grads[op][i]: partial gradients of op.outputs[i].
-    grads: dict[Operation, list[list[Any]]] = {}
+    # grads[node][i]: partial gradients of the node's i-th output.
+    grads: dict[Any, list[list[Any]]] = {}
 
     def add_grad(t: Tensor, g: Any) -> None:
-        slots = grads.setdefault(t.op, [[] for _ in t.op.outputs])
-        slots[t.value_index].append(g)
+        n, i = lv.producer(t)
+        if n is None:
+            return
+        slots = grads.setdefault(n, [[] for _ in lv.outputs(n)])
+        slots[i].append(g)
 
     for y, seed in zip(ys, seeds):
         add_grad(y, seed)
 
-    queue: collections.deque[Operation] = collections.deque()
+    queue: collections.deque[Any] = collections.deque()
     to_do = set()
-    for op in ys_ops:
-        if op in between and pending.get(op, 0) == 0 and op not in to_do:
-            queue.append(op)
-            to_do.add(op)
-    done: dict[Operation, list[Any]] = {}
+    for n in ys_nodes:
+        if n in between and pending.get(n, 0) == 0 and n not in to_do:
+            queue.append(n)
+            to_do.add(n)
+    done: dict[Any, list[Any]] = {}
+
+    def level_gradients(ys_: list[Tensor], xs_: list[Tensor], gys: list[Any], lvl: Any) -> list[Any]:
+        return _gradients(graph, ys_, xs_, gys, [], colocate, gate, method,
+                          UnconnectedGradients.NONE, level=lvl)
 
     while queue:
-        op = queue.popleft()
-        out_grads = [_aggregate(g, method, op, colocate) for g in grads.get(op, [[] for _ in op.outputs])]
-        done[op] = out_grads
+        node = queue.popleft()
+        outs = lv.outputs(node)
+        out_grads = [_aggregate(g, method, outs[i].op, colocate)
+                     for i, g in enumerate(grads.get(node, [[] for _ in outs]))]
+        done[node] = out_grads
         has_out_grads = any(g is not None for g in out_grads)
-        in_grads: list[Any] = [None] * len(op.inputs)
-        if has_out_grads and op not in stop_ops:
+        n_inputs = len(lv.inputs(node))
+        in_grads: list[Any] = [None] * n_inputs
+        if isinstance(node, _LoopNode):
+            if has_out_grads and node not in stop_ops:
+                from flowlab.ops.control_flow_grad import backward_loop
+
+                in_grads = backward_loop(node.ctx, node.const_enters, out_grads, level_gradients)
+        elif has_out_grads and node not in stop_ops:
+            op = node
             try:
                 grad_fn = gradient_function(op)
             except LookupError:
@@ -325,9 +413,12 @@ def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], s
                     "operation is a constant in your program, you may insert `tf.stop_gradient`."
                 ) from None
             if grad_fn is not None:
-                for i, g in enumerate(out_grads):
-                    if g is None and is_trainable(op.outputs[i]):
-                        out_grads[i] = array_ops.zeros_like(op.outputs[i])
+                # A Switch makes its own zeros: they must be dead exactly when the
+                # output they stand for is (flowlab/ops/control_flow_grad.py).
+                if op.type not in ("Switch", "RefSwitch"):
+                    for i, g in enumerate(out_grads):
+                        if g is None and is_trainable(op.outputs[i]):
+                            out_grads[i] = array_ops.zeros_like(op.outputs[i])
                 ctx = graph.colocate_with(op, ignore_existing=True) if colocate else contextlib.nullcontext()
                 with ctx, graph.name_scope(op.name + "_grad"):
                     result = grad_fn(op, *out_grads)
@@ -339,7 +430,8 @@ def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], s
                         )
                     if gate and sum(1 for g in in_grads if g is not None) > 1:
                         in_grads = _gate(in_grads, core_ops)
-        for t_in, g in zip(op.inputs, in_grads):
+        inputs = lv.inputs(node)
+        for idx, (t_in, g) in enumerate(zip(inputs, in_grads)):
             if g is None:
                 continue
             if isinstance(g, Tensor) and t_in.dtype is not dtypes.resource:
@@ -348,12 +440,12 @@ def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], s
                 except ValueError:
                     raise ValueError(
                         f"Incompatible shapes between op input and calculated input gradient. "
-                        f"Forward operation: {op.name}. Input index: {list(op.inputs).index(t_in)}. "
+                        f"Forward operation: {node.name}. Input index: {idx}. "
                         f"Original input shape: {t_in.shape}. Calculated input gradient shape: {g.shape}"
                     ) from None
             add_grad(t_in, g)
-        for t_in in op.inputs:
-            src = t_in.op
+        for t_in in inputs:
+            src = lv.node(t_in.op)
             if src not in between:
                 continue
             pending[src] -= 1
@@ -362,12 +454,13 @@ def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], s
                 to_do.add(src)
 
     result: list[Any] = []
-    for x in xs:
+    for x, xn in zip(xs, xs_nodes):
         g = None
-        if x.op in done:
-            g = done[x.op][x.value_index]
-        elif x.op in grads:
-            g = _aggregate(grads[x.op][x.value_index], method, x.op, colocate)
+        i = lv.producer(x)[1] if xn is not None else 0
+        if xn in done:
+            g = done[xn][i]
+        elif xn in grads:
+            g = _aggregate(grads[xn][i], method, x.op, colocate)
         if g is None and unconnected == UnconnectedGradients.ZERO:
             g = array_ops.zeros_like(x)
         result.append(g)

@@ -254,7 +254,7 @@ class Variable:
         g = self.graph
         with g.as_default(), _init_scope(g):
             try:
-                from flowlab.ops.control_flow_ops import cond  # type: ignore[attr-defined]
+                from flowlab.ops.cond import cond
             except ImportError:
                 cond = None
             if cond is not None:
