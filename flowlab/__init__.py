@@ -48,6 +48,7 @@ from flowlab.ops import losses  # kernels: importing registers every kernel
 from flowlab.ops.array_ops import *  # noqa: F401,F403
 from flowlab.ops.builder import convert_to_tensor, register_tensor_conversion_function
 from flowlab.ops.constant_op import constant
+from flowlab.ops.cond import *  # noqa: F401,F403
 from flowlab.ops.core_ops import *  # noqa: F401,F403
 from flowlab.ops.custom_gradient import *
 from flowlab.ops.data_flow_ops import *
@@ -62,6 +63,7 @@ from flowlab.ops.random_ops import *  # noqa: F401,F403
 from flowlab.ops.state_ops import *  # noqa: F401,F403
 from flowlab.ops.variable_scope import *  # noqa: F401,F403
 from flowlab.ops.variables import *  # noqa: F401,F403
+from flowlab.ops.while_loop import *  # noqa: F401,F403
 from flowlab.profiler import profile  # also binds the flowlab.profiler module
 from flowlab.runtime.config import (
     ConfigProto,

@@ -13,6 +13,7 @@ from flowlab.kernels import (
     queue_kernels,
     random_kernels,
     slicing_kernels,
+    stack_kernels,
     state_kernels,
     tensor_array_kernels,
     training_kernels,

@@ -16,6 +16,7 @@ from flowlab.ops import (
     nn_ops,
     operators,
     random_ops,
+    stack_ops,
     state_ops,
     tensor_array_ops,
     training_ops,
