@@ -91,7 +91,9 @@ def assign_frames(nodes: list[PNode]) -> None:
                 continue  # an input this pass has not reached yet
             inner = max(known, key=len) if known else ()
             if n.op in _ENTER:
-                inner = inner + (str(n.attrs.get("frame_name", "") or n.name),)
+                # Without the attr (a trace's records), the Enters of one loop share
+                # their name scope ("while/"), as TensorFlow's frame names do.
+                inner = inner + (str(n.attrs.get("frame_name") or n.name.rpartition("/")[0] or n.name),)
                 mine, out = inner, inner
             elif n.op in _EXIT:
                 mine, out = inner, inner[:-1]

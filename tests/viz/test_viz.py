@@ -282,3 +282,24 @@ def test_show_picks_the_widget_when_the_extension_is_there(monkeypatch):
     if viz.dot_available():
         fl.show(_two_layer_graph()[0])
         assert type(shown[-1]).__name__ == "SVG"
+
+
+def test_enters_without_frame_names_share_their_scope():
+    gd = _loop_graph_def()
+    for nd in gd["node"]:
+        nd.pop("attr", None)
+    gd["node"].insert(2, {"name": "while/Enter_1", "op": "Enter", "input": ["x"]})
+    pic = model.from_graph_def(gd)
+    assert pic.by_name["while/Enter"].frame == pic.by_name["while/Enter_1"].frame == ("while",)
+    assert viz.graph(pic).source.count("loop frame") == 1
+
+
+def test_show_without_dot_prints_the_dot_source(monkeypatch, capsys):
+    from flowlab.viz import show as show_mod
+
+    monkeypatch.setattr(show_mod, "_ipython", lambda: object())
+    monkeypatch.setattr(viz, "svg", lambda picture: None)
+    g, *_ = _two_layer_graph()
+    assert fl.show(g) is None
+    out = capsys.readouterr().out
+    assert "`dot` program is not installed" in out and "digraph flowlab" in out
