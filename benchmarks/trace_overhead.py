@@ -12,6 +12,12 @@ cost into "another execution path" and "recording events".
 
 from __future__ import annotations
 
+import os
+
+# One BLAS thread: CPU time then measures the step's work, and the figures do not
+# depend on how many cores other processes leave free.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import statistics
 import sys
@@ -23,6 +29,7 @@ from _harness import emit, load_tf1, per_call_us, tf_session_config  # noqa: E40
 from mlp_train import SIZES, data  # noqa: E402
 
 import flowlab as fl  # noqa: E402
+from flowlab.runtime.step_stats import StepStatsCollector  # noqa: E402
 
 
 def build(tf):
@@ -44,19 +51,27 @@ def build(tf):
     return g, init, [train, loss], {x: x_val, y: y_val}
 
 
-def _interleaved(fns: dict[str, object], steps: int, rounds: int = 5) -> dict[str, float]:
+def _interleaved(fns: dict[str, object], steps: int, rounds: int = 7) -> dict[str, float]:
     """Median over `rounds` of the mean ms per step of each function, the functions
-    taking turns within a round so that machine noise hits them alike."""
+    taking turns within a round so that machine noise hits them alike.  CPU time of
+    the process (`time.process_time`; BLAS runs on one thread here), which a busy
+    shared machine disturbs far less than wall time."""
     samples: dict[str, list[float]] = {k: [] for k in fns}
     for f in fns.values():
         f()  # type: ignore[operator]
     for _ in range(rounds):
         for k, f in fns.items():
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             for _ in range(steps):
                 f()  # type: ignore[operator]
-            samples[k].append((time.perf_counter() - t0) / steps * 1e3)
+            samples[k].append((time.process_time() - t0) / steps * 1e3)
     return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def _replay(events: list[object]) -> None:
+    listen = StepStatsCollector().listen
+    for ev in events:
+        listen(ev)
 
 
 def bench_flowlab(steps: int) -> dict[str, object]:
@@ -88,6 +103,12 @@ def bench_flowlab(steps: int) -> dict[str, object]:
     def dataflow():
         return Execution(plan, Step(sess), vals).run()
 
+    def dataflow_noop_listener():
+        return Execution(plan, Step(sess), vals, lambda ev: None).run()
+
+    def dataflow_collector():
+        return Execution(plan, Step(sess), vals, StepStatsCollector().listen).run()
+
     def traced_run():
         md = fl.RunMetadata()
         sess.run(fetches, feed, options=full, run_metadata=md)
@@ -102,8 +123,15 @@ def bench_flowlab(steps: int) -> dict[str, object]:
     ms = _interleaved({
         "untraced_callable_ms": untraced_callable, "untraced_run_ms": untraced_run,
         "no_trace_options_ms": no_trace_options, "dataflow_no_listener_ms": dataflow,
+        "dataflow_noop_listener_ms": dataflow_noop_listener,
+        "dataflow_collector_ms": dataflow_collector,
         "traced_run_metadata_ms": traced_run, "in_profile_ms": in_profile,
     }, steps)
+    # The recording alone, without machine noise: one step's real events replayed
+    # through a collector's listener.
+    events: list[object] = []
+    Execution(plan, Step(sess), vals, events.append).run()
+    record_us = per_call_us(lambda: _replay(events), 50) / 1.0
     n_steps = len(prof.collector.step_ids())
     t0 = time.perf_counter()
     trace = prof.trace
@@ -119,6 +147,9 @@ def bench_flowlab(steps: int) -> dict[str, object]:
         "ratio_no_trace_options": ms["no_trace_options_ms"] / base,
         "ratio_dataflow_no_listener": ms["dataflow_no_listener_ms"] / base,
         "ratio_untraced_callable": ms["untraced_callable_ms"] / base,
+        "ratio_collector_over_noop_listener": ms["dataflow_collector_ms"] / ms["dataflow_noop_listener_ms"],
+        "record_us_per_step": record_us,
+        "record_fraction_of_untraced_step": record_us / 1e3 / base,
         "ops_per_step": ops_per_step,
         "profile_steps": n_steps,
         "profile_trace_build_ms_per_step": build_ms / max(1, n_steps),

@@ -60,10 +60,16 @@ def task_of(device: str) -> str:
     return device[:i] if i >= 0 else ""
 
 
+_ARRAYS = (np.ndarray, np.generic)
+
+
 def _describe(outs: Any) -> tuple[Any, ...]:
     """(shape, numpy dtype or None, nbytes, is_ref) per output; None for a dead one."""
     res = []
     for o in outs:
+        if isinstance(o, _ARRAYS):  # the common case first: it runs once per op
+            res.append((o.shape, o.dtype, o.nbytes, False))
+            continue
         if o is DEAD:
             res.append(None)
             continue
