@@ -63,13 +63,19 @@ def make_key(
 
 
 def parse_key(key: str) -> ParsedKey:
-    """Split a key made by `make_key`; ValueError naming the key if it is malformed."""
+    """Split a key made by `make_key` (the incarnation as a signed int64); ValueError
+    naming the key if it is malformed."""
     parts = key.split(";")
     if len(parts) != 5 or ":" not in parts[4]:
         raise ValueError(f"Invalid rendezvous key: {key!r}")
     try:
         frame, it = parts[4].split(":")
-        return ParsedKey(parts[0], int(parts[1], 16), parts[2], parts[3], int(frame), int(it))
+        inc = int(parts[1], 16)
+        if len(parts[1]) != 16:
+            raise ValueError
+        # Back to the signed int64 a device and a _Send attr hold.
+        inc = inc - (1 << 64) if inc >= 1 << 63 else inc
+        return ParsedKey(parts[0], inc, parts[2], parts[3], int(frame), int(it))
     except ValueError:
         raise ValueError(f"Invalid rendezvous key: {key!r}") from None
 

@@ -1,8 +1,8 @@
 """Devices: where kernels run and where state lives.
 
 A `Device` has a full name (`/job:localhost/replica:0/task:0/device:CPU:0`), a type,
-an incarnation (a random 64-bit number, as TensorFlow's, part of every rendezvous
-key from this device), an array module (`xp`: numpy for CPU), a resource manager,
+an incarnation (a random signed 64-bit number, as TensorFlow's, part of every
+rendezvous key from this device), an array module (`xp`: numpy for CPU), a resource manager,
 host transfers, and memory accounting.  A session can create several virtual CPU
 devices in one process (`device_count={"CPU": 4}`) so that placement and
 partitioning can be shown and tested on a laptop; they share host memory, so a
@@ -51,9 +51,12 @@ class Device:
         self.device_type = spec.device_type
         self.index = spec.device_index
         self.xp = xp
-        # A new incarnation per created device: a restarted device's rendezvous keys
-        # never match keys of its previous life.
-        self.incarnation = random.getrandbits(64) if incarnation is None else incarnation
+        # A new incarnation per created device, so that a restarted device's rendezvous
+        # keys never match keys of its previous life; a signed int64, as TensorFlow
+        # shows it (and as an int attr of _Send/_Recv holds it).
+        if incarnation is None:
+            incarnation = random.getrandbits(64) - (1 << 63)
+        self.incarnation = incarnation
         self.memory_limit_bytes = CPU_MEMORY_LIMIT_BYTES if self.device_type == "CPU" else 0
         self.resources = ResourceManager(self.name)
         self._mem_lock = threading.Lock()

@@ -149,8 +149,14 @@ class Partitions(Mapping[str, dict[str, Any]]):
 
 # --- partitioning --------------------------------------------------------------------------
 class _Partitioner:
-    def __init__(self, ops: list[Operation], device_of: Mapping[str, Device], feeds: list[Tensor]) -> None:
+    def __init__(
+        self, ops: list[Operation], device_of: Mapping[str, Device], feeds: list[Tensor], optimization: Any
+    ) -> None:
         self.device_of = device_of
+        self.opt = optimization
+        self.constants: dict[str, list[Any]] = optimization.constants if optimization is not None else {}
+        # (id(op), output index) -> the partition tensor standing for that output.
+        self.out_of: dict[tuple[int, int], Tensor] = {}
         self.has_control_flow = any(op.op_def is not None and op.op_def.is_control_flow for op in ops)
         self.send_def = sendrecv_ops.SEND if self.has_control_flow else sendrecv_ops.SEND_NO_DEAD_VALUES
         self.fed: dict[tuple[int, int], int] = {}
@@ -174,15 +180,43 @@ class _Partitioner:
         c = self.clone_of.get(id(op))
         if c is None:
             device = self.device_of[op.name]
-            c = Operation(
-                self.part(device).graph, op.type, op.name, [], [t.dtype for t in op._outputs],
-                op._attrs, device.name, [], op._op_def, op._colocation, op._traceback,
-            )
-            for ct, t in zip(c._outputs, op._outputs):
-                ct._shape = t._shape
+            values = self.constants.get(op.name)
+            if values is not None:
+                c = self.folded(op, device, values)
+            else:
+                c = Operation(
+                    self.part(device).graph, op.type, op.name, [], [t.dtype for t in op._outputs],
+                    op._attrs, device.name, [], op._op_def, op._colocation, op._traceback,
+                )
+                for ct, t in zip(c._outputs, op._outputs):
+                    ct._shape = t._shape
+                    self.out_of[(id(op), t.value_index)] = ct
             c._id = op._id
             self.clone_of[id(op)] = c
         return c
+
+    def folded(self, op: Operation, device: Device, values: list[Any]) -> Operation:
+        """An op the optimization pass folded: one `Const` per output (the first under
+        the op's own name, the others `name/folded_i`, as the pass's GraphDef shows)."""
+        const_def = get_op_def("Const")
+        first: Operation | None = None
+        for i, (t, v) in enumerate(zip(op._outputs, values)):
+            name = op.name if i == 0 else f"{op.name}/folded_{i}"
+            self.taken.add(name)
+            dt = t.dtype.base_dtype
+            arr = freeze(np.array(v, dtype=object if dt is dtypes.string else dt.as_numpy_dtype))
+            c = Operation(
+                self.part(device).graph, "Const", name, [], [dt], {"value": arr, "dtype": dt},
+                device.name, [], const_def, op._colocation, op._traceback,
+            )
+            c._outputs[0]._shape = TensorShape(arr.shape)
+            self.out_of[(id(op), t.value_index)] = c._outputs[0]
+            if first is None:
+                first = c
+            else:
+                self.add(self.part(device), c)
+        assert first is not None
+        return first
 
     def use_feed(self, part: DevicePartition, t: Tensor) -> None:
         if not any(f is t for f in part.feeds):
@@ -242,7 +276,8 @@ class _Partitioner:
             self.use_feed(self.part(dst), t)
             return t
         src = self.device_of[t.op.name]
-        produced = self.clone(t.op)._outputs[t.value_index]
+        self.clone(t.op)
+        produced = self.out_of[(id(t.op), t.value_index)]
         if src is dst:
             return produced
         if takes_ref or t.dtype.base_dtype is dtypes.resource:
@@ -285,7 +320,7 @@ class _Partitioner:
 
 def partition(
     ops: list[Operation], device_of: Mapping[str, Device], feeds: list[Tensor], fetches: list[Tensor],
-    devices: list[Device] | None = None,
+    devices: list[Device] | None = None, optimization: Any = None,
 ) -> PartitionedGraph:
     """Split a pruned, placed step into per-device subgraphs joined by Send/Recv.
 
@@ -294,6 +329,9 @@ def partition(
       device_of: op name -> assigned Device (a `Placement.device_of`).
       feeds: the step's fed tensors; fetches: its fetched tensors.
       devices: the session's devices, for the order of the partitions.
+      optimization: the optimization pass's view of the step
+        (`flowlab.runtime.optimize.Optimization`), if it ran: `ops` are then its
+        ops, inputs are read through `inputs_of`, and folded ops become `Const`s.
 
     Returns:
       A `PartitionedGraph`.
@@ -301,12 +339,13 @@ def partition(
     Raises:
       InternalError: a reference or resource edge crosses devices.
     """
-    p = _Partitioner(ops, device_of, feeds)
+    p = _Partitioner(ops, device_of, feeds, optimization)
+    inputs_of = optimization.inputs_of if optimization is not None else _own_inputs
     for op in ops:
         c = p.clone(op)
         part = p.part(device_of[op.name])
         ref_flags = _input_ref_flags(op)
-        c._inputs = [p.data_input(op, k, t, ref_flags[k]) for k, t in enumerate(op._inputs)]
+        c._inputs = [p.data_input(op, k, t, ref_flags[k]) for k, t in enumerate(inputs_of(op))]
         controls: list[Operation] = []
         for ctl in op._control_inputs:
             r = p.control_input(op, ctl)
@@ -320,8 +359,11 @@ def partition(
         if fi is not None:
             fed_fetches.append((i, fi))
             continue
+        if optimization is not None:
+            t = optimization.canonical(t)
         part = p.part(device_of[t.op.name])
-        part.fetches.append(p.clone(t.op)._outputs[t.value_index])
+        p.clone(t.op)
+        part.fetches.append(p.out_of[(id(t.op), t.value_index)])
         part.fetch_index.append(i)
     order = {d.name: i for i, d in enumerate(devices or [])}
     parts = sorted(p.parts.values(), key=lambda q: order.get(q.device.name, len(order)))
@@ -330,6 +372,10 @@ def partition(
             for t in op._inputs:
                 t._consumers.append(op)
     return PartitionedGraph(parts, p.pairs, fed_fetches, len(fetches))
+
+
+def _own_inputs(op: Operation) -> list[Tensor]:
+    return op._inputs
 
 
 def _input_ref_flags(op: Operation) -> list[bool]:
