@@ -266,3 +266,37 @@ def test_trace_on_two_devices():
     assert len([e for e in doc["traceEvents"] if e["ph"] == "s"]) == 2
     names = [r.name for r in tr.critical_path()]
     assert names[0] == "a" and names[-1] == "c"
+
+
+def test_cond_dead_branch_and_loop_iterations():
+    x = fl.constant([1.0, 2.0], name="x0")
+    p = fl.placeholder(fl.bool, [], name="p")
+    c = fl.cond(p, lambda: fl.square(x, name="sq"), lambda: fl.negative(x, name="ng"))
+    r = fl.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 2.0), [fl.constant(0), x])
+    md = fl.RunMetadata()
+    with fl.Session() as s:
+        out = s.run([c, r], {p: False}, options=FULL, run_metadata=md)
+    np.testing.assert_array_equal(out[0], [-1.0, -2.0])
+    tr = Trace.from_run_metadata(md)
+    sq = [r for r in tr.ops if r.op_type == "Square"]
+    ng = [r for r in tr.ops if r.op_type == "Neg"]
+    assert len(sq) == 1 and sq[0].dead and sq[0].bytes == 0
+    assert len(ng) == 1 and not ng[0].dead and ng[0].bytes == 8
+    muls = [r for r in tr.ops if r.op_type == "Mul"]
+    live = [m for m in muls if not m.dead]
+    assert sorted(m.iteration for m in live) == [0, 1, 2]
+    assert {m.frame for m in muls} == {"while/while_context"}
+    assert all(m.outputs[0].shape == (2,) for m in live)
+    assert [m.iteration for m in muls if m.dead] == [3]  # the exit iteration
+    doc = tr.chrome_trace()
+    mul_ev = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["args"]["op"] == "Mul"]
+    assert {e["args"]["iteration"] for e in mul_ev} == {0, 1, 2, 3}
+    assert all(e["args"]["frame"] == "while/while_context" for e in mul_ev)
+    assert any(e["cat"] == "dead" and e["args"]["dead"] for e in mul_ev)
+    # A loop's critical path ends at its Exit and walks back through every iteration.
+    md = fl.RunMetadata()
+    with fl.Session() as s:
+        s.run(r, options=FULL, run_metadata=md)
+    path = Trace.from_run_metadata(md).critical_path()
+    assert path[-1].op_type == "Exit"
+    assert {r.iteration for r in path} == {0, 1, 2, 3}
