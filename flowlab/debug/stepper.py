@@ -141,10 +141,7 @@ class Stepper:
         plan = self._exec.plan
         self._plan = plan
         self._node_of = {n.op.name: n for n in plan.nodes}
-        self._fed: dict[str, int] = {}
-        feed_names = _feed_names(sess.graph, feed_dict)
-        for name, slot in zip(feed_names, plan.feed_slots):
-            self._fed[name] = slot
+        self._fed = _fed_values(sess.graph, feed_dict)
         self._outputs: dict[str, tuple[Any, ...]] = {}
         self._ran: list[str] = []
         self._dead: list[str] = []
@@ -153,6 +150,7 @@ class Stepper:
         self._next_bp_id = 1
         self._watches: dict[str, Watch] = {}
         self.stop_on_nan_or_inf = stop_on_nan_or_inf
+        self._bad: dict[tuple[str, int], bool] = {}  # (op, output) -> has NaN/Inf, as last seen
         self._hit: Stop | None = None  # set by the listener when an op's output stops us
         self._skip_break: int | None = None  # node we stopped before: runs first next time
         self._status = "running"  # running, finished, failed, aborted
@@ -188,6 +186,9 @@ class Stepper:
             self._frame = (str(getattr(frame, "name", frame)), int(getattr(ev, "iteration", 0) or 0))
 
     def _check_outputs(self, name: str, outs: tuple[Any, ...]) -> None:
+        bad = self._bad
+        for i in range(len(outs)):
+            bad.pop((name, i), None)  # a new value (the op ran again in a loop)
         for i, v in enumerate(outs):
             if v is DEAD:
                 continue
@@ -199,13 +200,32 @@ class Stepper:
                                      f"({getattr(w.condition, '__name__', 'condition')}) holds")
             if self.stop_on_nan_or_inf and self._hit is None:
                 nan, inf = has_nan_or_inf(v)
-                if nan or inf:
+                bad[(name, i)] = bool(nan or inf)
+                if (nan or inf) and not self._reads_nan_or_inf(name):
                     node = self._node_of[name]
                     self._hit = Stop(
                         "nan_or_inf", name,
                         f"stopped after '{name}' ({node.op.type} on {node.ctx.device.name}): output "
-                        f"{name}:{i} has {nan} NaN and {inf} Inf of {np.size(_plain(v))} values",
+                        f"{name}:{i} has {nan} NaN and {inf} Inf of {np.size(_plain(v))} values; "
+                        "its inputs had none",
                     )
+
+    def _reads_nan_or_inf(self, name: str) -> bool:
+        """Whether an input of op `name` (as last produced or fed) has a NaN or Inf: an
+        op that only passes one on is not where it came from."""
+        for t in self._node_of[name].op.inputs:
+            key = (t.op.name, t.value_index)
+            b = self._bad.get(key)
+            if b is None:
+                outs = self._outputs.get(key[0])
+                if outs is not None:
+                    v = outs[key[1]]
+                else:
+                    v = self._fed.get(t.name, DEAD)
+                b = self._bad[key] = v is not DEAD and any(has_nan_or_inf(v))
+            if b:
+                return True
+        return False
 
     # --- breakpoints and watches --------------------------------------------------
     def add_breakpoint(self, name: Any = None, *, op_type: str | None = None,
@@ -270,7 +290,7 @@ class Stepper:
         if op is not None:
             name = _op_name(op)
             node = self._require_op(name)
-            if node.index not in self._exec.ready:
+            if node.index not in (n.index for n in self._exec.ready_nodes()):
                 raise ValueError(f"Op '{name}' is not ready; ready: {', '.join(self.ready()) or 'none'}.")
             return self._drive(1, target=node.index)
         if n < 1:
@@ -333,7 +353,9 @@ class Stepper:
                     self.stop = Stop("step", last, f"stepped {ran} op{'s' if ran != 1 else ''}; last: '{last}'")
                     break
                 if ex.ready:
-                    idx = target if target is not None else ex.ready[0]
+                    # The head of the ready queue (a node index, or with loop frames a
+                    # node in some iteration: the public view is ready_nodes()).
+                    idx = target if target is not None else ex.ready_nodes()[0].index
                     if not ignore_stops and idx != self._skip_break and target is None:
                         bp = self._breakpoint_for(idx)
                         if bp is not None:
@@ -409,8 +431,9 @@ class Stepper:
         return list(self._ran)
 
     def dead(self) -> list[str]:
-        """Names of the ops skipped as dead (an input came from an untaken branch)."""
-        return list(self._dead)
+        """Names of the ops skipped as dead (an input came from an untaken branch), in
+        the order they were first found dead (in a loop: in any iteration)."""
+        return list(dict.fromkeys(self._dead))
 
     def ops(self) -> list[str]:
         """Every op of this step, in the plan's topological order."""
@@ -430,7 +453,7 @@ class Stepper:
         """
         name = _tensor_name(tensor)
         if name in self._fed:
-            return _snapshot(self._exec.values[self._fed[name]])
+            return _snapshot(self._fed[name])
         op, _, idx = name.rpartition(":")
         node = self._require_op(op)
         i = int(idx)
@@ -459,7 +482,11 @@ class Stepper:
     # --- display --------------------------------------------------------------------
     def __repr__(self) -> str:
         total = len(self._node_of)
-        lines = [f"<flowlab.debug.Stepper: {len(self._ran)} of {total} ops run, {self._status}"]
+        if self._plan.has_control_flow and len(self._ran) > len(set(self._ran)):
+            done = f"{len(self._ran)} op executions ({len(set(self._ran))} of {total} ops)"
+        else:
+            done = f"{len(self._ran)} of {total} ops run"
+        lines = [f"<flowlab.debug.Stepper: {done}, {self._status}"]
         lines.append(f"  stopped: {self.stop.message}")
         if self._frame != ("", 0):
             lines.append(f"  frame: {self._frame[0]}, iteration {self._frame[1]}")
@@ -471,8 +498,9 @@ class Stepper:
         if ready:
             shown = ", ".join(f"{n} ({self._node_of[n].op.type})" for n in ready[:6])
             lines.append(f"  ready ({len(ready)}): {shown}{', ...' if len(ready) > 6 else ''}")
-        if self._dead:
-            lines.append(f"  dead ({len(self._dead)}): {', '.join(self._dead[:6])}{', ...' if len(self._dead) > 6 else ''}")
+        dead = self.dead()
+        if dead:
+            lines.append(f"  dead ({len(dead)}): {', '.join(dead[:6])}{', ...' if len(dead) > 6 else ''}")
         if self._breakpoints:
             lines.append(f"  breakpoints: {'; '.join(self.breakpoints)}")
         if self._watches:
@@ -490,9 +518,10 @@ class Stepper:
         pic = from_ops(ops, placement.device_of if placement is not None else None,
                        title=f"step: {len(self._ran)} of {len(ops)} ops run")
         done = set(self._ran)
+        dead = set(self._dead)
         ready = self.ready()
         for n in pic.nodes:
-            if n.name in self._dead:
+            if n.name in dead:
                 n.state = "dead"
             elif n.name in done:
                 n.state = "done"
@@ -535,14 +564,18 @@ def _tensor_name(x: Any) -> str:
     return name if sep and idx.isdigit() else f"{name}:0"
 
 
-def _feed_names(graph: Any, feed_dict: Any) -> list[str]:
-    names = []
-    for key in (feed_dict or {}):
+def _fed_values(graph: Any, feed_dict: Any) -> dict[str, Any]:
+    """Fed tensor name -> the value as fed (in the tensor's dtype)."""
+    out: dict[str, Any] = {}
+    for key, value in (feed_dict or {}).items():
         if hasattr(key, "_feed_parts"):
-            names.extend(t.name for t in key._feed_parts())
+            pairs = list(zip(key._feed_parts(), key._split_feed_value(value)))
         else:
-            names.append(graph.as_graph_element(key, allow_tensor=True, allow_operation=False).name)
-    return names
+            pairs = [(graph.as_graph_element(key, allow_tensor=True, allow_operation=False), value)]
+        for t, v in pairs:
+            dt = t.dtype.base_dtype
+            out[t.name] = np.asarray(v, dtype=object if dt.name == "string" else dt.as_numpy_dtype)
+    return out
 
 
 def _error_op(e: errors.OpError) -> str | None:

@@ -268,3 +268,56 @@ def test_the_stepper_picture_marks_states():
     assert states["layer1/MatMul"] == "done" and states["layer2/Log"] == "stopped"
     assert states["out"] is None
     assert "step: " in viz.graph(st).source
+
+
+def test_nan_stops_only_where_a_nan_starts():
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.placeholder(fl.float32, [2], name="x")
+        first = fl.log(x, name="first")  # log(-1): NaN
+        passed_on = fl.multiply(first, 2.0, name="passed_on")  # NaN in, NaN out: not a stop
+        second = fl.sqrt(fl.constant([-1.0, 4.0]) + x * 0.0 + 1.0 - 1.0, name="second")
+        out = fl.add_n([passed_on, second], name="out")
+    sess = fl.Session(graph=g)
+    st = Stepper(sess, out, {x: [-1.0, 1.0]}, stop_on_nan_or_inf=True)
+    assert st.continue_().op == "first"
+    assert st.continue_().op == "second"
+    assert "its inputs had none" in st.stop.message
+    st.continue_()
+    assert st.status == "finished" and "passed_on" in st.ran()
+
+
+def test_a_nan_fed_in_stops_at_its_first_reader():
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.placeholder(fl.float32, [2], name="x")
+        y = fl.negative(x, name="reader")
+        fl.identity(y, name="out")
+    sess = fl.Session(graph=g)
+    st = Stepper(sess, "out:0", {x: [np.nan, 1.0]}, stop_on_nan_or_inf=True)
+    st.continue_()
+    assert st.stop.kind == "finished"  # the NaN came in with the feed: no op made it
+    st = Stepper(sess, "out:0", {x: [1.0, 1.0]}, stop_on_nan_or_inf=True)
+    assert st.continue_().kind == "finished"
+
+
+def test_stepping_a_while_loop_reports_frame_and_iteration():
+    pytest.importorskip("flowlab.runtime.frames")
+    from flowlab.ops.while_loop import while_loop
+
+    g = fl.Graph()
+    with g.as_default():
+        s = fl.placeholder(fl.float32, [], name="s")
+        i, r = while_loop(lambda i, s: i < 5, lambda i, s: (i + 1, fl.sqrt(s - 10.0)),
+                          [fl.constant(0), s])
+    sess = fl.Session(graph=g)
+    expected = sess.run(r, {s: 500.0})  # 490 -> 22.1 -> 12.1 -> 3.5 -> -6.5: NaN at iteration 2
+    st = Stepper(sess, r, {s: 500.0}, stop_on_nan_or_inf=True)
+    stop = st.continue_()
+    assert stop.op == "while/Sqrt" and st.frame() == ("while/while_context", 2)
+    assert "frame: while/while_context, iteration 2" in repr(st)
+    st.add_breakpoint("while/Sqrt")
+    st.continue_()
+    assert st.stop.kind == "breakpoint" and st.frame()[1] >= 2
+    assert np.isnan(st.result()) and np.isnan(expected)
+    assert st.ran().count("while/Sqrt") == 6 and "while/Sqrt" in st.dead()  # dead in the last
