@@ -8,8 +8,11 @@ Definitions (what the numbers mean):
   its busy fraction is busy time over the step's span (first start to last end, over
   all devices), summed over steps;
 * per op: number of executions, median and total µs (over steps and iterations);
-* critical path: from the op that ended last, repeatedly to the input (data, control,
-  or the matching `_Send` of a `_Recv`) that ended last before it started.
+* critical path: from the op that ended last (dead ops aside), repeatedly to the
+  input (data, control, or the matching `_Send` of a `_Recv`) that ended last before
+  it started (or, for a `_Recv` posted before its `_Send`, the Send);
+  an op's time on the path runs from its predecessor's end (or its own start, if
+  later) to its end.
 
 `Table` is a small column table with a fixed-width text repr and an HTML repr that
 escapes every cell (op names are user text, never markup).
@@ -168,11 +171,14 @@ def critical_path(trace: Trace, step_id: int | None = None) -> list[OpRecord]:
     path = [cur]
     seen = {id(cur)}
     while True:
-        preds = [p for n in cur.input_ops for p in by_name.get(n, ())]
         s = send_of.get(id(cur))
-        if s is not None:
-            preds.append(s)
-        preds = [p for p in preds if id(p) not in seen]
+        if s is not None and id(s) not in seen:
+            # A Recv's value came from its Send, whenever the Recv was posted.
+            seen.add(id(s))
+            path.append(s)
+            cur = s
+            continue
+        preds = [p for n in cur.input_ops for p in by_name.get(n, ()) if id(p) not in seen]
         before = [p for p in preds if p.end_us <= cur.start_us + 1e-3]
         if not (before or preds):
             break
@@ -184,14 +190,24 @@ def critical_path(trace: Trace, step_id: int | None = None) -> list[OpRecord]:
 
 
 def critical_path_table(trace: Trace, step_id: int | None = None) -> Table:
+    """The critical path with, per op, the part of its time that was on the path: from
+    when its last input became available (an op that started earlier -- a Recv posted
+    before its Send -- was only waiting before that) to its end."""
     path = critical_path(trace, step_id)
-    t0 = path[0].start_us if path else 0.0
-    rows = [[r.name, r.op_type, _short(r.device), r.start_us - t0, r.duration_us] for r in path]
-    total = (path[-1].end_us - t0) if path else 0.0
-    on_ops = sum(r.duration_us for r in path)
+    t0 = min((r.start_us for r in path), default=0.0)
+    rows = []
+    prev_end = None
+    for r in path:
+        on_path = r.end_us - max(r.start_us, prev_end if prev_end is not None else r.start_us)
+        rows.append([r.name, r.op_type, _short(r.device), r.start_us - t0, r.duration_us,
+                     max(0.0, on_path)])
+        prev_end = r.end_us
+    total = (path[-1].end_us - path[0].start_us) if path else 0.0
+    in_ops = sum(row[5] for row in rows)
     title = (f"Critical path of step {path[-1].step_id if path else '-'}: {len(path)} ops, "
-             f"{total:,.1f} us ({on_ops:,.1f} us in the ops, the rest between them)")
-    return Table(title, ["op", "type", "device", "start_us", "duration_us"], rows)
+             f"{total:,.1f} us from its first op's start ({in_ops:,.1f} us in the ops, the "
+             "rest between them)")
+    return Table(title, ["op", "type", "device", "start_us", "duration_us", "on_path_us"], rows)
 
 
 def summarize(trace: Trace, top: int = 10) -> Summary:

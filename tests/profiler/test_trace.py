@@ -245,27 +245,47 @@ def test_profile_then_straight_line_again():
         assert s.run(y) == 9.0
 
 
-def test_trace_on_two_devices():
+def test_trace_on_two_devices(tmp_path):
     with fl.device("/cpu:0"):
-        a = fl.constant(np.arange(6, dtype=np.float32).reshape(2, 3), name="a")
+        a = fl.placeholder(fl.float32, [2, 3], name="a")
+        a2 = fl.multiply(a, 2.0, name="a2")  # fed: not folded away
     with fl.device("/cpu:1"):
-        b = fl.square(a, name="b")
+        b = fl.square(a2, name="b")
     with fl.device("/cpu:0"):
         c = fl.reduce_sum(b, name="c")
     md = fl.RunMetadata()
     with fl.Session(config=fl.ConfigProto(device_count={"CPU": 2})) as s:
-        assert s.run(c, options=FULL, run_metadata=md) == 55.0
+        feed = {a: np.arange(6, dtype=np.float32).reshape(2, 3)}
+        assert s.run(c, feed, options=FULL, run_metadata=md) == 220.0
     tr = Trace.from_run_metadata(md)
     if not any(r.op_type == "_Recv" for r in tr.ops):
         pytest.skip("partitioning with _Send/_Recv has not landed: the step ran without transfers")
-    assert len(tr.devices) == 2
+    assert [d[-5:] for d in tr.devices] == ["CPU:0", "CPU:1"]
+    assert len(tr.transfers) == 2
     assert {t.bytes for t in tr.transfers} == {24}
     assert {(t.src_device[-5:], t.dst_device[-5:]) for t in tr.transfers} == {("CPU:0", "CPU:1"), ("CPU:1", "CPU:0")}
-    assert all(t.send is not None and t.recv is not None for t in tr.transfers)
-    doc = tr.chrome_trace()
-    assert len([e for e in doc["traceEvents"] if e["ph"] == "s"]) == 2
-    names = [r.name for r in tr.critical_path()]
-    assert names[0] == "a" and names[-1] == "c"
+    for t in tr.transfers:
+        assert t.send is not None and t.recv is not None
+        assert t.send.device == t.src_device and t.recv.device == t.dst_device
+        assert t.recv.end_us >= t.send.start_us and t.wait_us >= 0
+        assert t.recv.outputs[0].shape == (2, 3)
+    s = tr.summary()
+    assert sum(s.transfers.column("bytes")) == 48
+    # The Chrome export: one process per device, flows between them.
+    doc = json.loads(open(tr.to_chrome(str(tmp_path / "two.json"))).read())
+    ev = doc["traceEvents"]
+    procs = {e["pid"]: e["args"]["name"] for e in ev if e.get("name") == "process_name"}
+    assert sorted(v[-5:] for v in procs.values()) == ["CPU:0", "CPU:1"]
+    starts = {e["id"]: e for e in ev if e["ph"] == "s"}
+    ends = {e["id"]: e for e in ev if e["ph"] == "f"}
+    assert len(starts) == 2 and starts.keys() == ends.keys()
+    for k in starts:
+        assert starts[k]["pid"] != ends[k]["pid"]
+        assert ends[k]["args"]["bytes"] == 24
+    path = [r.name for r in tr.critical_path()]
+    assert path[-1] == "c"
+    assert [r.op_type for r in tr.critical_path()].count("_Recv") == 2
+    assert "b" in path and "a2" in path
 
 
 def test_cond_dead_branch_and_loop_iterations():
