@@ -45,29 +45,88 @@ class GPUOptions(_Message):
 
 
 class OptimizerOptions(_Message):
+    """The classic graph optimizer's switches (TensorFlow's semantics).
+
+    `opt_level=L1` (the default) turns on constant folding, common subexpression
+    elimination and identity removal; `L0` turns them off, and then
+    `do_constant_folding` / `do_common_subexpression_elimination` turn each back on.
+    `max_folded_constant_in_bytes=0` means 10 MiB.
+    """
+
     L1 = 0
     L0 = -1
+    DEFAULT = 0
+    OFF = 1
+    ON_1 = 2
+    ON_2 = 3
     _fields = {
         "opt_level": 0,
-        "do_constant_folding": True,
-        "do_common_subexpression_elimination": True,
-        "do_function_inlining": True,
+        "do_constant_folding": False,
+        "do_common_subexpression_elimination": False,
+        "max_folded_constant_in_bytes": 0,
+        "do_function_inlining": False,
         "global_jit_level": 0,
+        "cpu_global_jit": False,
+    }
+
+
+class RewriterConfig(_Message):
+    """Grappler's switches, as TensorFlow names them.  flowlab has one optimization
+    pass; a pass runs only when both this config and `OptimizerOptions` allow it:
+    `constant_folding=OFF`, `common_subgraph_elimination=OFF`,
+    `dependency_optimization=OFF` (identity removal) or `disable_meta_optimizer=True`
+    turn the matching parts off."""
+
+    DEFAULT = 0
+    ON = 1
+    OFF = 2
+    AGGRESSIVE = 3
+    _fields = {
+        "layout_optimizer": 0,
+        "constant_folding": 0,
+        "shape_optimization": 0,
+        "remapping": 0,
+        "common_subgraph_elimination": 0,
+        "arithmetic_optimization": 0,
+        "dependency_optimization": 0,
+        "loop_optimization": 0,
+        "function_optimization": 0,
+        "debug_stripper": 0,
+        "disable_model_pruning": False,
+        "pin_to_host_optimization": 0,
+        "memory_optimization": 0,
+        "disable_meta_optimizer": False,
+        "meta_optimizer_iterations": 0,
+        "min_graph_nodes": 0,
     }
 
 
 class GraphOptions(_Message):
+    optimizer_options: OptimizerOptions
+    rewrite_options: RewriterConfig
     _fields = {
         "optimizer_options": OptimizerOptions,
+        "rewrite_options": RewriterConfig,
         "build_cost_model": 0,
+        "build_cost_model_after": 0,
         "infer_shapes": False,
         "place_pruned_graph": False,
         "enable_bfloat16_sendrecv": False,
+        "enable_recv_scheduling": False,
+        "timeline_step": 0,
     }
 
 
 class ConfigProto(_Message):
-    """Session configuration.  `device_count={"CPU": 4}` makes 4 virtual CPU devices."""
+    """Session configuration.  `device_count={"CPU": 4}` makes 4 virtual CPU devices.
+
+    Two fields are flowlab's own (TensorFlow has no such fields):
+    `placement_strategy` is "first" (TensorFlow's choice: an unconstrained op goes to
+    the first feasible device, so everything lands on /cpu:0 when only CPUs exist) or
+    "greedy" (the white paper's simulated placement over the cost model, see
+    flowlab.runtime.placement); `cost_model` is the
+    `flowlab.runtime.cost_model.CostModel` the greedy strategy uses (None: defaults).
+    """
 
     device_count: dict[str, int]
     allow_soft_placement: bool
@@ -77,6 +136,8 @@ class ConfigProto(_Message):
     operation_timeout_in_ms: int
     gpu_options: GPUOptions
     graph_options: GraphOptions
+    placement_strategy: str
+    cost_model: Any
 
     _fields = {
         "device_count": dict,
@@ -89,6 +150,8 @@ class ConfigProto(_Message):
         "gpu_options": GPUOptions,
         "graph_options": GraphOptions,
         "isolate_session_state": False,
+        "placement_strategy": "first",
+        "cost_model": None,
     }
 
 

@@ -13,6 +13,12 @@ and value *slots* (one per produced or fed tensor).  Two ways run a plan:
   dead values, asynchronous kernels, a pool for expensive kernels, events, and
   driving one op at a time.  Every plan can run this way.
 
+Optimization: `compile_plan(..., optimization=opt)` compiles the rewritten view of
+`flowlab.runtime.optimize` (the Graph itself is never changed): inputs go through
+`opt.inputs_of(op)` (merged ops and bypassed identities read their replacement), and
+an op folded to constants becomes a node whose kernel returns the stored values
+(the straight-line function binds them as constants, like a `Const`).
+
 Reading a variable: an edge from a `Ref(T)` output into a plain input reads the
 variable's current array at the consumer (`VariableState.read`), so an
 uninitialized variable fails at the op that uses it, as in TensorFlow.
@@ -73,6 +79,7 @@ class PlanNode:
     single_output: bool  # the kernel returns one value, not a sequence
     deps: list[int] = field(default_factory=list)  # producer node indices
     consumers: list[int] = field(default_factory=list)
+    constants: list[Any] | None = None  # the op was folded: its output values
 
 
 @dataclass
@@ -98,6 +105,7 @@ class Plan:
     has_control_flow: bool = False  # some op produces or consumes dead values
     initial_pending: tuple[int, ...] = ()  # pending-input count per node
     placement: Any = None  # the Placement the plan was compiled for (for inspection)
+    optimization: Any = None  # the Optimization it was compiled from (for inspection)
     _table: list[tuple[Any, ...]] | None = None
 
     def dataflow_table(self) -> list[tuple[Any, ...]]:
@@ -167,8 +175,12 @@ def compile_plan(
     fetches: list[Tensor],
     graph_version: int,
     straight_line: bool = True,
+    optimization: Any = None,
 ) -> Plan:
-    """Build the plan for `ops` (topologically ordered, already pruned and placed)."""
+    """Build the plan for `ops` (topologically ordered, already pruned and placed;
+    with `optimization`, its rewritten view: `ops` is `optimization.ops`)."""
+    inputs_of = optimization.inputs_of if optimization is not None else _own_inputs
+    folded = optimization.constants if optimization is not None else {}
     slot_of: dict[tuple[int, int], int] = {}
     counter = itertools.count()
     feed_slots = []
@@ -183,7 +195,7 @@ def compile_plan(
     # Which outputs someone needs: consumers in the plan, and fetches.
     needed: set[tuple[int, int]] = set()
     for op in ops:
-        for t in op._inputs:
+        for t in inputs_of(op):
             needed.add((id(t.op), t.value_index))
     for t in fetches:
         needed.add((id(t.op), t.value_index))
@@ -191,7 +203,8 @@ def compile_plan(
     nodes: list[PlanNode] = []
     for i, op in enumerate(ops):
         device = device_of[op.name]
-        kdef = find_kernel(op.type, device.device_type)
+        values = folded.get(op.name)
+        kdef = find_kernel(op.type, device.device_type) if values is None else _constant_kernel(op, device, values)
         if kdef is None:
             raise errors.NotFoundError(
                 None, op,
@@ -211,7 +224,8 @@ def compile_plan(
         od = op.op_def
         single = od is not None and len(od.outputs) == 1 and not od.outputs[0].is_list
         nodes.append(
-            PlanNode(i, op, kdef, NodeContext(op, device, i), [], outs, len(op._outputs), single)
+            PlanNode(i, op, kdef, NodeContext(op, device, i), [], outs, len(op._outputs), single,
+                     constants=values)
         )
 
     # An Identity of a variable (its "read" op) aliases the variable in TensorFlow 1.x:
@@ -223,7 +237,7 @@ def compile_plan(
         op = node.op
         arg_is_ref = _input_ref_flags(op)
         deps: set[int] = set()
-        for t, takes_ref in zip(op._inputs, arg_is_ref):
+        for t, takes_ref in zip(inputs_of(op), arg_is_ref):
             key = (id(t.op), t.value_index)
             slot = slot_of.get(key)
             if slot is None:
@@ -269,6 +283,27 @@ def compile_plan(
     return plan
 
 
+def _own_inputs(op: Operation) -> list[Tensor]:
+    return op._inputs
+
+
+def _constant_kernel(op: Operation, device: Device, values: list[Any]) -> KernelDef:
+    """The kernel of a folded op: its stored output values."""
+    od = op.op_def
+    if len(values) == 1 and not od.outputs[0].is_list:
+        value = values[0]
+
+        def fn(ctx: Any) -> Any:
+            return value
+    else:
+        out = list(values)
+
+        def fn(ctx: Any) -> Any:
+            return out
+
+    return KernelDef(op.type, device.device_type, fn, defined_at="constant folding")
+
+
 def _input_ref_flags(op: Operation) -> list[bool]:
     od = op.op_def
     if od is None:
@@ -295,6 +330,14 @@ def _generate_straight_line(plan: Plan) -> None:
     ns["_aw"] = await_async
     for node in _async_last_order(plan.nodes):
         i = node.index
+        if node.constants is not None:
+            # A folded op: its stored values, bound once like a Const's.
+            for j, slot in enumerate(node.outputs):
+                if slot >= 0:
+                    ns[f"K{i}_{j}"] = node.constants[j]
+                    lines.append(f"    s{slot} = K{i}_{j}")
+                    line_to_node[len(lines)] = i
+            continue
         if node.op.type == "Const" and node.outputs[0] >= 0:
             # A constant is a value of the generated function, not a call per step.
             ns[f"K{i}"] = const_value(node.op.get_attr("value"))
