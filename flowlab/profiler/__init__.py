@@ -13,6 +13,7 @@ summaries (ARCHITECTURE.md section 8).
 
 from flowlab.profiler.chrome import chrome_trace, write_chrome
 from flowlab.profiler.collect import Profile, profile
+from flowlab.profiler.html import timeline_svg
 from flowlab.profiler.summary import Summary, Table, critical_path, summarize
 from flowlab.profiler.trace import MemorySample, OpRecord, OutputRecord, Trace, TransferRecord
 
@@ -29,5 +30,6 @@ __all__ = [
     "critical_path",
     "profile",
     "summarize",
+    "timeline_svg",
     "write_chrome",
 ]

@@ -236,8 +236,3 @@ def _short(device: str) -> str:
     task = device[:i]
     dev = device[i + len("/device:"):]
     return dev if task in ("", "/job:localhost/replica:0/task:0") else f"{task}/{dev}"
-
-
-def trace_html(trace: Trace) -> str:
-    """The notebook view of a trace: its summary tables, every name escaped."""
-    return (f"<div><b>{html.escape(repr(trace))}</b>{summarize(trace)._repr_html_()}</div>")

@@ -267,7 +267,7 @@ class Trace:
         return plot_trace(self, ax=ax, **kwargs)
 
     def _repr_html_(self) -> str:
-        from flowlab.profiler.summary import trace_html
+        from flowlab.profiler.html import trace_html
 
         return trace_html(self)
 

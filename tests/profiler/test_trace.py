@@ -135,6 +135,16 @@ def test_html_escapes_names():
     assert "<b>x&y</b>" not in h
     assert "&lt;b&gt;x&amp;y&lt;/b&gt;" in h
     assert "<table>" in h
+    # The SVG timeline: one rect per op, one line per transfer, names in escaped titles.
+    import xml.etree.ElementTree as ET
+
+    svg = h[h.index("<svg"):h.index("</svg>") + 6]
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    assert len(root.findall(f"{ns}rect")) == len(tr.ops)
+    assert len(root.findall(f"{ns}line")) == 1
+    titles = [t.text for t in root.iter(f"{ns}title")]
+    assert any(t.startswith("<b>x&y</b> (Const)") for t in titles)
 
 
 def test_chrome_export_lanes_flows_bytes_counters(tmp_path):
