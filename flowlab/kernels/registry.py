@@ -19,6 +19,13 @@ kernels (Recv, Dequeue) declare `asynchronous=True` and take
 `(ctx, step, done, *inputs)`; they return at once and later call `done(outputs)` or
 `done(error=exc)` from any thread.  They never block an executor thread.
 
+Inside a loop (the executor's frame path) a `step=True` kernel receives a
+`FrameStep`: the step (every attribute forwarded) plus `frame_name`, `frame_id` (one
+per loop execution, e.g. "outer/ctx;3;inner/ctx": unique across nested loops'
+iterations) and `iteration`.  `frame_of(step)` gives `(frame_id, iteration)` on
+either path (`("", 0)` outside loops): rendezvous keys, per-iteration stacks and
+TensorArrays key their state by it.
+
 Rules: kernels never modify their inputs in place (values are shared between
 consumers and with variables), and raise `flowlab.errors` classes for bad input.
 Placement reads `supported_device_types(op_type)` to know where an op can run.
@@ -116,3 +123,9 @@ def supported_device_types(op_type: str) -> list[str]:
 
 def registered_kernels() -> dict[tuple[str, str], KernelDef]:
     return dict(_KERNELS)
+
+
+def frame_of(step: Any) -> tuple[str, int]:
+    """`(frame_id, iteration)` of the invocation that received `step`; `("", 0)` in
+    the root frame (outside every loop)."""
+    return getattr(step, "frame_id", ""), getattr(step, "iteration", 0)

@@ -135,7 +135,7 @@ def _tensor(x: Any, name: str, as_ref: bool = False) -> Tensor:
 
 
 def switch(data: Any, pred: Any, dtype: Any = None, name: str | None = None) -> list[Tensor]:
-    """Forwards `data` to the output chosen by `pred` (RefSwitch for a reference).
+    """Forwards `data` to the output chosen by `pred`.
 
     Args:
       data: the tensor to route.
@@ -149,12 +149,10 @@ def switch(data: Any, pred: Any, dtype: Any = None, name: str | None = None) -> 
     Raises:
       ValueError: `pred` is not a scalar.
     """
-    if not isinstance(data, Tensor):  # a variable stays a reference, as in TensorFlow
-        data = convert_to_tensor(data, dtype=dtype, name="data", as_ref=True)
-    pred = _tensor(pred, "pred")
-    if data.dtype.is_ref_dtype:
-        return ref_switch(data, pred, name=name)
-    return apply_op("Switch", data=data, pred=pred, name=name or "Switch")
+    if not isinstance(data, Tensor):
+        data = convert_to_tensor(data, dtype=dtype, name="data")
+    # As TensorFlow's `switch`: a reference is read (RefSwitch only through ref_switch).
+    return apply_op("Switch", data=data, pred=_tensor(pred, "pred"), name=name or "Switch")
 
 
 def ref_switch(data: Tensor, pred: Any, name: str | None = None) -> list[Tensor]:

@@ -83,7 +83,7 @@ class _Entry:
     __slots__ = (
         "node", "index", "local", "kind", "fn", "ctx", "needs_step", "special", "in_slots",
         "reads", "outs", "single", "nouts", "info", "out_info", "data_cons", "ctrl_cons",
-        "merge_cons", "reader_cons", "constant", "name",
+        "merge_cons", "reader_cons", "constant", "name", "cons",
     )
 
 
@@ -235,6 +235,7 @@ def analyze(plan: Plan) -> _Analysis:
             else:
                 ctrl.append(ce.local)
         e.data_cons, e.ctrl_cons, e.merge_cons = tuple(data), tuple(ctrl), tuple(merges)
+        e.cons = e.data_cons + e.ctrl_cons
         e.reader_cons = tuple(readers)
     for info in infos.values():
         pend = []
@@ -382,29 +383,30 @@ class FrameExecution(Execution):
 
     def advance(self) -> None:
         """Run ready nodes until none is ready (or an error); never waits."""
+        if self.listener is not None:
+            while self.ready and self.error is None:
+                self._process(*self.ready.popleft())
+            return
         ready = self.ready
         popleft = ready.popleft
         append = ready.append
         step = self.step
-        listener = self.listener
-        while ready and self.error is None:
+        while ready:
             e, it, dead = popleft()
-            if e.kind or dead or e.special or listener is not None:
-                self._process(e, it, dead)
+            kind = e.kind
+            if dead or e.special or (it.dead is not None and e.local in it.dead):
+                self._process(e, it, True if dead else it.dead is not None and e.local in it.dead)
+                if self.error is not None:
+                    return
                 continue
-            # The common case, inline: a live synchronous op of a loop body.
+            # The common cases inline: a live synchronous op, a live Merge, a live
+            # NextIteration.  Outputs go to this iteration; consumers may get ready.
             values = it.values
-            if e.reads is None:
-                args = [values[s] for s in e.in_slots]
-            else:
-                args = [values[s].read() if r else values[s] for s, r in zip(e.in_slots, e.reads)]
-            if it.dead is not None and e.local in it.dead:
-                self._process(e, it, True)
-                continue
-            for a in args:
-                if a is DEAD:
-                    break
-            else:
+            if kind == _NORMAL:
+                if e.reads is None:
+                    args = [values[s] for s in e.in_slots]
+                else:
+                    args = [values[s].read() if r else values[s] for s, r in zip(e.in_slots, e.reads)]
                 try:
                     if e.needs_step:
                         f = it.frame
@@ -421,34 +423,69 @@ class FrameExecution(Execution):
                     if r is DEAD:
                         self._after(e, it, (r,), False)
                         continue
+                    outs: Any = None
                 else:
                     if not self._store(e, it, r):
+                        return
+                    for o in r:
+                        if o is DEAD:
+                            break
+                    else:
+                        outs = r
+                        o = None
+                    if o is DEAD:
+                        self._after(e, it, r, False)
                         continue
-                    self._after(e, it, r, False)
-                    continue
-                # Propagate within the iteration (no output is dead).
-                pending = it.pending
-                entries = it.frame.info.entries
-                n_ready = 0
-                for c in e.data_cons:
-                    p = pending[c] - 1
-                    pending[c] = p
-                    if p == 0:
-                        append((entries[c], it, False))
-                        n_ready += 1
-                for c in e.ctrl_cons:
-                    p = pending[c] - 1
-                    pending[c] = p
-                    if p == 0:
-                        append((entries[c], it, False))
-                        n_ready += 1
-                if e.merge_cons:
-                    n_ready += self._to_merges(e, it, (r,), False)
-                it.outstanding += n_ready - 1
-                if it.outstanding == 0 and it.frame.fid:
-                    self._cleanup(it.frame, it)
+            elif kind == _MERGE:
+                v, j = it.merge_in.pop(e.local)
+                s, s1 = e.outs
+                if s >= 0:
+                    values[s] = v
+                if s1 >= 0:
+                    values[s1] = _INDEX[j] if j < 16 else np.int32(j)
+                outs = None
+            elif kind == _NEXT:
+                s = e.in_slots[0]
+                v = values[s].read() if e.reads else values[s]
+                self.completed += 1
+                frame = it.frame
+                nxt = frame.iterations.get(it.num + 1)
+                if nxt is None and it.num == frame.iteration_count:
+                    if frame.num_outstanding >= frame.max_parallel:
+                        frame.next_roots.append((e, v))
+                    else:
+                        nxt = self._new_iteration(frame)
+                if nxt is not None:
+                    self._activate(e, nxt, (v,), False)
+                it.outstanding -= 1
+                if it.outstanding == 0:
+                    self._cleanup(frame, it)
+                if self.error is not None:
+                    return
                 continue
-            self._process(e, it, True)
+            else:
+                self._process(e, it, False)
+                if self.error is not None:
+                    return
+                continue
+            # Propagate within the iteration (no output is dead).
+            self.completed += 1
+            pending = it.pending
+            entries = it.frame.info.entries
+            n_ready = 0
+            for c in e.cons:
+                p = pending[c] - 1
+                pending[c] = p
+                if p == 0:
+                    append((entries[c], it, False))
+                    n_ready += 1
+            if e.merge_cons:
+                n_ready += self._to_merges(e, it, outs, False)
+            n_ready -= 1
+            if n_ready:
+                it.outstanding += n_ready
+            if it.outstanding == 0 and it.frame.fid:
+                self._cleanup(it.frame, it)
 
     # --- one node -----------------------------------------------------------------
     def _process(self, e: _Entry, it: _Iteration, dead: bool) -> None:
@@ -606,7 +643,12 @@ class FrameExecution(Execution):
         entries = it.frame.info.entries
         ready = self.ready
         n_ready = 0
-        any_dead = dead or any(o is DEAD for o in outs)
+        any_dead = dead
+        if not dead:
+            for o in outs:
+                if o is DEAD:
+                    any_dead = True
+                    break
         if any_dead:
             if it.dead is None:
                 it.dead = set()
