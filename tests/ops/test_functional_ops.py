@@ -133,10 +133,11 @@ def test_same_as_tensorflow(tf1):
 
 def test_gradients_same_as_tensorflow(tf1):
     xv = RS.randn(4, 3).astype(np.float32)
+    wv = RS.randn(3).astype(np.float32)
 
     def build(tf):
         x = tf.placeholder(tf.float32, [4, 3])
-        w = tf.constant(RS.randn(3).astype(np.float32))
+        w = tf.constant(wv)
         m = tf.map_fn(lambda v: tf.tanh(v * w), x)
         s = tf.scan(lambda a, v: a * tf.sin(v) + v, x)
         f = tf.foldl(lambda a, v: a * v, x)
