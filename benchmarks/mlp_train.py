@@ -1,20 +1,25 @@
 """mlp_train: one training step of a 784-512-512-10 ReLU MLP, softmax cross entropy,
 batch 128, Adam, float32 -- flowlab beside TensorFlow 1.x graph mode and PyTorch CPU
-(each when installed), same process, same data.
+(each when installed) and the best hand-written NumPy step we have (state updated in
+place), same process, same data, the same number of BLAS / intra-op threads each.
 
-    python benchmarks/mlp_train.py [--steps N]
+    python benchmarks/mlp_train.py [--steps N] [--rounds R] [--threads T]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import emit, load_tf1, per_call_us, tf_session_config  # noqa: E402
+from _harness import emit, load_tf1, tf_session_config  # noqa: E402
+from _rounds import interleaved_ms, ratios  # noqa: E402
 
 import flowlab as fl  # noqa: E402
 
@@ -31,7 +36,7 @@ def data() -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     return x, y, ws
 
 
-def bench_graph(tf, cfg, steps: int) -> dict[str, float]:
+def graph_step(tf: Any, cfg: Any) -> Callable[[], float]:
     x_val, y_val, ws = data()
     g = tf.Graph()
     with g.as_default():
@@ -50,19 +55,15 @@ def bench_graph(tf, cfg, steps: int) -> dict[str, float]:
     sess = tf.Session(graph=g, config=cfg)
     sess.run(init)
     step = sess.make_callable([train, loss], [x, y])
-    first = float(step(x_val, y_val)[1])
-    us = per_call_us(lambda: step(x_val, y_val), steps, repeats=3)
-    last = float(step(x_val, y_val)[1])
-    sess.close()
-    return {"step_ms": us / 1000.0, "first_loss": first, "loss_after": last}
+    return lambda: float(step(x_val, y_val)[1])
 
 
-def bench_torch(steps: int) -> dict[str, float] | None:
+def torch_step(threads: int) -> Callable[[], float] | None:
     try:
         import torch
     except Exception:
         return None
-    torch.set_num_threads(2)
+    torch.set_num_threads(threads)
     x_val, y_val, ws = data()
     layers = []
     for i, w0 in enumerate(ws):
@@ -77,26 +78,100 @@ def bench_torch(steps: int) -> dict[str, float] | None:
     opt = torch.optim.Adam(model.parameters(), 1e-3)
     xt, yt = torch.from_numpy(x_val), torch.from_numpy(y_val.astype(np.int64))
 
-    def step() -> None:
+    def step() -> float:
         opt.zero_grad()
-        torch.nn.functional.cross_entropy(model(xt), yt).backward()
+        loss = torch.nn.functional.cross_entropy(model(xt), yt)
+        loss.backward()
         opt.step()
+        return float(loss)
 
-    return {"step_ms": per_call_us(step, steps, repeats=3) / 1000.0}
+    return step
+
+
+def numpy_step() -> Callable[[], float]:
+    """Adam on a hand-written step: GEMMs in BLAS-friendly layouts, every temporary
+    reused in place, and the parameters and slots updated in place (which flowlab may
+    not do: a step's variable writes must be undoable)."""
+    x, y, ws0 = data()
+    params = []
+    for w0 in ws0:
+        params += [w0.copy(), np.zeros(w0.shape[1], np.float32)]
+    ms = [np.zeros_like(p) for p in params]
+    vs = [np.zeros_like(p) for p in params]
+    b1, b2, eps, lr = np.float32(0.9), np.float32(0.999), np.float32(1e-8), np.float32(1e-3)
+    power = [np.float32(1), np.float32(1)]
+    rows = np.arange(BATCH)
+
+    def step() -> float:
+        hs = [x]
+        for i in range(0, len(params), 2):
+            z = hs[-1] @ params[i]
+            z += params[i + 1]
+            if i < len(params) - 2:
+                np.maximum(z, 0, out=z)
+            hs.append(z)
+        z = hs.pop()
+        z -= z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        s = e.sum(axis=1)
+        loss = float(np.mean(np.log(s) - z[rows, y]))
+        e /= s[:, None]
+        e[rows, y] -= 1
+        e *= np.float32(1.0 / BATCH)
+        dz, grads = e, [None] * len(params)
+        for i in range(len(params) - 2, -1, -2):
+            h = hs[i // 2]
+            grads[i], grads[i + 1] = h.T @ dz, dz.sum(axis=0)
+            if i:
+                dz = dz @ params[i].T
+                dz *= h > 0
+        power[0] *= b1
+        power[1] *= b2
+        alpha = lr * np.sqrt(1 - power[1]) / (1 - power[0])
+        for p, m, v, g in zip(params, ms, vs, grads):
+            t = g - m
+            t *= 1 - b1
+            m += t
+            u = g * g
+            u -= v
+            u *= 1 - b2
+            v += u
+            np.sqrt(v, out=u)
+            u += eps
+            np.multiply(m, alpha, out=t)
+            t /= u
+            p -= t
+        return loss
+
+    return step
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--steps", type=int, default=10, help="steps per peer per round")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--threads", type=int, default=2, help="BLAS / intra-op threads of each")
     args = p.parse_args()
-    out: dict[str, object] = {"flowlab": bench_graph(fl, None, args.steps)}
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(args.threads)  # NumPy's BLAS (flowlab and the NumPy step)
+    steps: dict[str, Callable[[], float]] = {"flowlab": graph_step(fl, None),
+                                             "numpy": numpy_step()}
     tf1 = load_tf1()
     if tf1 is not None:
-        out["tensorflow"] = bench_graph(tf1, tf_session_config(tf1), args.steps)
-        out["ratio_flowlab_over_tf"] = out["flowlab"]["step_ms"] / out["tensorflow"]["step_ms"]  # type: ignore[index]
-    t = bench_torch(args.steps)
+        cfg = tf_session_config(tf1)
+        cfg.intra_op_parallelism_threads = args.threads
+        steps["tensorflow"] = graph_step(tf1, cfg)
+    t = torch_step(args.threads)
     if t is not None:
-        out["pytorch"] = t
+        steps["pytorch"] = t
+    first = {name: fn() for name, fn in steps.items()}
+    out: dict[str, Any] = {"threads": args.threads, "load_before": os.getloadavg()[0]}
+    out.update(interleaved_ms(steps, args.steps, args.rounds))
+    for name, fn in steps.items():
+        out[name].update(first_loss=first[name], loss_after=fn())
+    out["load_after"] = os.getloadavg()[0]
+    ratios(out, ["numpy", "tensorflow", "pytorch"])
     emit("mlp_train", out)
 
 
