@@ -168,7 +168,16 @@ def _centered_rmsprop(lr: Any, rho: Any, momentum: Any, epsilon: Any) -> Callabl
 @kernel("ApplyGradientDescent", devices="CPU", step=True)
 def apply_gradient_descent(ctx: Any, step: Any, var: VariableState, alpha: Any, delta: Any) -> Any:
     _check_scalars(["alpha"], [alpha])
-    return _run(ctx, step, [var], ["var"], delta, lambda v, g: (v - g * alpha,))
+    return _run(ctx, step, [var], ["var"], delta, _sgd(alpha))
+
+
+def _sgd(alpha: Any) -> Callable[..., tuple[Any, ...]]:
+    def f(v: Any, g: Any) -> tuple[Any, ...]:
+        if type(g) is not np.ndarray or g.ndim == 0 or type(v) is not np.ndarray:
+            return (v - g * alpha,)
+        upd = g * alpha  # one fresh temporary that also holds the result
+        return (np.subtract(v, upd, out=upd),)
+    return f
 
 
 @kernel("ApplyMomentum", devices="CPU", step=True)
@@ -264,7 +273,8 @@ def apply_adam(ctx: Any, step: Any, var: Any, m: Any, v: Any, beta1_power: Any, 
                 var_ = var_ - (m_ * alpha) / (np.sqrt(v_) + epsilon)
             return var_, m_, v_
         # The same arithmetic, in the same order, but in place on fresh temporaries:
-        # a large update allocates 4 arrays instead of 10 (the step's hot spot).
+        # a large update allocates 4 arrays instead of 10 (the step's hot spot), and
+        # the new variable value reuses the denominator's buffer.
         m_new = g - m_
         m_new *= 1 - beta1
         m_new += m_
@@ -276,6 +286,6 @@ def apply_adam(ctx: Any, step: Any, var: Any, m: Any, v: Any, beta1_power: Any, 
         denom += epsilon
         upd = m_new * alpha
         upd /= denom
-        return var_ - upd, m_new, v_new
+        return np.subtract(var_, upd, out=denom), m_new, v_new
 
     return _run(ctx, step, [var, m, v], ["var", "m", "v"], grad, f)
