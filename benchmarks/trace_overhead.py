@@ -156,6 +156,31 @@ def bench_flowlab(steps: int) -> dict[str, object]:
     }
 
 
+def bench_off(calls: int) -> dict[str, float]:
+    """Tracing off, on a step small enough that a microsecond shows: a plain run, a
+    run with RunOptions(NO_TRACE) and a RunMetadata, and a run on a session that has
+    been through a profile block (µs of CPU per call, interleaved)."""
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.placeholder(fl.float32, [], name="x")
+        y = fl.add(x, 1.0)
+    sess = fl.Session(graph=g)
+    profiled = fl.Session(graph=g)
+    with fl.profile(profiled):
+        profiled.run(y, {x: 1.0})
+    feed = {x: 1.0}
+    off = fl.RunOptions()
+    md = fl.RunMetadata()
+    ms = _interleaved({
+        "plain_run_us": lambda: sess.run(y, feed),
+        "no_trace_options_us": lambda: sess.run(y, feed, options=off, run_metadata=md),
+        "after_profile_block_us": lambda: profiled.run(y, feed),
+    }, calls, rounds=9)
+    sess.close()
+    profiled.close()
+    return {k: v * 1e3 for k, v in ms.items()}
+
+
 def bench_tf(tf, steps: int) -> dict[str, float]:
     g, init, fetches, feed = build(tf)
     sess = tf.Session(graph=g, config=tf_session_config(tf))
@@ -172,7 +197,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=30)
     args = p.parse_args()
-    out: dict[str, object] = {"flowlab": bench_flowlab(args.steps)}
+    out: dict[str, object] = {"flowlab": bench_flowlab(args.steps), "tracing_off": bench_off(2000)}
     tf1 = load_tf1()
     if tf1 is not None:
         out["tensorflow"] = bench_tf(tf1, args.steps)

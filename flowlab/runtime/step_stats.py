@@ -271,8 +271,10 @@ def _node_stats(st: tuple[Any, ...], ev: tuple[Any, ...], desc: Any, ops: _OpCac
 
 def session_resolver(session: Any, plan: Any = None) -> Resolver:
     """Find ops by name: in `plan`'s nodes (ops a runtime pass added, as `_Send`), then
-    in the session's graph, then in the nodes of the session's cached plans."""
+    in the session's graph, then in the nodes of the session's cached plans.  Nothing
+    is looked at until the first call (after the step)."""
     table: dict[str, Any] = {}
+    state = {"plan": plan, "searched_cache": False}
 
     def add_plan(p: Any) -> None:
         for n in getattr(p, "nodes", ()) or ():
@@ -280,18 +282,17 @@ def session_resolver(session: Any, plan: Any = None) -> Resolver:
         for sub in getattr(p, "partitions", ()) or ():
             add_plan(getattr(sub, "plan", sub))
 
-    if plan is not None:
-        add_plan(plan)
-    searched_cache = [False]
-
     def resolve(name: str) -> Any:
+        if state["plan"] is not None:
+            add_plan(state["plan"])
+            state["plan"] = None
         op = table.get(name)
         if op is not None:
             return op
         g = session.graph
         op = g._by_name.get(name) if hasattr(g, "_by_name") else None
-        if op is None and not searched_cache[0]:
-            searched_cache[0] = True
+        if op is None and not state["searched_cache"]:
+            state["searched_cache"] = True
             for p in list(getattr(session, "_plans", {}).values()):
                 add_plan(p)
             op = table.get(name)
