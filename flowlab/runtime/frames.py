@@ -51,11 +51,11 @@ from flowlab.runtime.plan import Plan, PlanNode, fed_fetch_value, fetch_value, o
 from flowlab.runtime.step import Step
 
 # Node kinds on this path.
-_NORMAL, _MERGE, _ENTER, _EXIT, _NEXT, _TRIGGER = range(6)
+_NORMAL, _MERGE, _ENTER, _EXIT, _NEXT, _TRIGGER, _SWITCH = range(7)
 _KINDS = {
     "Merge": _MERGE, "RefMerge": _MERGE, "Enter": _ENTER, "RefEnter": _ENTER,
     "Exit": _EXIT, "RefExit": _EXIT, "NextIteration": _NEXT, "RefNextIteration": _NEXT,
-    "ControlTrigger": _TRIGGER,
+    "ControlTrigger": _TRIGGER, "Switch": _SWITCH, "RefSwitch": _SWITCH,
 }
 _INDEX = tuple(np.int32(i) for i in range(16))
 
@@ -83,7 +83,7 @@ class _Entry:
     __slots__ = (
         "node", "index", "local", "kind", "fn", "ctx", "needs_step", "special", "in_slots",
         "reads", "outs", "single", "nouts", "info", "out_info", "data_cons", "ctrl_cons",
-        "merge_cons", "reader_cons", "constant", "name", "cons",
+        "merge_cons", "reader_cons", "constant", "name", "cons", "switch_cons",
     )
 
 
@@ -228,7 +228,7 @@ def analyze(plan: Plan) -> _Analysis:
             positions = tuple(j for j, (s, _) in enumerate(cnode.inputs) if s in my_slots)
             is_ctrl = any(co is node.op for co in cnode.op._control_inputs)
             if ce.kind == _MERGE:
-                merges.append((ce.local, positions, is_ctrl))
+                merges.append((ce.local, tuple((j, ce.in_slots[j]) for j in positions), is_ctrl))
             elif positions:
                 data.append(ce.local)
                 readers.append((ce.local, tuple(ce.in_slots[j] for j in positions)))
@@ -236,6 +236,23 @@ def analyze(plan: Plan) -> _Analysis:
                 ctrl.append(ce.local)
         e.data_cons, e.ctrl_cons, e.merge_cons = tuple(data), tuple(ctrl), tuple(merges)
         e.cons = e.data_cons + e.ctrl_cons
+        e.switch_cons = None
+        if e.kind == _SWITCH and not merges:
+            # Consumers of each output, when each reads only one: the inline path.
+            by_out: tuple[list[int], list[int]] = ([], [])
+            ok = True
+            for c in node.consumers:
+                cnode = entries[c].node
+                reads_out = {k for k in (0, 1) if node.outputs[k] >= 0
+                             and any(cs == node.outputs[k] for cs, _ in cnode.inputs)}
+                if not reads_out:
+                    continue  # a control consumer
+                if len(reads_out) != 1:
+                    ok = False
+                    break
+                by_out[reads_out.pop()].append(entries[c].local)
+            if ok:
+                e.switch_cons = (tuple(by_out[0]), tuple(by_out[1]))
         e.reader_cons = tuple(readers)
     for info in infos.values():
         pend = []
@@ -294,7 +311,7 @@ class _Iteration:
         self.pending = info.pending[:]
         self.dead: set[int] | None = None
         self.merge_in: dict[int, tuple[Any, int]] = {}
-        self.mdead: dict[int, int] = {}
+        self.mdead: dict[int, int] | None = None
         self.outstanding = 0
         self.outstanding_frames = 0
         self.children: dict[str, _Frame] | None = None
@@ -436,6 +453,55 @@ class FrameExecution(Execution):
                     if o is DEAD:
                         self._after(e, it, r, False)
                         continue
+            elif kind == _SWITCH and e.switch_cons is not None:
+                s = e.in_slots[0]
+                data = values[s].read() if e.reads and e.reads[0] else values[s]
+                k = 1 if values[e.in_slots[1]] else 0
+                s, s1 = e.outs[k], e.outs[1 - k]
+                if s >= 0:
+                    values[s] = data
+                if s1 >= 0:
+                    values[s1] = DEAD
+                self.completed += 1
+                pending = it.pending
+                entries = it.frame.info.entries
+                n_ready = -1
+                for c in e.switch_cons[k]:
+                    p = pending[c] - 1
+                    pending[c] = p
+                    if p == 0:
+                        append((entries[c], it, False))
+                        n_ready += 1
+                for c in e.ctrl_cons:
+                    p = pending[c] - 1
+                    pending[c] = p
+                    if p == 0:
+                        append((entries[c], it, False))
+                        n_ready += 1
+                dead_side = e.switch_cons[1 - k]
+                if dead_side:
+                    dset = it.dead
+                    if dset is None:
+                        dset = it.dead = set()
+                    for c in dead_side:
+                        p = pending[c] - 1
+                        pending[c] = p
+                        ce = entries[c]
+                        if p == 0 and ce.kind == _EXIT:
+                            # A dead Exit runs nothing: the newest iteration remembers it.
+                            self.completed += 1
+                            if it.num == it.frame.iteration_count:
+                                it.frame.dead_exits.append(ce)
+                            continue
+                        dset.add(c)
+                        if p == 0:
+                            append((ce, it, True))
+                            n_ready += 1
+                if n_ready:
+                    it.outstanding += n_ready
+                if it.outstanding == 0 and it.frame.fid:
+                    self._cleanup(it.frame, it)
+                continue
             elif kind == _MERGE:
                 v, j = it.merge_in.pop(e.local)
                 s, s1 = e.outs
@@ -571,7 +637,7 @@ class FrameExecution(Execution):
         if self.listener is not None:
             self.listener(self._fevent("op_end", e, it, outs))
         if e.single:
-            if e.outs[0] >= 0 and e.kind == _NORMAL:
+            if e.outs[0] >= 0 and e.kind in (_NORMAL, _SWITCH):
                 it.values[e.outs[0]] = r
         elif not self._store(e, it, outs):
             return
@@ -584,7 +650,7 @@ class FrameExecution(Execution):
                 None, None, f"kernel returned {len(outs)} outputs, expected {e.nouts}"
             ), e.node.op, e.ctx.device.name), e.node)
             return False
-        if e.kind in (_NORMAL, _MERGE, _TRIGGER):
+        if e.kind in (_NORMAL, _MERGE, _TRIGGER, _SWITCH):
             values = it.values
             for s, v in zip(e.outs, outs):
                 if s >= 0:
@@ -681,11 +747,11 @@ class FrameExecution(Execution):
         for c, positions, is_ctrl in e.merge_cons:
             ready_now = False
             mdead = False
-            for j in positions:
-                # Which output feeds position j: the consumer's input slot.
-                s = entries[c].in_slots[j]
+            for j, s in positions:
                 v = it.values[s]
                 if dead or v is DEAD or v is None:
+                    if it.mdead is None:
+                        it.mdead = {}
                     cnt = it.mdead.get(c, 0) + 1
                     it.mdead[c] = cnt
                     mdead = cnt == it.frame.info.merge_ninputs[c]
@@ -699,7 +765,7 @@ class FrameExecution(Execution):
             if is_ctrl:
                 pending[c] -= 2
                 count = pending[c]
-                mdead = it.mdead.get(c, 0) == it.frame.info.merge_ninputs[c]
+                mdead = (it.mdead or {}).get(c, 0) == it.frame.info.merge_ninputs[c]
                 ready_now = ready_now or count == 0 or (count == 1 and mdead)
             if ready_now:
                 live = c in it.merge_in
