@@ -53,7 +53,7 @@ def _check_cell(cell: Any) -> None:
 def _build_cell(cell: Any, depth: Any, dtype: Any) -> None:
     """Create the cell's variables now, in the current scope, outside any loop."""
     if isinstance(cell, RNNCell) and not cell.built and depth is not None:
-        cell.build(int(depth), dtype)
+        cell.build_for(int(depth), dtype)
 
 
 def _infer_state_dtype(dtype: Any, state: Any) -> dtypes.DType:

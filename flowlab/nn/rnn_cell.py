@@ -12,8 +12,10 @@ The arithmetic is TensorFlow 1.x's, op for op (concat([inputs, h]) @ kernel + bi
 gates split in the order i, j, f, o for LSTMs and r, u for GRUs, the forget bias added
 before the sigmoid), so that results agree to float rounding.
 
-`build(input_depth, dtype)` may be called ahead of the first step; `dynamic_rnn` does
-so, so that variables are created outside its while loop.
+`build_for(input_depth, dtype)` may be called ahead of the first step; `dynamic_rnn`
+does so, so that variables are created outside its while loop.  A subclass either
+implements `_create_variables(depth, dtype)` or, as in TensorFlow, overrides
+`build(inputs_shape)` and calls `add_variable`.
 """
 
 from __future__ import annotations
@@ -92,8 +94,9 @@ class RNNCell:
     dtype)` (called inside the cell's variable scope) and `call(inputs, state)`.
     """
 
-    def __init__(self, reuse: Any = None, name: str | None = None, dtype: Any = None) -> None:
-        self._reuse = reuse
+    def __init__(self, trainable: bool = True, name: str | None = None, dtype: Any = None,
+                 reuse: Any = None, **kwargs: Any) -> None:
+        self._reuse = kwargs.pop("_reuse", reuse)
         self._base_name = name or _snake(type(self).__name__)
         self._dtype = None if dtype is None else dtypes.as_dtype(dtype)
         self._scope: Any = None
@@ -127,22 +130,37 @@ class RNNCell:
             with variable_scope(scope, default_name=self._base_name) as s:
                 self._scope = s
 
-    def build(self, input_depth: int, dtype: Any = dtypes.float32) -> None:
-        """Create the variables for inputs of `input_depth` features (once)."""
+    def build_for(self, input_depth: int, dtype: Any = dtypes.float32) -> None:
+        """Create the variables for inputs of `input_depth` features, once, in the
+        cell's variable scope and outside any loop or branch being built (TensorFlow's
+        init_scope); then call `build(inputs_shape)`."""
         if self.built:
             return
         self._set_scope()
-        dt = self._dtype or dtypes.as_dtype(dtype)
+        self._build_dtype = self._dtype or dtypes.as_dtype(dtype)
         with variable_scope(self._scope, reuse=self._reuse, auxiliary_name_scope=False):
-            g = get_default_graph()
-            # Variables are created outside any loop or branch being built (TensorFlow's
-            # init_scope), with the cell's name scope.
-            with g.control_dependencies(None):
-                self._variables = self._create_variables(int(input_depth), dt)
+            with get_default_graph().control_dependencies(None):
+                self.build(TensorShape([None, int(input_depth)]))
         self.built = True
 
+    def build(self, inputs_shape: Any) -> None:
+        """Create the variables (TensorFlow's Layer.build; subclasses may override it
+        and call `add_variable`)."""
+        depth = TensorShape(inputs_shape)[-1].value
+        self._variables = [*self.variables, *self._create_variables(int(depth), self._build_dtype)]
+
+    def add_variable(self, name: str, shape: Any, dtype: Any = None, initializer: Any = None,
+                     trainable: bool = True, **kwargs: Any) -> Any:
+        """A variable of this cell (`Layer.add_weight`), in its scope."""
+        v = get_variable(name, shape, dtype=dtype or getattr(self, "_build_dtype", dtypes.float32),
+                         initializer=initializer, trainable=trainable)
+        self._variables = [*self.variables, v]
+        return v
+
+    add_weight = add_variable
+
     def _create_variables(self, depth: int, dtype: dtypes.DType) -> list[Any]:
-        raise NotImplementedError
+        return []
 
     def __call__(self, inputs: Any, state: Any, scope: Any = None) -> Any:
         inputs = convert_to_tensor(inputs)
@@ -154,7 +172,7 @@ class RNNCell:
                 raise ValueError(
                     f"The last dimension of the inputs to `{type(self).__name__}` should be "
                     f"defined. Found `None`.")
-            self.build(depth, inputs.dtype.base_dtype)
+            self.build_for(depth, inputs.dtype.base_dtype)
         with variable_scope(self._scope, reuse=True, auxiliary_name_scope=False):
             with get_default_graph().name_scope(self._base_name):
                 return self.call(inputs, state)
@@ -190,7 +208,7 @@ class BasicRNNCell(RNNCell):
 
     def __init__(self, num_units: int, activation: Any = None, reuse: Any = None,
                  name: str | None = None, dtype: Any = None, **kwargs: Any) -> None:
-        super().__init__(reuse, name, dtype)
+        super().__init__(name=name, dtype=dtype, reuse=reuse)
         self._num_units = int(num_units)
         self._activation = _activation(activation)
 
@@ -220,7 +238,7 @@ class GRUCell(RNNCell):
     def __init__(self, num_units: int, activation: Any = None, reuse: Any = None,
                  kernel_initializer: Any = None, bias_initializer: Any = None,
                  name: str | None = None, dtype: Any = None, **kwargs: Any) -> None:
-        super().__init__(reuse, name, dtype)
+        super().__init__(name=name, dtype=dtype, reuse=reuse)
         self._num_units = int(num_units)
         self._activation = _activation(activation)
         self._kernel_initializer = kernel_initializer
@@ -264,7 +282,7 @@ class BasicLSTMCell(RNNCell):
     def __init__(self, num_units: int, forget_bias: float = 1.0, state_is_tuple: bool = True,
                  activation: Any = None, reuse: Any = None, name: str | None = None,
                  dtype: Any = None, **kwargs: Any) -> None:
-        super().__init__(reuse, name, dtype)
+        super().__init__(name=name, dtype=dtype, reuse=reuse)
         self._num_units = int(num_units)
         self._forget_bias = forget_bias
         self._state_is_tuple = state_is_tuple
@@ -313,7 +331,7 @@ class LSTMCell(RNNCell):
                  num_unit_shards: Any = None, num_proj_shards: Any = None, forget_bias: float = 1.0,
                  state_is_tuple: bool = True, activation: Any = None, reuse: Any = None,
                  name: str | None = None, dtype: Any = None, **kwargs: Any) -> None:
-        super().__init__(reuse, name, dtype)
+        super().__init__(name=name, dtype=dtype, reuse=reuse)
         self._num_units = int(num_units)
         self._use_peepholes = use_peepholes
         self._cell_clip = cell_clip
@@ -386,7 +404,7 @@ class MultiRNNCell(RNNCell):
     tuple of their states.  Cell i's variables live under "cell_i/"."""
 
     def __init__(self, cells: list[RNNCell], state_is_tuple: bool = True) -> None:
-        super().__init__(None, None, None)
+        super().__init__()
         if not cells:
             raise ValueError("Must specify at least one cell for MultiRNNCell.")
         self._cells = list(cells)
@@ -409,7 +427,7 @@ class MultiRNNCell(RNNCell):
     def _create_variables(self, depth: int, dtype: dtypes.DType) -> list[Any]:
         for i, cell in enumerate(self._cells):
             with variable_scope(f"cell_{i}"):
-                cell.build(depth, dtype)
+                cell.build_for(depth, dtype)
             depth = _flat_size(cell.output_size)
         return []
 

@@ -149,3 +149,50 @@ def test_static_rnn_same_as_tensorflow(tf1):
     for a, b in zip(_flat(tf_vals), _flat(fl_vals)):
         assert a.dtype == b.dtype and a.shape == b.shape
         np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-6)
+
+
+def test_user_cell_with_build_and_add_variable(tf1):
+    """A cell written as in TensorFlow 1.x: build(inputs_shape) + add_variable + call."""
+    tf_cells = _tf_cells(tf1)
+    xs = [RS.randn(2, 3).astype(np.float32) for _ in range(2)]
+
+    def make(base):
+        class MyCell(base):
+            def __init__(self, n, name=None):
+                super().__init__(name=name)
+                self._n = n
+
+            @property
+            def state_size(self):
+                return self._n
+
+            @property
+            def output_size(self):
+                return self._n
+
+            def build(self, inputs_shape):
+                depth = inputs_shape[-1]
+                depth = getattr(depth, "value", depth)
+                self._k = self.add_variable("kernel", [depth + self._n, self._n])
+                self.built = True
+
+            def call(self, inputs, state):
+                import flowlab
+                mod = flowlab if isinstance(self, fl.nn.rnn_cell.RNNCell) else tf1
+                h = mod.tanh(mod.matmul(mod.concat([inputs, state], 1), self._k))
+                return h, h
+
+        return MyCell(4)
+
+    results = []
+    for mod, base in ((tf1, tf_cells.RNNCell), (fl, fl.nn.rnn_cell.RNNCell)):
+        g = mod.Graph()
+        with g.as_default():
+            outs, st = mod.nn.static_rnn(make(base), [mod.constant(x) for x in xs], dtype=mod.float32)
+            names = [v.name for v in mod.global_variables()]
+            with mod.Session(graph=g) as sess:
+                sess.run(_assign_all(mod, mod.global_variables()))
+                results.append((names, sess.run([outs, st])))
+    assert results[0][0] == results[1][0] == ["rnn/my_cell/kernel:0"]
+    for a, b in zip(_flat(results[0][1]), _flat(results[1][1])):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
