@@ -47,7 +47,7 @@ from flowlab import errors
 from flowlab.kernels.registry import DEAD
 from flowlab.runtime.executor import _CANCEL, ExecEvent, Execution, Listener, _now_us
 from flowlab.runtime.fp_errors import quietly
-from flowlab.runtime.plan import Plan, PlanNode, fed_fetch_value, fetch_value, op_error
+from flowlab.runtime.plan import Plan, PlanNode, const_value, fed_fetch_value, fetch_value, op_error
 from flowlab.runtime.step import Step
 
 # Node kinds on this path.
@@ -77,6 +77,10 @@ class FrameStep:
 
 
 # --- static analysis ------------------------------------------------------------------
+def _const_fn(value: Any) -> Any:
+    # A Const inside a loop runs once per iteration: its value, without a lookup.
+    return lambda ctx: value
+
 class _Entry:
     """What the frame path needs of one node (built once per plan)."""
 
@@ -197,6 +201,8 @@ def analyze(plan: Plan) -> _Analysis:
         e.local = len(info.entries)
         info.entries.append(e)
         e.fn, e.ctx, e.needs_step = node.kernel.fn, node.ctx, node.kernel.needs_step
+        if node.op.type == "Const" and not e.needs_step:
+            e.fn = _const_fn(const_value(node.op.get_attr("value")))
         e.special = node.kernel.asynchronous or node.kernel.expensive
         e.single = node.single_output and node.num_outputs == 1
         e.nouts = node.num_outputs
@@ -522,7 +528,7 @@ class FrameExecution(Execution):
                     else:
                         nxt = self._new_iteration(frame)
                 if nxt is not None:
-                    self._activate(e, nxt, (v,), False)
+                    self._activate1(e, nxt, v)
                 it.outstanding -= 1
                 if it.outstanding == 0:
                     self._cleanup(frame, it)
@@ -789,18 +795,40 @@ class FrameExecution(Execution):
         return child
 
     def _new_iteration(self, frame: _Frame) -> _Iteration:
-        self._check_alive()
-        frame.iteration_count += 1
-        new = _Iteration(frame, frame.iteration_count)
-        frame.iterations[new.num] = new
+        n = frame.iteration_count = frame.iteration_count + 1
+        if not n & 15:
+            self._check_alive()
+        new = _Iteration(frame, n)
+        frame.iterations[n] = new
         frame.num_outstanding += 1
-        frame.dead_exits.clear()
-        roots, frame.next_roots = frame.next_roots, []
-        for e, v in roots:
-            self._activate(e, new, (v,), False)
+        if frame.dead_exits:
+            frame.dead_exits = []
+        if frame.next_roots:
+            roots, frame.next_roots = frame.next_roots, []
+            for e, v in roots:
+                self._activate1(e, new, v)
         for e, v in frame.invs:
-            self._activate(e, new, (v,), False)
+            self._activate1(e, new, v)
         return new
+
+    def _activate1(self, e: _Entry, it: _Iteration, v: Any) -> None:
+        """`_activate` of one live value (NextIteration, a loop invariant)."""
+        s = e.outs[0]
+        if s >= 0:
+            it.values[s] = v
+        pending = it.pending
+        entries = it.frame.info.entries
+        append = self.ready.append
+        n_ready = 0
+        for c in e.cons:
+            p = pending[c] - 1
+            pending[c] = p
+            if p == 0:
+                append((entries[c], it, False))
+                n_ready += 1
+        if e.merge_cons:
+            n_ready += self._to_merges(e, it, None, False)
+        it.outstanding += n_ready
 
     def _check_alive(self) -> None:
         cm = self.step.cancellation
