@@ -4,7 +4,7 @@ fc1024 - relu - fc10 - softmax cross entropy.  flowlab beside TensorFlow 1.x gra
 PyTorch CPU (when installed) and a hand-written NumPy step, same process, same data,
 same number of threads (2) for every BLAS.
 
-    python benchmarks/cnn_train.py [--steps N]
+    python benchmarks/cnn_train.py [--steps N] [--rounds R] [--threads T]
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import emit, load_tf1, per_call_us, tf_session_config  # noqa: E402
+from _harness import emit, load_tf1, tf_session_config  # noqa: E402
+from _rounds import interleaved_ms, ratios  # noqa: E402
 
 import flowlab as fl  # noqa: E402
 
@@ -43,7 +45,7 @@ def data() -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     return x, y, ws
 
 
-def bench_graph(tf: Any, cfg: Any, steps: int) -> dict[str, float]:
+def graph_step(tf: Any, cfg: Any) -> Callable[[], float]:
     x_val, y_val, ws = data()
     g = tf.Graph()
     with g.as_default():
@@ -64,19 +66,15 @@ def bench_graph(tf: Any, cfg: Any, steps: int) -> dict[str, float]:
     sess = tf.Session(graph=g, config=cfg)
     sess.run(init)
     step = sess.make_callable([train, loss], [x, y])
-    first = float(step(x_val, y_val)[1])
-    us = per_call_us(lambda: step(x_val, y_val), steps, repeats=3)
-    last = float(step(x_val, y_val)[1])
-    sess.close()
-    return {"step_ms": us / 1000.0, "first_loss": first, "loss_after": last}
+    return lambda: float(step(x_val, y_val)[1])
 
 
-def bench_torch(steps: int) -> dict[str, float] | None:
+def torch_step(threads: int) -> Callable[[], float] | None:
     try:
         import torch
     except Exception:
         return None
-    torch.set_num_threads(THREADS)
+    torch.set_num_threads(threads)
     x_val, y_val, ws = data()
     nn = torch.nn
     model = nn.Sequential(
@@ -103,9 +101,7 @@ def bench_torch(steps: int) -> dict[str, float] | None:
         opt.step()
         return float(loss)
 
-    first = step()
-    us = per_call_us(step, steps, repeats=3)
-    return {"step_ms": us / 1000.0, "first_loss": first, "loss_after": step()}
+    return step
 
 
 # --- NumPy by hand ------------------------------------------------------------------
@@ -143,7 +139,7 @@ def _unpool(dy: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return (mask * dy[:, :, None, :, None, :]).reshape(n, h * 2, w * 2, c)
 
 
-def bench_numpy(steps: int) -> dict[str, float]:
+def numpy_step() -> Callable[[], float]:
     x, y, ws = data()
     ws = [w.copy() for w in ws]
     lr = np.float32(LR)
@@ -177,32 +173,35 @@ def bench_numpy(steps: int) -> dict[str, float]:
             w -= lr * g
         return loss
 
-    first = step()
-    us = per_call_us(step, steps, repeats=3)
-    return {"step_ms": us / 1000.0, "first_loss": first, "loss_after": step()}
+    return step
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--steps", type=int, default=3, help="steps per peer per round")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--threads", type=int, default=THREADS, help="BLAS / intra-op threads of each")
     args = p.parse_args()
-    try:
-        from threadpoolctl import threadpool_limits
-        threadpool_limits(THREADS)
-    except ImportError:
-        os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
-    out: dict[str, Any] = {"flowlab": bench_graph(fl, None, args.steps)}
-    out["numpy"] = bench_numpy(args.steps)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(args.threads)  # NumPy's BLAS (flowlab and the NumPy step)
+    steps: dict[str, Callable[[], float]] = {"flowlab": graph_step(fl, None),
+                                             "numpy": numpy_step()}
     tf1 = load_tf1()
     if tf1 is not None:
-        out["tensorflow"] = bench_graph(tf1, tf_session_config(tf1), args.steps)
-    t = bench_torch(args.steps)
+        cfg = tf_session_config(tf1)
+        cfg.intra_op_parallelism_threads = args.threads
+        steps["tensorflow"] = graph_step(tf1, cfg)
+    t = torch_step(args.threads)
     if t is not None:
-        out["pytorch"] = t
-    fl_ms = out["flowlab"]["step_ms"]
-    for peer in ("numpy", "tensorflow", "pytorch"):
-        if peer in out:
-            out[f"ratio_flowlab_over_{peer}"] = fl_ms / out[peer]["step_ms"]
+        steps["pytorch"] = t
+    first = {name: fn() for name, fn in steps.items()}
+    out: dict[str, Any] = {"threads": args.threads, "load_before": os.getloadavg()[0]}
+    out.update(interleaved_ms(steps, args.steps, args.rounds))
+    for name, fn in steps.items():
+        out[name].update(first_loss=first[name], loss_after=fn())
+    out["load_after"] = os.getloadavg()[0]
+    ratios(out, ["numpy", "tensorflow", "pytorch"])
     emit("cnn_train", out)
 
 

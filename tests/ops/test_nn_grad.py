@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import flowlab as fl
-from flowlab.ops import nn_ops
+from flowlab.ops import nn_grad, nn_ops  # noqa: F401 - nn_grad declares the fused backward ops
 from flowlab.ops.builder import apply_op
 from flowlab.ops.gradients_impl import gradients
 from tests.difftest import assert_same
@@ -82,6 +82,24 @@ def test_relu_grad_int() -> None:
     with fl.Session() as s:
         v = s.run(out)
     assert v.dtype == np.int32 and v.tolist() == [0, 0, 3]
+
+
+def test_relu_grad_is_a_select_for_inf_and_nan() -> None:
+    # The fast path multiplies by the mask; 0 * inf must still give TensorFlow's 0.
+    g = np.array([[np.inf, -np.inf, np.nan, 2.0], [1.0, np.nan, 3.0, -4.0]], np.float32)
+    f = np.array([[-1.0, 0.0, -2.0, 1.0], [1.0, 5.0, 0.0, 2.0]], np.float32)
+    out = apply_op("ReluGrad", gradients=fl.constant(g), features=fl.constant(f), name="r")
+    with fl.Session() as s:
+        v = s.run(out)
+    np.testing.assert_array_equal(v, np.where(f > 0, g, 0).astype(np.float32))
+    big = RS.randn(4, 5, 6).astype(np.float32)
+    feat = RS.randn(4, 5, 6).astype(np.float32)
+    with fl.Session() as s:
+        v = s.run(apply_op("ReluGrad", gradients=fl.constant(big), features=fl.constant(feat),
+                           name="r2"))
+    assert v.dtype == np.float32
+    np.testing.assert_array_equal(v, np.where(feat > 0, big, 0))
+    assert not np.signbit(v[feat <= 0]).any()  # +0.0 where the select gives 0, never -0.0
 
 
 def test_bias_add_grad_shape_error() -> None:
