@@ -58,6 +58,7 @@ _KINDS = {
     "ControlTrigger": _TRIGGER, "Switch": _SWITCH, "RefSwitch": _SWITCH,
 }
 _INDEX = tuple(np.int32(i) for i in range(16))
+_FORWARD = frozenset({"Identity", "LoopCond"})
 
 
 class FrameStep:
@@ -87,7 +88,7 @@ class _Entry:
     __slots__ = (
         "node", "index", "local", "kind", "fn", "ctx", "needs_step", "special", "in_slots",
         "reads", "outs", "single", "nouts", "info", "out_info", "data_cons", "ctrl_cons",
-        "merge_cons", "reader_cons", "constant", "name", "cons", "switch_cons",
+        "merge_cons", "reader_cons", "constant", "name", "cons", "switch_cons", "mode",
     )
 
 
@@ -207,6 +208,15 @@ def analyze(plan: Plan) -> _Analysis:
         e.single = node.single_output and node.num_outputs == 1
         e.nouts = node.num_outputs
         e.constant = e.kind == _ENTER and bool(node.op.get_attr("is_constant"))
+        # How the inline path calls the kernel: 1 forwards the input (Identity,
+        # LoopCond), 2/3/4 a plain kernel of two/one/no inputs, 0 the general call.
+        e.mode = 0
+        if e.kind == _NORMAL and e.single and not e.needs_step:
+            nin = len(node.inputs)
+            if node.op.type in _FORWARD and nin == 1:
+                e.mode = 1
+            elif not any(r for _, r in node.inputs) and nin <= 2:
+                e.mode = (4, 3, 2)[nin]
         if e.kind == _ENTER:
             out_info[i].num_enters += 1
         entries.append(e)
@@ -426,16 +436,30 @@ class FrameExecution(Execution):
             # NextIteration.  Outputs go to this iteration; consumers may get ready.
             values = it.values
             if kind == _NORMAL:
-                if e.reads is None:
-                    args = [values[s] for s in e.in_slots]
-                else:
-                    args = [values[s].read() if r else values[s] for s, r in zip(e.in_slots, e.reads)]
+                mode = e.mode
                 try:
-                    if e.needs_step:
-                        f = it.frame
-                        r = e.fn(e.ctx, FrameStep(step, f.info.name, f.fid, it.num) if f.fid else step, *args)
+                    if mode == 1:  # Identity, LoopCond: the input itself
+                        r = values[e.in_slots[0]]
+                        if e.reads is not None:
+                            r = r.read()
+                    elif mode == 2:
+                        a, b = e.in_slots
+                        r = e.fn(e.ctx, values[a], values[b])
+                    elif mode == 3:
+                        r = e.fn(e.ctx, values[e.in_slots[0]])
+                    elif mode == 4:
+                        r = e.fn(e.ctx)
                     else:
-                        r = e.fn(e.ctx, *args)
+                        if e.reads is None:
+                            args = [values[s] for s in e.in_slots]
+                        else:
+                            args = [values[s].read() if r else values[s] for s, r in zip(e.in_slots, e.reads)]
+                        if e.needs_step:
+                            f = it.frame
+                            st = FrameStep(step, f.info.name, f.fid, it.num) if f.fid else step
+                            r = e.fn(e.ctx, st, *args)
+                        else:
+                            r = e.fn(e.ctx, *args)
                 except Exception as exc:
                     self._fail(op_error(exc, e.node.op, e.ctx.device.name), e.node)
                     return
