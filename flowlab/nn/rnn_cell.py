@@ -36,7 +36,7 @@ from flowlab.ops.variable_scope import get_variable, variable_scope
 
 __all__ = [
     "RNNCell", "BasicRNNCell", "GRUCell", "BasicLSTMCell", "LSTMCell", "LSTMStateTuple",
-    "MultiRNNCell",
+    "MultiRNNCell", "DropoutWrapper", "ResidualWrapper",
 ]
 
 
@@ -458,3 +458,95 @@ class MultiRNNCell(RNNCell):
 
 def _flat_size(size: Any) -> int:
     return sum(int(s) for s in _flat(size))
+
+
+class _Wrapper(RNNCell):
+    """A cell around another: same sizes, state and variables (no scope of its own,
+    as TensorFlow's v1 wrappers)."""
+
+    def __init__(self, cell: RNNCell) -> None:
+        super().__init__()
+        self.cell = cell
+
+    @property
+    def state_size(self) -> Any:
+        return self.cell.state_size
+
+    @property
+    def output_size(self) -> Any:
+        return self.cell.output_size
+
+    @property
+    def variables(self) -> list[Any]:
+        return self.cell.variables
+
+    @property
+    def built(self) -> bool:  # type: ignore[override]
+        return getattr(self.cell, "built", True)
+
+    @built.setter
+    def built(self, value: bool) -> None:
+        pass
+
+    def build_for(self, input_depth: int, dtype: Any = dtypes.float32) -> None:
+        if isinstance(self.cell, RNNCell):
+            self.cell.build_for(input_depth, dtype)
+
+    def zero_state(self, batch_size: Any, dtype: Any) -> Any:
+        return self.cell.zero_state(batch_size, dtype)
+
+
+class DropoutWrapper(_Wrapper):
+    """Dropout on a cell's inputs, outputs and (new) state, with keep probabilities;
+    a probability of exactly 1.0 (a Python number) adds no op, as in TensorFlow."""
+
+    def __init__(self, cell: RNNCell, input_keep_prob: Any = 1.0, output_keep_prob: Any = 1.0,
+                 state_keep_prob: Any = 1.0, variational_recurrent: bool = False,
+                 input_size: Any = None, dtype: Any = None, seed: int | None = None,
+                 dropout_state_filter_visitor: Any = None) -> None:
+        super().__init__(cell)
+        if variational_recurrent:
+            raise NotImplementedError("DropoutWrapper(variational_recurrent=True) is not supported")
+        for name, p in (("input", input_keep_prob), ("output", output_keep_prob),
+                        ("state", state_keep_prob)):
+            if isinstance(p, (int, float)) and not 0.0 < p <= 1.0:
+                raise ValueError(f"Parameter {name}_keep_prob must be between 0 and 1: {p}")
+        self._input_keep_prob = input_keep_prob
+        self._output_keep_prob = output_keep_prob
+        self._state_keep_prob = state_keep_prob
+        self._seed = seed
+
+    def _dropout(self, values: Any, keep_prob: Any, salt: int) -> Any:
+        if isinstance(keep_prob, (int, float)) and keep_prob == 1.0:
+            return values
+        from flowlab.ops.nn_impl import dropout
+
+        seed = None if self._seed is None else self._seed + salt
+        return _map_structure(lambda v: dropout(v, keep_prob=keep_prob, seed=seed), values)
+
+    def __call__(self, inputs: Any, state: Any, scope: Any = None) -> Any:
+        inputs = self._dropout(inputs, self._input_keep_prob, 0)
+        output, new_state = self.cell(inputs, state, scope=scope)
+        new_state = self._dropout(new_state, self._state_keep_prob, 1)
+        output = self._dropout(output, self._output_keep_prob, 2)
+        return output, new_state
+
+
+class ResidualWrapper(_Wrapper):
+    """`output = inputs + cell(inputs)` (or `residual_fn(inputs, output)`)."""
+
+    def __init__(self, cell: RNNCell, residual_fn: Any = None) -> None:
+        super().__init__(cell)
+        self._residual_fn = residual_fn
+
+    def __call__(self, inputs: Any, state: Any, scope: Any = None) -> Any:
+        output, new_state = self.cell(inputs, state, scope=scope)
+        if self._residual_fn is not None:
+            return self._residual_fn(inputs, output), new_state
+        return _add_structures(inputs, output), new_state
+
+
+def _add_structures(a: Any, b: Any) -> Any:
+    fa, fb = _flat(a), _flat(b)
+    it = iter([math_ops.add(x, y) for x, y in zip(fa, fb)])
+    return _map_structure(lambda _: next(it), b)

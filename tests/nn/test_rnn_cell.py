@@ -120,6 +120,8 @@ _CELLS = {
     "basic_rnn": lambda m: m.BasicRNNCell(4),
     "multi": lambda m: m.MultiRNNCell([m.BasicLSTMCell(4), m.GRUCell(5)]),
     "lstm_not_tuple": lambda m: m.LSTMCell(3, state_is_tuple=False),
+    "residual_gru": lambda m: m.ResidualWrapper(m.GRUCell(3)),
+    "dropout_keep_all": lambda m: m.DropoutWrapper(m.BasicLSTMCell(4), output_keep_prob=1.0),
 }
 
 
@@ -196,3 +198,16 @@ def test_user_cell_with_build_and_add_variable(tf1):
     assert results[0][0] == results[1][0] == ["rnn/my_cell/kernel:0"]
     for a, b in zip(_flat(results[0][1]), _flat(results[1][1])):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_wrapper_drops_with_its_keep_probability():
+    cell = fl.nn.rnn_cell.DropoutWrapper(fl.nn.rnn_cell.BasicRNNCell(50), output_keep_prob=0.5, seed=3)
+    out, _ = cell(fl.ones([20, 4]), fl.zeros([20, 50]))
+    assert [v.name for v in cell.variables] == ["basic_rnn_cell/kernel:0", "basic_rnn_cell/bias:0"]
+    with fl.Session() as sess:
+        sess.run(fl.global_variables_initializer())
+        o = sess.run(out)
+    zeros = np.mean(o == 0)
+    assert 0.35 < zeros < 0.65
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        fl.nn.rnn_cell.DropoutWrapper(cell, input_keep_prob=1.5)
