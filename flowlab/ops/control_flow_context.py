@@ -70,11 +70,20 @@ def context_of(op: Operation) -> Any:
 
 
 def output_context(op: Operation) -> Any:
-    """The context where `op`'s outputs live: an Exit's values are outside its loop."""
+    """The context where `op`'s outputs live: an Exit's values are outside its loop,
+    and the Switch that brings an outside value into a cond branch makes a value of
+    that branch (it is dead when the branch is not taken)."""
     ctx = context_of(op)
     if ctx is not None and op.type in ("Exit", "RefExit"):
         return ctx.outer
+    branch = _BRANCH_SWITCH.get(op)
+    if branch is not None:
+        return branch
     return ctx
+
+
+# Switch op -> the CondContext whose branch it feeds (its input is outside the branch).
+_BRANCH_SWITCH: dict[Operation, Any] = {}
 
 
 def current_context(g: Graph) -> Any:
@@ -208,6 +217,7 @@ class CondContext(ControlFlowContext):
         s = switch(t, self.pred)
         sw = s[0].op
         set_context(sw, self.outer)
+        _BRANCH_SWITCH[sw] = self
         if self.outer is not None:
             self.outer._process_inputs(sw)
         return s[self.branch]

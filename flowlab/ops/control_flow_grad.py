@@ -40,6 +40,7 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
 from flowlab.ops import control_flow_context as cfc
 from flowlab.ops.gradient_registry import gradient, not_differentiable
+from flowlab.ops.indexed_slices import IndexedSlices
 
 
 def _switch_grad(op: Operation, *grads: Any) -> Any:
@@ -195,11 +196,29 @@ def backward_loop(w: cfc.WhileContext, const_enters: list[Tensor], exit_grads: l
     if not any(exit_grads[j] is not None for j in var_idx):
         return none
     inv_idx = [k for k, e in enumerate(const_enters) if _trainable(e)]
+    sparse = {k: _sparse_index_dtype(const_enters[k]) for k in inv_idx}
     total = forward_counter(w)[2]
     init_g = [_dense(exit_grads[j]) if exit_grads[j] is not None
               else array_ops.zeros_like(w.exits[j]) for j in var_idx]
-    init_acc = [array_ops.zeros_like(const_enters[k].op.inputs[0], optimize=False)
-                for k in inv_idx]
+    init_acc: list[Tensor] = []
+    acc_inv: list[TensorShape] = []
+    for k in inv_idx:
+        x = const_enters[k].op.inputs[0]
+        if sparse[k] is None:
+            init_acc.append(array_ops.zeros_like(x, optimize=False))
+            acc_inv.append(x.shape)
+        else:
+            # TensorFlow accumulates a sparse gradient of an invariant by concatenating
+            # its rows (from a zero row at index 0), so the result is IndexedSlices.
+            rest = x.shape.as_list()[1:] if x.shape.ndims is not None else None
+            if rest is not None and all(d is not None for d in rest):
+                zero_row = array_ops.zeros([1] + rest, x.dtype.base_dtype)
+            else:
+                zero_row = array_ops.zeros(array_ops.concat([[1], array_ops.shape(x)[1:]], 0),
+                                           x.dtype.base_dtype)
+            init_acc += [zero_row, array_ops.zeros([1], sparse[k])]
+            acc_inv += [TensorShape([None] + rest) if rest is not None else TensorShape(None),
+                        TensorShape([None])]
     scope = w.name.rsplit("/", 1)[0]
     with g.name_scope(scope.split("/")[-1]) as bscope:
         bw = cfc.GradWhileContext(g, cfc.current_context(g), bscope + "while_context", w)
@@ -224,19 +243,59 @@ def backward_loop(w: cfc.WhileContext, const_enters: list[Tensor], exit_grads: l
                     like = gs[i] if w.merges[j].shape.is_fully_defined() else w.identities[j]
                     d = array_ops.zeros_like(like)
                 new_gs.append(identity(_dense(d)))
-            new_accs = []
-            for i in range(len(inv_idx)):
+            new_accs: list[Any] = []
+            a = 0
+            for i, k in enumerate(inv_idx):
                 d = grads[len(var_idx) + i]
-                new_accs.append(accs[i] if d is None else math_ops.add(accs[i], _dense(d)))
+                if sparse[k] is None:
+                    new_accs.append(accs[a] if d is None else math_ops.add(accs[a], _dense(d)))
+                    a += 1
+                    continue
+                vals, idx = accs[a], accs[a + 1]
+                a += 2
+                if d is not None:
+                    if isinstance(d, Tensor):  # not sparse after all: one row per index
+                        raise TypeError(
+                            f"The gradient of loop invariant {const_enters[k].name} was "
+                            "expected to be sparse (it is only gathered from)."
+                        )
+                    vals = array_ops.concat([vals, d.values], 0)
+                    idx = array_ops.concat([idx, math_ops.cast(d.indices, sparse[k])], 0)
+                new_accs += [vals, idx]
             return [c_next, *new_gs, *new_accs]
 
-        invariants = [TensorShape([])] + [w.merges[j].shape for j in var_idx] + \
-                     [const_enters[k].shape for k in inv_idx]
+        invariants = [TensorShape([])] + [w.merges[j].shape for j in var_idx] + acc_inv
         _, exits = build_loop(bw, cond, body, [total, *init_g, *init_acc], invariants,
                               return_same_structure=True)
     out = list(none)
     for i, j in enumerate(var_idx):
         out[j] = exits[1 + i]
-    for i, k in enumerate(inv_idx):
-        out[n_vars + k] = exits[1 + len(var_idx) + i]
+    a = 1 + len(var_idx)
+    for k in inv_idx:
+        if sparse[k] is None:
+            out[n_vars + k] = exits[a]
+            a += 1
+        else:
+            x = const_enters[k].op.inputs[0]
+            out[n_vars + k] = IndexedSlices(exits[a], exits[a + 1], array_ops.shape(x))
+            a += 2
     return out
+
+
+def _sparse_index_dtype(e: Tensor) -> Any:
+    """The index dtype when every differentiable use of the loop invariant `e` is an
+    axis-0 gather from it (its gradient is then IndexedSlices), else None."""
+    from flowlab.ops.const_fold import constant_value
+
+    kinds = set()
+    uses = [c for c in e.consumers() if any(_trainable(o) for o in c.outputs)]
+    if not uses:
+        return None
+    for c in uses:
+        if c.type != "GatherV2" or c.inputs[0] is not e or c.inputs[1] is e:
+            return None
+        axis = constant_value(c.inputs[2])
+        if axis is None or int(axis) != 0 or c.get_attr("batch_dims") != 0:
+            return None
+        kinds.add(c.inputs[1].dtype.base_dtype)
+    return dtypes.int32 if kinds == {dtypes.int32} else dtypes.int64

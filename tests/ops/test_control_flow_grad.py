@@ -37,7 +37,8 @@ def _(tf, a):
     def body(x, y):
         return x * 1.5, y + tf.reduce_sum(x * x)
 
-    return tf.while_loop(lambda x, y: y < 50.0, body, [a, tf.constant(0.0, tf.float64)])
+    x, y = tf.while_loop(lambda x, y: y < 50.0, body, [a, tf.constant(0.0, tf.float64)])
+    return x + y
 
 
 @grad_case("NextIteration", RS.randn(3))
@@ -74,6 +75,9 @@ def test_while_gradient_against_tensorflow(tf1):
 
 
 def test_bptt_rnn_gradient_against_tensorflow(tf1):
+    data = [RS.randn(6, 3).astype(np.float32), RS.randn(3, 4).astype(np.float32) * 0.5,
+            RS.randn(4, 4).astype(np.float32) * 0.5]
+
     def build(tf):
         xs = tf.placeholder(tf.float32, [6, 3], name="xs")
         w = tf.placeholder(tf.float32, [3, 4], name="w")
@@ -85,9 +89,7 @@ def test_bptt_rnn_gradient_against_tensorflow(tf1):
 
         _, h = tf.while_loop(lambda t, h: t < 6, body, [0, tf.zeros([1, 4])])
         loss = tf.reduce_sum(h * h)
-        return [loss] + tf.gradients(loss, [w, u, xs]), {
-            xs: RS.randn(6, 3).astype(np.float32), w: RS.randn(3, 4).astype(np.float32) * 0.5,
-            u: RS.randn(4, 4).astype(np.float32) * 0.5}
+        return [loss] + tf.gradients(loss, [w, u, xs]), dict(zip([xs, w, u], data))
 
     assert_same(tf1, build, rtol=1e-4, atol=1e-5)
 

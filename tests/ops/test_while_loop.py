@@ -194,7 +194,7 @@ def test_loop_invariant_and_outside_values(tf1):
         w = tf.placeholder(tf.float32, [2, 2], name="w")
         b = tf.constant([0.5, -0.5])
         x = tf.while_loop(lambda k, x: k < 3,
-                          lambda k, x: (k + 1, tf.tanh(tf.linalg.matvec(w, x) + b)),
+                          lambda k, x: (k + 1, tf.tanh(tf.reshape(tf.matmul(w, tf.reshape(x, [2, 1])), [2]) + b)),
                           [0, tf.constant([1.0, 1.0])])[1]
         return x, {w: np.array([[0.5, 0.1], [-0.3, 0.8]], np.float32)}
 
@@ -225,4 +225,4 @@ def test_loop_with_tensor_loop_var_not_in_list():
 def test_parallel_iterations_and_swap_memory_accepted():
     r = fl.while_loop(lambda i, s: i < 20, lambda i, s: (i + 1, s + fl.cast(i, fl.float32)),
                       [0, 0.0], parallel_iterations=1, swap_memory=True, back_prop=False)
-    assert _run(r) == [20, 190.0]
+    assert list(_run(r)) == [20, 190.0]
