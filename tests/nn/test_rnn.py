@@ -183,3 +183,24 @@ def test_reverse_sequence_within_lengths():
     expected = x.copy()
     expected[0, :3] = x[0, 2::-1]
     np.testing.assert_array_equal(_run(r, init=False), expected)
+
+
+@needs_loops
+@pytest.mark.xfail(strict=False, reason="flowlab/runtime/frames.py: a NoOp (group, gate tuple) "
+                   "run on the frame path returns None where the executor expects no outputs")
+def test_dynamic_rnn_trains_with_minimize(tf1):
+    """Three SGD steps through dynamic_rnn with the default gating: same losses as TF."""
+    tf_cells = _tf_cells(tf1)
+    xv = RS.randn(2, 3, 2).astype(np.float32)
+    losses = []
+    for mod, cells in ((tf1, tf_cells), (fl, fl.nn.rnn_cell)):
+        g = mod.Graph()
+        with g.as_default():
+            out, _ = mod.nn.dynamic_rnn(cells.BasicLSTMCell(3), mod.constant(xv),
+                                        sequence_length=[3, 1], dtype=mod.float32)
+            loss = mod.reduce_sum(out * out)
+            train = mod.train.GradientDescentOptimizer(0.5).minimize(loss)
+            with mod.Session(graph=g) as sess:
+                sess.run(_assign_all(mod, mod.global_variables()))
+                losses.append([sess.run([train, loss])[1] for _ in range(3)])
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
