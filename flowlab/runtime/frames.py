@@ -317,7 +317,7 @@ class _Frame:
 
 class _Iteration:
     __slots__ = ("frame", "num", "values", "pending", "dead", "merge_in", "mdead",
-                 "outstanding", "outstanding_frames", "children")
+                 "outstanding", "outstanding_frames", "children", "entries")
 
     def __init__(self, frame: _Frame, num: int) -> None:
         info = frame.info
@@ -331,6 +331,7 @@ class _Iteration:
         self.outstanding = 0
         self.outstanding_frames = 0
         self.children: dict[str, _Frame] | None = None
+        self.entries = info.entries
 
 
 _ids = itertools.count()
@@ -492,9 +493,8 @@ class FrameExecution(Execution):
                     values[s] = data
                 if s1 >= 0:
                     values[s1] = DEAD
-                self.completed += 1
                 pending = it.pending
-                entries = it.frame.info.entries
+                entries = it.entries
                 n_ready = -1
                 for c in e.switch_cons[k]:
                     p = pending[c] - 1
@@ -519,7 +519,6 @@ class FrameExecution(Execution):
                         ce = entries[c]
                         if p == 0 and ce.kind == _EXIT:
                             # A dead Exit runs nothing: the newest iteration remembers it.
-                            self.completed += 1
                             if it.num == it.frame.iteration_count:
                                 it.frame.dead_exits.append(ce)
                             continue
@@ -543,7 +542,6 @@ class FrameExecution(Execution):
             elif kind == _NEXT:
                 s = e.in_slots[0]
                 v = values[s].read() if e.reads else values[s]
-                self.completed += 1
                 frame = it.frame
                 nxt = frame.iterations.get(it.num + 1)
                 if nxt is None and it.num == frame.iteration_count:
@@ -565,9 +563,8 @@ class FrameExecution(Execution):
                     return
                 continue
             # Propagate within the iteration (no output is dead).
-            self.completed += 1
             pending = it.pending
-            entries = it.frame.info.entries
+            entries = it.entries
             n_ready = 0
             for c in e.cons:
                 p = pending[c] - 1
@@ -736,7 +733,7 @@ class FrameExecution(Execution):
                 if s >= 0:
                     values[s] = v
         pending = it.pending
-        entries = it.frame.info.entries
+        entries = it.entries
         ready = self.ready
         n_ready = 0
         any_dead = dead
@@ -772,7 +769,7 @@ class FrameExecution(Execution):
 
     def _to_merges(self, e: _Entry, it: _Iteration, outs: Any, dead: bool) -> int:
         pending = it.pending
-        entries = it.frame.info.entries
+        entries = it.entries
         n_ready = 0
         for c, positions, is_ctrl in e.merge_cons:
             ready_now = False
@@ -841,7 +838,7 @@ class FrameExecution(Execution):
         if s >= 0:
             it.values[s] = v
         pending = it.pending
-        entries = it.frame.info.entries
+        entries = it.entries
         append = self.ready.append
         n_ready = 0
         for c in e.cons:
