@@ -151,14 +151,18 @@ class Trace:
 
     @classmethod
     def from_step_stats(cls, stats: StepStats) -> Trace:
+        """Records of a flowlab StepStats -- or of TensorFlow's StepStats protobuf
+        (op types and inputs then come from `timeline_label`, dtypes as TF enums), so
+        that a TensorFlow step can be looked at with the same tools."""
         ops = []
         names: dict[int, str] = {}
         for ds in stats.dev_stats:
-            names.update(ds.thread_names)
+            names.update(dict(ds.thread_names))
             for n in ds.node_stats:
+                op_type, label_inputs = _parse_label(n.timeline_label)
                 outs = tuple(
                     OutputRecord(
-                        o.slot, o.tensor_description.shape.as_tuple(),
+                        o.slot, tuple(d.size for d in o.tensor_description.shape.dim),
                         getattr(o.tensor_description.dtype, "name", str(o.tensor_description.dtype)),
                         o.tensor_description.allocation_description.requested_bytes,
                     )
@@ -167,11 +171,14 @@ class Trace:
                 start = (n.all_start_nanos or n.all_start_micros * 1000) / 1000.0
                 dur = (n.all_end_rel_nanos or n.all_end_rel_micros * 1000) / 1000.0
                 ops.append(OpRecord(
-                    name=n.node_name, op_type=n.op_type, device=ds.device,
-                    task=n.task or task_of(ds.device), thread=n.thread_id,
-                    start_us=start, end_us=start + dur, step_id=n.step_id,
-                    frame=n.frame, iteration=n.iteration, outputs=outs,
-                    inputs=tuple(n.inputs), dead=n.dead, error=n.error, attrs=dict(n.attrs),
+                    name=n.node_name, op_type=getattr(n, "op_type", "") or op_type,
+                    device=ds.device, task=getattr(n, "task", "") or task_of(ds.device),
+                    thread=n.thread_id, start_us=start, end_us=start + dur,
+                    step_id=getattr(n, "step_id", 0), frame=getattr(n, "frame", ""),
+                    iteration=getattr(n, "iteration", 0), outputs=outs,
+                    inputs=tuple(getattr(n, "inputs", None) or label_inputs),
+                    dead=getattr(n, "dead", False), error=getattr(n, "error", ""),
+                    attrs=dict(getattr(n, "attrs", {})),
                 ))
         return cls(ops, names)
 
@@ -280,6 +287,17 @@ class Trace:
 
     def __len__(self) -> int:
         return len(self.ops)
+
+
+def _parse_label(label: str) -> tuple[str, tuple[str, ...]]:
+    """'MatMul = MatMul(a, b:1)' -> ('MatMul', ('a:0', 'b:1'))."""
+    _, _, rhs = label.partition(" = ")
+    op_type, _, args = rhs.partition("(")
+    inputs = []
+    for a in args.rstrip(")").split(", "):
+        if a:
+            inputs.append(a if a.startswith("^") or ":" in a else a + ":0")
+    return op_type.strip(), tuple(inputs)
 
 
 def _pair_transfers(ops: Sequence[OpRecord]) -> list[TransferRecord]:

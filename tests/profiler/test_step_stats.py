@@ -181,3 +181,22 @@ def test_collector_groups_steps():
 def test_task_of():
     assert task_of("/job:w/replica:0/task:1/device:CPU:0") == "/job:w/replica:0/task:1"
     assert task_of("CPU:0") == ""
+
+
+def test_trace_reads_tensorflows_step_stats(tf1):
+    """A TensorFlow RunMetadata goes through the same Trace (op types and inputs from
+    its timeline labels)."""
+    from flowlab.profiler import Trace
+
+    g = tf1.Graph()
+    with g.as_default():
+        a, d = _matmul_graph(tf1)
+        md = tf1.RunMetadata()
+        with tf1.Session(graph=g) as s:
+            s.run(d, {a: np.ones((2, 3))}, options=tf1.RunOptions(trace_level=3), run_metadata=md)
+    tr = Trace.from_run_metadata(md)
+    (mm,) = tr.op("MatMul")
+    assert mm.op_type == "MatMul" and mm.outputs[0].shape == (2, 2) and mm.bytes == 16
+    assert mm.inputs[1] == "b:0"
+    assert [r.name for r in tr.critical_path()][-3:] == ["MatMul", "Sum", "_retval_Sum_0_0"]
+    assert "MatMul" in repr(tr.summary())
