@@ -211,10 +211,11 @@ class CondContext(ControlFlowContext):
         self.branch = branch
 
     def _make_external(self, t: Tensor) -> Tensor:
-        from flowlab.ops.control_flow_ops import switch
+        from flowlab.ops.control_flow_ops import ref_switch, switch
 
         # The Switch belongs to the outer context, which may need to bring t in first.
-        s = switch(t, self.pred)
+        # A variable stays a reference in the branch (TensorFlow's _SwitchRefOrTensor).
+        s = ref_switch(t, self.pred) if t.dtype.is_ref_dtype else switch(t, self.pred)
         sw = s[0].op
         set_context(sw, self.outer)
         _BRANCH_SWITCH[sw] = self
@@ -294,7 +295,18 @@ class WhileContext(ControlFlowContext):
                 c._control_outputs.remove(op)
             for c in external:
                 op._add_control_input(self._control_proxy(c))
-        super()._process_control(op, pivot if pivot is not None else self.pivot)
+        pivot = pivot if pivot is not None else self.pivot
+        if pivot is not None and op.inputs and all(self._is_invariant(t) for t in op.inputs) \
+                and not any(is_inside(context_of(c), self) for c in op.control_inputs):
+            # An op fed by loop invariants only runs once per iteration through the pivot
+            # (the frame executor hands invariants to an iteration's ops on demand).
+            op._add_control_input(pivot)
+            return
+        super()._process_control(op, pivot)
+
+    def _is_invariant(self, t: Tensor) -> bool:
+        return t.op.type in ("Enter", "RefEnter") and context_of(t.op) is self \
+            and bool(t.op.get_attr("is_constant"))
 
     def _control_proxy(self, c: Operation) -> Operation:
         from flowlab.ops import core_ops

@@ -161,7 +161,9 @@ def build_loop(
                     f"{v.dtype.base_dtype.name} for it."
                 )
             if not cfc.value_inside(v, ctx):  # the body returned an outside value
-                v = ctx.add_value(v)
+                # Through an Identity in the body: the value of this iteration, not
+                # the loop invariant itself, goes to NextIteration.
+                v = identity(ctx.add_value(v))
             results.append(v)
     ctx.body_results = results
     # The back edges, and the shape check of TensorFlow's _EnforceShapeInvariant.
