@@ -107,17 +107,26 @@ def _is_compute(r: OpRecord, queue_waits: set[int]) -> bool:
     return not r.dead and r.op_type not in _WAITING and id(r) not in queue_waits
 
 
+def _by_step(trace: Trace) -> dict[int, list[OpRecord]]:
+    groups: dict[int, list[OpRecord]] = {}
+    for r in trace.ops:
+        groups.setdefault(r.step_id, []).append(r)
+    return groups
+
+
 def device_utilization(trace: Trace) -> Table:
     """Per device: ops run, busy µs, busy fraction of the steps' spans, peak memory."""
     waits = {id(r) for r in trace.queue_waits}
     span = 0.0
     busy: dict[str, float] = dict.fromkeys(trace.devices, 0.0)
     counts: dict[str, int] = dict.fromkeys(trace.devices, 0)
-    for sid in trace.steps:
-        ops = [r for r in trace.ops if r.step_id == sid]
+    for ops in _by_step(trace).values():
         span += max(r.end_us for r in ops) - min(r.start_us for r in ops)
-        for d in busy:
-            mine = [r for r in ops if r.device == d and _is_compute(r, waits)]
+        per_device: dict[str, list[OpRecord]] = {}
+        for r in ops:
+            if _is_compute(r, waits):
+                per_device.setdefault(r.device, []).append(r)
+        for d, mine in per_device.items():
             busy[d] += busy_us(mine)
             counts[d] += len(mine)
     rows = [
@@ -212,8 +221,9 @@ def critical_path_table(trace: Trace, step_id: int | None = None) -> Table:
 
 def summarize(trace: Trace, top: int = 10) -> Summary:
     """The standard summary of a trace (one step or many)."""
-    steps = trace.steps
-    spans = [trace.step(s).duration_us for s in steps]
+    groups = _by_step(trace)
+    steps = list(groups)
+    spans = [max(r.end_us for r in g) - min(r.start_us for r in g) for g in groups.values()]
     median_step = steps[spans.index(sorted(spans)[(len(spans) - 1) // 2])] if steps else None
     header = (f"{len(steps)} step(s), median {statistics.median(spans) if spans else 0.0:,.1f} us; "
               f"{len(trace.ops)} op executions on {len(trace.devices)} device(s); "

@@ -142,6 +142,7 @@ class Trace:
         self.transfers: list[TransferRecord] = _pair_transfers(self.ops)
         self.queue_waits: list[OpRecord] = [r for r in self.ops if _is_queue_wait(r.op_type)]
         self._memory: dict[str, list[MemorySample]] | None = None
+        self._threads: dict[str, list[int]] | None = None
 
     # --- building -----------------------------------------------------------------
     @classmethod
@@ -201,7 +202,12 @@ class Trace:
 
     def threads(self, device: str) -> list[int]:
         """Executor threads that ran ops of `device`, in order of first use."""
-        return list(dict.fromkeys(r.thread for r in self.ops if r.device == device))
+        if self._threads is None:
+            lanes: dict[str, dict[int, None]] = {}
+            for r in self.ops:
+                lanes.setdefault(r.device, {})[r.thread] = None
+            self._threads = {d: list(t) for d, t in lanes.items()}
+        return list(self._threads.get(device, ()))
 
     def op(self, name: str) -> list[OpRecord]:
         """Every execution of the node `name`."""
