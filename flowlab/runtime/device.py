@@ -17,10 +17,11 @@ Memory accounting, and exactly what it counts (`memory_stats()`):
   device at once.  The executor keeps every value of a step until the step ends, so
   that figure is the bytes of the distinct arrays in the device's partition at the
   end of the step, plus the current values of the variables the partition used.
-  It is measured for partitioned (multi-device) steps, and never less than
-  ``bytes_in_use``; kernel temporaries are not counted.  The single-device fast
-  paths (a generated straight-line function) do not measure it: they would pay for
-  it on every step.
+  It is measured for partitioned (multi-device) steps that run on the executor
+  (watched or traced steps, steps with waiting kernels or control flow), and is never
+  less than ``bytes_in_use``; kernel temporaries are not counted.  Steps on the
+  generated straight-line paths (single-device, or a fused multi-device step) do
+  not measure it: they would pay for it on every step.
 * ``bytes_received`` / ``bytes_copied`` / ``transfers``: what `_Recv` kernels on the
   device took in.  Between CPU devices the array itself moves, so ``bytes_copied``
   stays 0.

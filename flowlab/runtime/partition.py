@@ -36,7 +36,6 @@ caches per step signature; `run_partitioned` runs one step of it, every partitio
 from __future__ import annotations
 
 import queue
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,9 +53,8 @@ from flowlab.kernels.resources import freeze
 from flowlab.ops import sendrecv_ops
 from flowlab.ops.op_def import get_op_def
 from flowlab.runtime.device import Device, value_bytes
-from flowlab.runtime.executor import Execution, Listener
-from flowlab.runtime.fp_errors import enter_quiet, exit_quiet
-from flowlab.runtime.plan import Plan, compile_plan, fed_fetch_value
+from flowlab.runtime.executor import Execution, Listener, run_executions
+from flowlab.runtime.plan import Plan, _generate_straight_line, compile_plan, fed_fetch_value
 
 __all__ = [
     "SendRecvPair", "DevicePartition", "PartitionedGraph", "Partitions", "PartitionedPlan",
@@ -112,6 +110,11 @@ class PartitionedGraph:
     pairs: list[SendRecvPair]
     fed_fetches: list[tuple[int, int]]  # (fetch position, feed position): fetches that are fed
     num_fetches: int
+    # Every partition op in one order valid across devices (each Send before its Recv),
+    # the step's feeds, and its fetches as partition tensors (a fed one as itself).
+    sequence: list[Operation] = field(default_factory=list)
+    feeds: list[Tensor] = field(default_factory=list)
+    fetches: list[Tensor] = field(default_factory=list)
 
 
 class Partitions(Mapping[str, dict[str, Any]]):
@@ -169,6 +172,7 @@ class _Partitioner:
         self.pairs: list[SendRecvPair] = []
         self.taken = {op.name for op in ops}
         self.counter = 0
+        self.sequence: list[Operation] = []
 
     def part(self, device: Device) -> DevicePartition:
         p = self.parts.get(device.name)
@@ -226,6 +230,9 @@ class _Partitioner:
     def add(self, part: DevicePartition, op: Operation) -> Operation:
         op._id = len(part.ops)
         part.ops.append(op)
+        # Ops are added producers first (the step's ops in topological order, a Send
+        # when its consumer's Recv is made): `sequence` is a valid global order.
+        self.sequence.append(op)
         return op
 
     def fresh_names(self, base: str) -> tuple[int, str, str]:
@@ -354,10 +361,12 @@ def partition(
         c._control_inputs = controls
         p.add(part, c)
     fed_fetches: list[tuple[int, int]] = []
+    all_fetches: list[Tensor] = []
     for i, t in enumerate(fetches):
         fi = p.fed.get((id(t.op), t.value_index))
         if fi is not None:
             fed_fetches.append((i, fi))
+            all_fetches.append(t)
             continue
         if optimization is not None:
             t = optimization.canonical(t)
@@ -365,13 +374,16 @@ def partition(
         p.clone(t.op)
         part.fetches.append(p.out_of[(id(t.op), t.value_index)])
         part.fetch_index.append(i)
+        all_fetches.append(part.fetches[-1])
     order = {d.name: i for i, d in enumerate(devices or [])}
     parts = sorted(p.parts.values(), key=lambda q: order.get(q.device.name, len(order)))
     for part in parts:
         for op in part.ops:  # the consumer lists of tensors, as a graph's ops have them
             for t in op._inputs:
                 t._consumers.append(op)
-    return PartitionedGraph(parts, p.pairs, fed_fetches, len(fetches))
+    return PartitionedGraph(
+        parts, p.pairs, fed_fetches, len(fetches), p.sequence, list(feeds), all_fetches
+    )
 
 
 def _own_inputs(op: Operation) -> list[Tensor]:
@@ -399,9 +411,13 @@ def _input_ref_flags(op: Operation) -> list[bool]:
 class PartitionedPlan:
     """A step signature compiled per partition; read-only, shared by concurrent steps.
 
-    It answers the few questions a session asks a `Plan` (`straight_line`,
-    `has_async`, `num_expensive`, `placement`) so that the session's paths treat it
-    uniformly: a partitioned step always runs on the dataflow executor."""
+    `partitions[k].plan` is partition k's dataflow `Plan`; a step runs them as one
+    `Execution` each (`run_partitioned`).  `fused`, when every kernel of the step is
+    plain apart from the Recvs and nothing is control flow, is all partitions as one
+    straight-line `Plan` in a global order where each `_Send` runs before its
+    `_Recv`: the transfers still go through the step's rendezvous table, but no Recv
+    ever waits, so the session runs unwatched steps that way (a pair then costs two
+    kernel calls; see docs/notes/partitioning.md)."""
 
     graph_version: int
     partitions: list[DevicePartition]  # each with its compiled `plan`
@@ -409,9 +425,11 @@ class PartitionedPlan:
     fed_fetches: list[tuple[int, int]]
     num_fetches: int
     placement: Any = None
+    fused: Plan | None = None
+    num_expensive: int = 0
+    # What a session asks any plan (see Session._execute): never straight-line itself.
     straight_line: Any = None
     has_async: bool = True
-    num_expensive: int = 0
 
     def view(self) -> Partitions:
         """The inspectable `Partitions` (GraphDefs are built on each call)."""
@@ -420,17 +438,43 @@ class PartitionedPlan:
         )
 
 
+_RECV_TYPES = frozenset({"_Recv"})
+
+
 def compile_partitions(pg: PartitionedGraph, graph_version: int, placement: Any = None) -> PartitionedPlan:
-    """One dataflow `Plan` per partition (no straight-line code: partitions wait on
-    each other through their Recvs)."""
+    """One dataflow `Plan` per partition, and the fused straight-line plan when the
+    step allows one (see `PartitionedPlan`)."""
+    device_of: dict[str, Device] = {}
     for part in pg.partitions:
-        device_of = {op.name: part.device for op in part.ops}
-        part.plan = compile_plan(
-            part.ops, device_of, part.feeds, part.fetches, graph_version, straight_line=False
-        )
+        local = {op.name: part.device for op in part.ops}
+        device_of.update(local)
+        part.plan = compile_plan(part.ops, local, part.feeds, part.fetches, graph_version, straight_line=False)
+    fused = None
+    plans = [p.plan for p in pg.partitions if p.plan is not None]
+    # Only the partitioner's own Recvs are known to follow their Sends in `sequence`
+    # (a hand-built Recv may wait for anything).
+    ours = {pair.recv_op for pair in pg.pairs}
+    plain = not any(p.has_control_flow for p in plans) and all(
+        not n.kernel.asynchronous or (n.op.type in _RECV_TYPES and n.op.name in ours)
+        for p in plans for n in p.nodes
+    )
+    if plain:
+        # In the fused plan each Recv depends on its Send (a control edge for the
+        # compilation only; the partitions' Recvs have no inputs, as TensorFlow's).
+        by_name = {op.name: op for op in pg.sequence}
+        recvs = [(by_name[pair.recv_op], by_name[pair.send_op]) for pair in pg.pairs]
+        for recv, send in recvs:
+            recv._control_inputs = [send]
+        try:
+            fused = compile_plan(pg.sequence, device_of, pg.feeds, pg.fetches, graph_version, straight_line=False)
+        finally:
+            for recv, _ in recvs:
+                recv._control_inputs = []
+        _generate_straight_line(fused)
+        fused.placement = placement
     return PartitionedPlan(
-        graph_version, pg.partitions, pg.pairs, pg.fed_fetches, pg.num_fetches, placement,
-        num_expensive=sum(p.plan.num_expensive for p in pg.partitions if p.plan is not None),
+        graph_version, pg.partitions, pg.pairs, pg.fed_fetches, pg.num_fetches, placement, fused,
+        num_expensive=sum(p.num_expensive for p in plans),
     )
 
 
@@ -443,10 +487,14 @@ def run_partitioned(
     deadline: float | None = None,
 ) -> list[Any]:
     """Run one step: every partition an `Execution` of `step`, driven together on this
-    thread.  The caller gives the step its rendezvous table (`step.rendezvous`) and
+    thread by the executor's `run_executions`.  The caller gives the step its rendezvous table (`step.rendezvous`) and
     drops it afterwards.  Returns the fetched values in the step's fetch order."""
+    shared: queue.SimpleQueue[Any] = queue.SimpleQueue()
     execs = [
-        Execution(part.plan, step, [feed_values[j] for j in part.feed_index], listener, pool, deadline)  # type: ignore[arg-type]
+        Execution(
+            part.plan, step, [feed_values[j] for j in part.feed_index], listener, pool, deadline,  # type: ignore[arg-type]
+            completions=shared,
+        )
         for part in pplan.partitions
     ]
     results = run_executions(execs)
@@ -458,86 +506,3 @@ def run_partitioned(
     for i, j in pplan.fed_fetches:
         out[i] = fed_fetch_value(feed_values[j])
     return out
-
-
-# --- driving several executions on one thread -----------------------------------------------
-class _Mailbox:
-    """An Execution's completion queue inside a group: completions go to the group's
-    shared queue tagged with the execution's position; the driver hands each back."""
-
-    __slots__ = ("shared", "index", "items")
-
-    def __init__(self, shared: Any, index: int) -> None:
-        self.shared = shared
-        self.index = index
-        self.items: list[Any] = []
-
-    def put(self, item: Any) -> None:
-        self.shared.put((self.index, item))
-
-    def get(self, timeout: float | None = None) -> Any:
-        return self.items.pop()
-
-
-def run_executions(execs: list[Execution]) -> list[list[Any]]:
-    """Drive `execs` (one `Step`) to the end on this thread: run whatever is ready in
-    any of them, and when none has ready work, wait for the next completion of any.
-    Returns each execution's fetched values; raises the step's first error after
-    every execution has stopped (so that the undo log is replayed once, at the end).
-    """
-    shared: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    boxes = []
-    for k, ex in enumerate(execs):
-        box = _Mailbox(shared, k)
-        ex.completions = box  # type: ignore[assignment]
-        boxes.append(box)
-    token = enter_quiet()
-    try:
-        for ex in execs:
-            ex.start()
-        deadline = execs[0].deadline if execs else None
-        while True:
-            for ex in execs:
-                if ex.error is None and ex.ready:
-                    if ex.listener is None and not ex.plan.has_control_flow:
-                        ex._run_plain()
-                    while ex.ready and ex.error is None:
-                        ex.run_one()
-            live = [ex for ex in execs if not ex.finished]
-            if not live:
-                break
-            if any(ex.ready for ex in live):
-                continue
-            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                k, item = shared.get(timeout=timeout)
-            except queue.Empty:
-                live[0]._fail(live[0]._deadline_error())
-                continue
-            ex = execs[k]
-            if ex.error is not None:
-                continue  # a completion that arrived after this execution failed
-            boxes[k].items.append(item)
-            ex._wait_for_completion()
-        results: list[list[Any]] = []
-        first: BaseException | None = None
-        for ex in execs:
-            try:
-                results.append(ex.finish())
-            except errors.OpError as e:
-                first = first or e
-                results.append([])
-        if first is not None:
-            reason = step_reason(execs[0].step)
-            raise reason if reason is not None else first
-        return results
-    finally:
-        exit_quiet(token)
-
-
-def step_reason(step: Any) -> errors.OpError | None:
-    """The error that cancelled the step first (the one to report), if any."""
-    cm = step.cancellation
-    if cm is not None and isinstance(cm.reason, errors.OpError):
-        return cm.reason
-    return None

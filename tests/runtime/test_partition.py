@@ -316,18 +316,43 @@ def test_stepper_runs_a_multi_device_step_op_by_op():
         assert set(seen) == {CPU % 1, CPU % 2}
 
 
+def test_fused_and_executor_paths_give_the_same_values():
+    x = fl.placeholder(fl.float32, [3])
+    with fl.device("/cpu:1"):
+        y = fl.tanh(x) * 2.0
+    with fl.device("/cpu:2"):
+        z = y + x
+    with fl.device("/cpu:0"):
+        w = fl.reduce_sum(z * y)
+    with fl.Session(config=four_cpus()) as s:
+        plan = s._plan_for([x], [w, z], [])
+        assert isinstance(plan, PartitionedPlan) and plan.fused is not None
+        xv = np.array([0.5, -1.0, 2.0], np.float32)
+        fast = s.run([w, z], {x: xv})
+        traced = s.run([w, z], {x: xv}, options=fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE),
+                       run_metadata=fl.RunMetadata())
+        assert fast[0] == traced[0] and np.array_equal(fast[1], traced[1])
+        assert len(s._rendezvous) == 0
+
+
 def test_memory_accounting_counts_step_tensors_and_zero_copy_transfers():
     big = np.ones((256, 256), np.float32)
     with fl.device("/cpu:1"):
         a = fl.placeholder(fl.float32, [256, 256]) * 2.0
     with fl.device("/cpu:2"):
         b = fl.reduce_sum(a)
+    feed = {a.op.inputs[0]: big}
     with fl.Session(config=four_cpus()) as s:
-        assert s.run(b, {a.op.inputs[0]: big}) == 2.0 * big.size
+        assert s.run(b, feed) == 2.0 * big.size  # the fused path: transfers only
+        assert s.devices[2].memory_stats()["transfers"] == 1
+        assert s.devices[1].memory_stats()["peak_bytes_in_use"] == 0
+        # A traced step runs the partitions on the executor, which measures the peak.
+        s.run(b, feed, options=fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE),
+              run_metadata=fl.RunMetadata())
         st1, st2 = s.devices[1].memory_stats(), s.devices[2].memory_stats()
     assert st1["peak_bytes_in_use"] >= 2 * big.nbytes  # the fed array and the product
-    assert st2["bytes_received"] == big.nbytes and st2["bytes_copied"] == 0
-    assert st2["transfers"] == 1 and st2["peak_bytes_in_use"] >= big.nbytes
+    assert st2["bytes_received"] == 2 * big.nbytes and st2["bytes_copied"] == 0
+    assert st2["transfers"] == 2 and st2["peak_bytes_in_use"] >= big.nbytes
     assert st1["bytes_limit"] == 256 << 20
 
 
