@@ -111,6 +111,15 @@ def has_nan_or_inf(value: Any) -> tuple[int, int]:
     dt = getattr(value, "dtype", None)
     if dt is None or dt.kind not in "fc":
         return 0, 0
+    if dt.kind == "f":
+        # One pass and no temporary: a finite sum means every element is finite (an
+        # overflowing sum falls through to the exact count, quietly).
+        token = enter_quiet()
+        try:
+            if np.isfinite(np.add.reduce(value, axis=None)):
+                return 0, 0
+        finally:
+            exit_quiet(token)
     finite = np.isfinite(value)
     if finite.all():
         return 0, 0
@@ -355,7 +364,9 @@ class Stepper:
                 if ex.ready:
                     # The head of the ready queue (a node index, or with loop frames a
                     # node in some iteration: the public view is ready_nodes()).
-                    idx = target if target is not None else ex.ready_nodes()[0].index
+                    head = ex.ready[0]
+                    idx = target if target is not None else (
+                        head if type(head) is int else ex.ready_nodes()[0].index)
                     if not ignore_stops and idx != self._skip_break and target is None:
                         bp = self._breakpoint_for(idx)
                         if bp is not None:
