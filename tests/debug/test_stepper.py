@@ -321,3 +321,13 @@ def test_stepping_a_while_loop_reports_frame_and_iteration():
     assert st.stop.kind == "breakpoint" and st.frame()[1] >= 2
     assert np.isnan(st.result()) and np.isnan(expected)
     assert st.ran().count("while/Sqrt") == 6 and "while/Sqrt" in st.dead()  # dead in the last
+
+
+def test_has_nan_or_inf_counts_exactly():
+    from flowlab.debug import has_nan_or_inf
+
+    big = np.array([3e38, 3e38], np.float32)  # the sum overflows; the values are finite
+    assert has_nan_or_inf(big) == (0, 0)
+    assert has_nan_or_inf(np.array([np.inf, -np.inf, np.nan, 1.0], np.float32)) == (1, 2)
+    assert has_nan_or_inf(np.array([1 + 1j, complex(np.nan, 0)])) == (1, 0)
+    assert has_nan_or_inf(np.array([1, 2])) == (0, 0) and has_nan_or_inf(np.float64(np.inf)) == (0, 1)
