@@ -55,10 +55,11 @@ class OptimizerOptions(_Message):
 
     L1 = 0
     L0 = -1
+    # GlobalJitLevel (global_jit_level); flowlab has no JIT and ignores it.
     DEFAULT = 0
-    OFF = 1
-    ON_1 = 2
-    ON_2 = 3
+    OFF = -1
+    ON_1 = 1
+    ON_2 = 2
     _fields = {
         "opt_level": 0,
         "do_constant_folding": False,

@@ -11,6 +11,9 @@ from measured step statistics.  Here:
   backprops: 2 * multiply-adds); every other op is memory-bound (bytes of its inputs
   and outputs).  Unknown dimensions count as `unknown_dim` elements.
 * transfer(bytes, src, dst) = 0 on the same device, else latency + bytes / bandwidth.
+* a device's first op in a step starts no earlier than `device_startup` (another
+  partition: its executor, Send/Recv bookkeeping), so that cheap independent work
+  stays on one device and only work that pays for it spreads.
 * measured times (seconds per op name, e.g. from a traced step's `step_stats`, see
   `CostModel.record_step_stats`) replace the estimate of that op when present.
 
@@ -53,6 +56,7 @@ class CostModel:
     op_overhead: float = 2e-6
     transfer_latency: float = 2e-5
     transfer_bandwidth: float = 1e10
+    device_startup: float = 5e-5
     unknown_dim: int = 32
     device_speed: dict[str, float] = field(default_factory=dict)
     measured: dict[str, float] = field(default_factory=dict)
@@ -151,9 +155,11 @@ def simulate(
     cm = cost_model or CostModel()
     busy: dict[str, float] = {}
     finish: dict[str, float] = {}
+    first = None
     for op in ops:
         dev = device_of[op.name]
-        ready = busy.get(dev.name, 0.0)
+        first = first or dev.name
+        ready = busy.get(dev.name, 0.0 if dev.name == first else cm.device_startup)
         for t in inputs_of(op):
             src = device_of.get(t.op.name)
             if src is None or t.op.name not in finish:

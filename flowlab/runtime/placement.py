@@ -306,6 +306,12 @@ def _greedy(
     }
     by_name = {op.name: op for op in ops}
 
+    def free_at(dev: Device) -> float:
+        # A device nothing runs on yet costs a partition's start-up.
+        if dev.name in busy:
+            return busy[dev.name]
+        return 0.0 if not busy else cm.device_startup
+
     def arrival(op: Operation, dev: Device) -> float:
         ready = 0.0
         for t in inputs_of(op):
@@ -319,7 +325,7 @@ def _greedy(
         return ready
 
     def run_on(op: Operation, dev: Device) -> None:
-        start = max(arrival(op, dev), busy.get(dev.name, 0.0))
+        start = max(arrival(op, dev), free_at(dev))
         finish[op.name] = start + cm.compute_time(op, dev)
         busy[dev.name] = finish[op.name]
 
@@ -333,17 +339,18 @@ def _greedy(
                 assign(root, cands[0], base_reason[root], anchor[root])
             else:
                 est = {
-                    d.name: max(arrival(op, d), busy.get(d.name, 0.0)) + cm.compute_time(op, d)
+                    d.name: max(arrival(op, d), free_at(d)) + cm.compute_time(op, d)
                     for d in cands
                 }
                 estimates[op.name] = est
                 best = min(cands, key=lambda d: est[d.name])  # min keeps device order on ties
                 others = [d for d in cands if d is not best]
                 runner = min(others, key=lambda d: est[d.name])
+                tie = " (a tie: first in device order)" if est[runner.name] <= est[best.name] else ""
                 assign(
                     root, best,
                     f"fastest: est. {_fmt(est[best.name])} vs {_fmt(est[runner.name])} on "
-                    f"{short_name(runner)}",
+                    f"{short_name(runner)}{tie}",
                     op.name,
                 )
         dev = chosen[root]

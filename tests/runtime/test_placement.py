@@ -1,0 +1,234 @@
+"""Placement: colocation, merged requests, conflicts, soft placement, reasons, and the
+opt-in greedy simulation over the cost model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flowlab as fl
+from flowlab.runtime.config import ConfigProto
+from flowlab.runtime.cost_model import CostModel, simulate
+from flowlab.runtime.device import local_devices
+from flowlab.runtime.placement import place
+from flowlab.runtime.prune import prune
+
+CPU = "/job:localhost/replica:0/task:0/device:CPU:"
+
+
+def _place(fetches, n=4, **kw):
+    ops = prune(fetches, [], [])
+    return place(ops, local_devices({"CPU": n}), **kw)
+
+
+def _where(p, name):
+    return p.device_of[name].name
+
+
+# --- requests, groups and reasons ---------------------------------------------------
+def test_default_is_the_first_device_as_tensorflow():
+    a = fl.constant(1.0, name="a")
+    b = fl.square(a, name="b")
+    p = _place([b])
+    assert _where(p, "a") == _where(p, "b") == CPU + "0"
+    assert p.reasons["b"] == "default: first feasible device"
+    assert p.strategy == "first" and p.estimates == {} and p.predicted_step_time is None
+
+
+def test_requested_devices_and_their_reasons():
+    with fl.device("/cpu:2"):
+        a = fl.constant(1.0, name="a")
+    b = fl.square(a, name="b")
+    p = _place([b])
+    assert _where(p, "a") == CPU + "2" and _where(p, "b") == CPU + "0"
+    assert p.reasons["a"] == "requested /device:CPU:2"
+    p1 = _place([fl.square(fl.constant(2.0, name="c"), name="b1")], n=1)
+    assert p1.reasons["b1"] == "only feasible device"
+
+
+def test_colocated_ops_follow_and_say_with_whom():
+    with fl.device("/cpu:3"):
+        v = fl.Variable(1.0, name="emb")
+    inc = fl.assign_add(v, 2.0, name="inc")
+    p = _place([inc])
+    assert _where(p, "inc") == CPU + "3"
+    assert p.reasons["inc"] == "colocated with emb; requested /device:CPU:3"
+
+
+def test_reference_edge_wins_over_the_consumers_request_as_in_tensorflow():
+    with fl.device("/cpu:0"):
+        v = fl.Variable(1.0, name="v")
+    with fl.device("/cpu:1"):
+        inc = fl.assign_add(v, 1.0, name="inc")
+    p = _place([inc])
+    assert _where(p, "inc") == CPU + "0"
+    assert "ignoring its request /device:CPU:1" in p.reasons["inc"]
+    with fl.Session(config=ConfigProto(device_count={"CPU": 2})) as s:
+        s.run(v.initializer)
+        assert s.run(inc) == 2.0
+
+
+def test_conflicting_colocation_is_an_error_naming_both_ops_and_requests():
+    with fl.device("/cpu:0"):
+        a = fl.constant(1.0, name="a")
+    with fl.colocate_with(a):
+        b = fl.identity(a, name="b")
+    b.op._set_device("/cpu:1")
+    with pytest.raises(fl.errors.InvalidArgumentError) as e:
+        _place([b])
+    msg = str(e.value)
+    assert "Cannot colocate nodes 'b' and 'a'" in msg
+    assert "Cannot merge devices with incompatible ids: '/device:CPU:1' and '/device:CPU:0'" in msg
+    p = _place([b], allow_soft_placement=True)
+    assert _where(p, "b") == CPU + "0"
+    assert "soft placement ignored its request /device:CPU:1" in p.reasons["b"]
+
+
+def test_conflict_error_matches_tensorflows_class_and_wording(tf1):
+    def run(tf):
+        g = tf.Graph()
+        with g.as_default():
+            with tf.device("/cpu:0"):
+                a = tf.constant(1.0, name="a")
+            with tf.colocate_with(a):
+                b = tf.identity(a, name="b")
+            b.op._set_device("/cpu:1")
+            with tf.Session(config=tf.ConfigProto(device_count={"CPU": 2})) as s:
+                s.run(b)
+
+    for mod in (tf1, fl):
+        with pytest.raises(Exception) as e:
+            run(mod)
+        assert type(e.value).__name__ == "InvalidArgumentError"
+        assert "Cannot merge devices with incompatible ids: '/device:CPU:1' and '/device:CPU:0'" in str(e.value)
+
+
+def test_unsatisfiable_request_and_soft_placement():
+    with fl.device("/gpu:0"):
+        a = fl.constant(1.0, name="a")
+    with pytest.raises(fl.errors.InvalidArgumentError, match="Could not satisfy explicit device"):
+        _place([a])
+    p = _place([a], allow_soft_placement=True)
+    assert _where(p, "a") == CPU + "0"
+    assert p.reasons["a"] == "soft placement: no device matches /device:GPU:0"
+
+
+def test_pinned_program_lands_where_tensorflow_puts_it(tf1):
+    def build(tf):
+        with tf.device("/cpu:1"):
+            x = tf.constant([1.0, 2.0], name="x")
+            y = tf.square(x, name="y")
+        with tf.device("/cpu:3"):
+            z = tf.add(y, 1.0, name="z")
+        w = tf.multiply(z, 2.0, name="w")
+        return w
+
+    def placed(tf, cfg):
+        g = tf.Graph()
+        with g.as_default():
+            w = build(tf)
+            md = tf.RunMetadata()
+            with tf.Session(config=cfg) as s:
+                val = s.run(w, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
+            return val, {n.node_name: d.device for d in md.step_stats.dev_stats for n in d.node_stats}
+
+    tf_val, tf_dev = placed(tf1, tf1.ConfigProto(device_count={"CPU": 4}))
+    with fl.Graph().as_default():
+        w = build(fl)
+        with fl.Session(config=ConfigProto(device_count={"CPU": 4})) as s:
+            val = s.run(w)
+            p = s.placement(w)
+    np.testing.assert_array_equal(val, tf_val)
+    for name in ("y", "z", "w"):
+        if name in tf_dev:
+            assert p.device_of[name].name == tf_dev[name], name
+
+
+# --- cost model ----------------------------------------------------------------------
+def test_cost_model_counts_matmul_flops_and_transfer_bytes():
+    a = fl.placeholder(fl.float32, [64, 128])
+    b = fl.placeholder(fl.float32, [128, 32])
+    m = fl.matmul(a, b)
+    mt = fl.matmul(b, a, transpose_a=True, transpose_b=True)
+    cm = CostModel()
+    assert cm.flops(m.op) == 2 * 64 * 128 * 32
+    assert cm.flops(mt.op) == 2 * 128 * 32 * 64
+    assert cm.tensor_bytes(m) == 64 * 32 * 4
+    d0, d1 = local_devices({"CPU": 2})
+    assert cm.transfer_time(100, d0, d0) == 0.0
+    assert cm.transfer_time(10**6, d0, d1) == pytest.approx(cm.transfer_latency + 1e-4)
+    slow = CostModel(device_speed={d1.name: 0.5})
+    assert slow.compute_time(m.op, d1) == pytest.approx(2 * slow.compute_time(m.op, d0))
+    slow.measured[m.op.name] = 1.0
+    assert slow.compute_time(m.op, d0) == 1.0
+
+
+def test_conv_flops():
+    x = fl.placeholder(fl.float32, [2, 8, 8, 3])
+    f = fl.placeholder(fl.float32, [3, 3, 3, 16])
+    y = fl.nn.conv2d(x, f, [1, 1, 1, 1], "SAME")
+    assert CostModel().flops(y.op) == 2 * (2 * 8 * 8 * 16) * 3 * 3 * 3
+
+
+# --- greedy --------------------------------------------------------------------------
+def _towers(n_towers, depth, size):
+    outs = []
+    for t in range(n_towers):
+        h = fl.constant(np.ones((size, size), np.float32), name=f"x{t}")
+        w = fl.constant(np.eye(size, dtype=np.float32) * (t + 1), name=f"w{t}")  # no CSE
+        for i in range(depth):
+            h = fl.matmul(h, w, name=f"t{t}/mm{i}")
+        outs.append(h)
+    return outs
+
+
+def test_greedy_keeps_a_chain_on_one_device():
+    outs = _towers(1, 5, 64)
+    p = _place(outs, strategy="greedy")
+    assert {d.name for d in p.device_of.values()} == {CPU + "0"}
+    assert p.reasons["t0/mm1"].startswith("fastest: est. ")
+    assert p.reasons["x0"] == "generator: placed with its consumer t0/mm0"
+    assert set(p.estimates["t0/mm1"]) == {CPU + str(i) for i in range(4)}
+
+
+def test_greedy_spreads_independent_heavy_towers():
+    outs = _towers(4, 4, 512)
+    p = _place(outs, strategy="greedy")
+    per_tower = [{p.device_of[f"t{t}/mm{i}"].name for i in range(4)} for t in range(4)]
+    assert all(len(s) == 1 for s in per_tower)  # each tower stays together
+    assert len(set().union(*per_tower)) == 4  # and the four use four devices
+    ops = prune(outs, [], [])
+    one = {op.name: local_devices({"CPU": 1})[0] for op in ops}
+    t_one, _ = simulate(ops, one)
+    assert p.predicted_step_time < t_one / 3
+
+
+def test_greedy_does_not_spread_cheap_towers():
+    outs = _towers(4, 3, 4)
+    p = _place(outs, strategy="greedy")
+    assert {d.name for d in p.device_of.values()} == {CPU + "0"}
+
+
+def test_greedy_respects_pins_and_colocation():
+    with fl.device("/cpu:2"):
+        v = fl.Variable(np.ones((256, 256), np.float32), name="v")
+    h = fl.matmul(v, v, name="h")
+    inc = fl.assign_add(v, h, name="inc")
+    p = _place([inc], strategy="greedy")
+    assert _where(p, "v") == _where(p, "inc") == CPU + "2"
+    assert _where(p, "h") == CPU + "2"  # its input is there: moving it costs transfers
+
+
+def test_unknown_strategy_is_an_error():
+    with pytest.raises(ValueError, match="placement_strategy"):
+        _place([fl.constant(1.0)], strategy="random")
+
+
+def test_greedy_session_gives_the_values_of_one_device():
+    outs = _towers(4, 2, 128)
+    total = fl.add_n([fl.reduce_sum(o) for o in outs])
+    cfg = ConfigProto(device_count={"CPU": 4}, placement_strategy="greedy")
+    with fl.Session(config=cfg) as s, fl.Session() as s1:
+        assert s.run(total) == s1.run(total)
+        p = s.placement(total)
+        assert p.strategy == "greedy" and len({d.name for d in p.device_of.values()}) == 4
