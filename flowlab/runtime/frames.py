@@ -473,6 +473,8 @@ class FrameExecution(Execution):
                         continue
                     outs: Any = None
                 else:
+                    if not e.nouts:
+                        r = ()  # NoOp and other ops without outputs return None
                     if not self._store(e, it, r):
                         return
                     for o in r:

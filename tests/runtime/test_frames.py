@@ -387,3 +387,17 @@ def test_run_executions_with_a_loop():
     ex1 = Execution(_plan(sess, [i]), step, [], completions=shared)
     ex2 = Execution(_plan(sess, [other]), step, [], completions=shared)
     assert run_executions([ex1, ex2]) == [[7], [2.0]]
+
+
+def test_ops_without_outputs_inside_the_loop():
+    def body(i, n, one):
+        with tf.control_dependencies([i]):
+            g = tf.no_op()
+        with tf.control_dependencies([g]):
+            nxt = tf.identity(i + one)
+        return [nxt]
+
+    (i,) = while_by_hand(lambda i, n, one: i < n, body, [tf.constant(0)],
+                         invariants=[tf.constant(3), tf.constant(1)])
+    with tf.Session() as s:
+        assert s.run(i) == 3
