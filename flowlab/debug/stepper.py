@@ -367,7 +367,7 @@ class Stepper:
                     head = ex.ready[0]
                     idx = target if target is not None else (
                         head if type(head) is int else ex.ready_nodes()[0].index)
-                    if not ignore_stops and idx != self._skip_break and target is None:
+                    if self._breakpoints and not ignore_stops and idx != self._skip_break and target is None:
                         bp = self._breakpoint_for(idx)
                         if bp is not None:
                             self._skip_break = idx
