@@ -16,6 +16,8 @@ import importlib
 import importlib.util
 from typing import Any
 
+import graphviz
+
 WIDGETS_MODULE = "flowlab.viz.widgets"
 
 
@@ -46,7 +48,8 @@ def show(obj: Any, **kwargs: Any) -> Any:
     """Show `obj` (a Graph, GraphDef, Placement, partitions, Trace, Stepper, ...).
 
     Args:
-      obj: anything `flowlab.viz.graph` draws.
+      obj: anything `flowlab.viz.graph` draws, a graphviz Digraph, or the `Passes` of
+        `flowlab.viz.passes`.
       **kwargs: drawing options of `flowlab.viz.graph` (trace=, collapse_above=,
         expand=, ...), or of the widget when the extension is used.
 
@@ -64,7 +67,14 @@ def show(obj: Any, **kwargs: Any) -> Any:
 
         display(view)
         return None
-    picture = viz.graph(obj, **kwargs)
+    if isinstance(obj, viz.Passes):  # several pictures: they show side by side themselves
+        if ip is None:
+            return obj
+        from IPython.display import display
+
+        display(obj)
+        return None
+    picture = obj if isinstance(obj, graphviz.Digraph) else viz.graph(obj, **kwargs)
     if ip is None:
         return picture
     from IPython.display import SVG, display

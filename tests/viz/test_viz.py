@@ -303,3 +303,16 @@ def test_show_without_dot_prints_the_dot_source(monkeypatch, capsys):
     assert fl.show(g) is None
     out = capsys.readouterr().out
     assert "`dot` program is not installed" in out and "digraph flowlab" in out
+
+
+def test_show_takes_passes_and_digraphs(monkeypatch):
+    from flowlab.viz import show as show_mod
+
+    g, x, w, z, _ = _two_layer_graph()
+    sess = fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": 2}))
+    p = viz.passes(sess, z, {x: None})
+    monkeypatch.setattr(show_mod, "_ipython", lambda: None)
+    assert fl.show(p) is p
+    d = viz.graph(g)
+    assert fl.show(d) is d
+    sess.close()
