@@ -195,8 +195,9 @@ def _key(attrs: dict[str, Any], step: Any) -> str:
     )
 
 
-def _send(ctx: Any, step: Any, value: Any) -> None:
+def _send(ctx: Any, step: Any, value: Any) -> tuple[()]:
     step_rendezvous(step).send(_key(ctx.attrs, step), value)
+    return ()  # no outputs (every executor path accepts an empty tuple)
 
 
 def _recv(ctx: Any, step: Any, done: Any) -> None:

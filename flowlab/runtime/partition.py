@@ -58,7 +58,7 @@ from flowlab.runtime.plan import Plan, _generate_straight_line, compile_plan, fe
 
 __all__ = [
     "SendRecvPair", "DevicePartition", "PartitionedGraph", "Partitions", "PartitionedPlan",
-    "partition", "compile_partitions", "run_partitioned",
+    "partition", "compile_partitions", "run_partitioned", "loop_spans_devices",
 ]
 
 
@@ -386,6 +386,49 @@ def partition(
     )
 
 
+def loop_spans_devices(ops: list[Operation], device_of: Mapping[str, Device], optimization: Any = None) -> bool:
+    """Whether a value inside a while loop crosses devices (or a loop's op takes one
+    from another device).  Such a step would need a control-loop skeleton on every
+    device the loop touches (the paper's section 3.4), which partitioning does not
+    build yet: the session then runs the step as one placed plan, without Send/Recv
+    (every op still runs on its device; in one process the values are the same).
+
+    Frames as the executor sees them: an Enter's outputs are in its child frame
+    (`frame_name`), an Exit's in the parent of the frame it runs in, any other op runs
+    in the frame of its first input (or control input) and its outputs stay there."""
+    if not any(op.type in _ENTER_TYPES for op in ops):
+        return False
+    inputs_of = optimization.inputs_of if optimization is not None else _own_inputs
+    op_frame: dict[int, str] = {}
+    out_frame: dict[int, str] = {}
+    parent: dict[str, str] = {"": ""}
+    members = {id(op) for op in ops}
+    for op in ops:
+        sources = [t.op for t in inputs_of(op)] + list(op._control_inputs)
+        here = next((out_frame[id(o)] for o in sources if id(o) in out_frame), "")
+        op_frame[id(op)] = here
+        if op.type in _ENTER_TYPES:
+            child = op.get_attr("frame_name")
+            parent.setdefault(child, here)
+            out_frame[id(op)] = child
+        elif op.type in _EXIT_TYPES:
+            out_frame[id(op)] = parent.get(here, "")
+        else:
+            out_frame[id(op)] = here
+    for op in ops:
+        dst = device_of[op.name]
+        for src_op in [t.op for t in inputs_of(op)] + list(op._control_inputs):
+            if id(src_op) not in members or device_of[src_op.name] is dst:
+                continue
+            if out_frame[id(src_op)] or op_frame[id(op)]:
+                return True
+    return False
+
+
+_ENTER_TYPES = frozenset({"Enter", "RefEnter"})
+_EXIT_TYPES = frozenset({"Exit", "RefExit"})
+
+
 def _own_inputs(op: Operation) -> list[Tensor]:
     return op._inputs
 
@@ -500,7 +543,9 @@ def run_partitioned(
     results = run_executions(execs)
     out: list[Any] = [None] * pplan.num_fetches
     for part, ex, vals in zip(pplan.partitions, execs, results):
-        part.device.note_step_bytes(value_bytes(ex.values))
+        values = getattr(ex, "values", None)  # a loop's frame execution keeps values per iteration
+        if values is not None:
+            part.device.note_step_bytes(value_bytes(values))
         for i, v in zip(part.fetch_index, vals):
             out[i] = v
     for i, j in pplan.fed_fetches:
