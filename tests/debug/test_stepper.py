@@ -331,3 +331,28 @@ def test_has_nan_or_inf_counts_exactly():
     assert has_nan_or_inf(np.array([np.inf, -np.inf, np.nan, 1.0], np.float32)) == (1, 2)
     assert has_nan_or_inf(np.array([1 + 1j, complex(np.nan, 0)])) == (1, 0)
     assert has_nan_or_inf(np.array([1, 2])) == (0, 0) and has_nan_or_inf(np.float64(np.inf)) == (0, 1)
+
+
+@pytest.mark.xfail(
+    raises=KeyError, strict=False,
+    reason="core: Session.start_execution compiles the pruned ops of a partitioned plan "
+    "with the placement of the optimized ops (ops folded away have no device)",
+)
+def test_a_training_step_on_two_devices():
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.placeholder(fl.float32, [None, 3], name="x")
+        with fl.device("/cpu:0"):
+            w = fl.Variable(np.ones((3, 2), np.float32), name="w")
+            h = fl.matmul(x, w)
+        with fl.device("/cpu:1"):
+            loss = fl.reduce_mean(fl.square(h))
+        train = fl.train.GradientDescentOptimizer(0.1).minimize(loss)
+    sess = fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": 2}))
+    sess.run(w.initializer)
+    st = Stepper(sess, [loss, train], {x: FEED})
+    st.add_breakpoint(op_type="ApplyGradientDescent")
+    assert st.continue_().kind == "breakpoint"
+    loss_value, _ = st.result()
+    assert loss_value == np.mean(np.square(FEED @ np.ones((3, 2), np.float32)))
+    assert not np.array_equal(sess.run(w), np.ones((3, 2)))  # the update landed
