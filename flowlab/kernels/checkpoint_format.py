@@ -17,17 +17,23 @@ The index::
      "tensors": {
        "layer/w": {"dtype": "float32", "shape": [10, 4],
                    "slices": [{"slice": [[0, 5], [0, 4]], "shard": 0,
-                               "offset": 0, "length": 80, "crc32": [123456789]}, ...]},
+                               "offset": 0, "length": 80, "sum64": [123456789]}, ...]},
        "step":    {"dtype": "int64", "shape": [],
                    "slices": [{"slice": null, "shard": 1, "offset": 0, "length": 8,
-                               "crc32": [42]}]}}}
+                               "sum64": [42]}]}}}
 
 ``shape`` is the full shape of the saved tensor; each entry of ``slices`` is one
 stored piece: ``slice`` is a list of ``[start, length]`` per dimension (``null``: the
 whole tensor), ``shard`` the data file, ``offset``/``length`` the byte range and
-``crc32`` the zlib CRC-32 of each block of ``CRC_BLOCK`` (16 MiB) of those bytes
-(one value for a small piece; blocks let a pool of threads checksum large tensors
-while the file is written or read).  A variable saved as 3 slices (a sharded
+``sum64`` one checksum per block of ``CRC_BLOCK`` (16 MiB) of those bytes (one value
+for a small piece; blocks let a pool of threads checksum large tensors while the file
+is written or read).  A block's checksum (`block_checksum`) is the zlib CRC-32 of the
+wrapping uint64 sums of its 512-byte chunks, followed by its last ``len % 512`` bytes:
+NumPy sums a block at ~6 GB/s where CRC-32 alone runs at ~1.2 GB/s here, so restore
+runs near the speed of reading the file.  It catches what damages files -- flipped or
+zeroed bytes, truncation, torn or misplaced chunks -- but, unlike a CRC of every byte,
+not two 8-byte words swapped inside one 512-byte chunk.  Version 1 indexes (written
+before, with ``crc32``: the CRC-32 of each block) are still read and verified.  A variable saved as 3 slices (a sharded
 variable, its ``save_slice_info``) has 3 entries under its full name; any slice of it
 (the whole tensor, or a different sharding) can be read back when the saved pieces
 cover it.  Slice specs as strings follow TensorFlow's ``shape_and_slices`` syntax:
@@ -65,7 +71,8 @@ import numpy as np
 from flowlab import errors
 
 FORMAT = "flowlab-checkpoint"
-VERSION = 1
+VERSION = 2  # 2: "sum64" block checksums (1: "crc32", still read)
+_CHUNK = 512  # bytes per uint64 sum of block_checksum
 _ALIGN = 64
 
 Slice = tuple[tuple[int, int], ...]  # (start, length) per dimension
@@ -78,23 +85,37 @@ _POOL = ThreadPoolExecutor(max_workers=max(1, min(8, (os.cpu_count() or 2))),
                                thread_name_prefix="flowlab-crc32")
 
 
+def block_checksum(block: bytes | memoryview) -> int:
+    """The ``sum64`` checksum of one block: CRC-32 of its 512-byte chunks' uint64 sums
+    (wrapping, little-endian), then of its trailing bytes.  NumPy's reduction releases
+    the GIL, so the pool checksums blocks in parallel."""
+    block = memoryview(block).cast("B")
+    rows = len(block) // _CHUNK
+    crc = 0
+    if rows:
+        words = np.frombuffer(block, dtype="<u8", count=rows * (_CHUNK // 8))
+        sums = words.reshape(rows, _CHUNK // 8).sum(axis=1, dtype=np.uint64)
+        crc = zlib.crc32(sums.astype("<u8", copy=False), crc)
+    return zlib.crc32(block[rows * _CHUNK:], crc)
+
+
 def _write_block(fd: int, block: memoryview, offset: int) -> int:
-    """pwrite one block at `offset` and return its CRC-32 (runs on the pool)."""
+    """pwrite one block at `offset` and return its checksum (runs on the pool)."""
     done = 0
     while done < len(block):
         done += os.pwrite(fd, block[done:], offset + done)
-    return zlib.crc32(block)
+    return block_checksum(block)
 
 
-def _read_block(fd: int, block: memoryview, offset: int) -> tuple[int, int]:
-    """pread one block from `offset`; (bytes read, CRC-32 of them) (runs on the pool)."""
+def _read_block(fd: int, block: memoryview, offset: int, check: Any) -> tuple[int, int]:
+    """pread one block from `offset`; (bytes read, `check` of them) (runs on the pool)."""
     got = 0
     while got < len(block):
         n = os.preadv(fd, [block[got:]], offset + got)
         if n <= 0:
             break
         got += n
-    return got, zlib.crc32(block[:got])
+    return got, check(block[:got])
 
 
 def _blocks(n: int) -> range:
@@ -102,9 +123,9 @@ def _blocks(n: int) -> range:
 
 
 def checksums(data: bytes | memoryview) -> list[int]:
-    """The ``crc32`` list of the index for these bytes (one CRC-32 per CRC_BLOCK)."""
-    data = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
-    return [zlib.crc32(data[i: i + CRC_BLOCK]) for i in _blocks(len(data))]
+    """The ``sum64`` list of the index for these bytes (one per CRC_BLOCK)."""
+    data = memoryview(data).cast("B")
+    return [block_checksum(data[i: i + CRC_BLOCK]) for i in _blocks(len(data))]
 
 
 # --- names ---------------------------------------------------------------------------
@@ -279,7 +300,7 @@ class ShardWriter:
             crc = [f.result() for f in jobs]
         entry["slices"].append({
             "slice": None if sl is None else [list(p) for p in sl],
-            "shard": self.shard, "offset": self._pos, "length": len(data), "crc32": crc,
+            "shard": self.shard, "offset": self._pos, "length": len(data), "sum64": crc,
         })
         self._pos += len(data)
 
@@ -475,15 +496,21 @@ class CheckpointReader:
             buf = memoryview(arr).cast("B") if arr.size else memoryview(bytearray(0))
         else:
             buf = memoryview(bytearray(length))
+        stored = p.get("sum64")
+        check: Any = block_checksum
+        if stored is None:  # a version 1 checkpoint
+            stored, check = p.get("crc32"), zlib.crc32
+        if not isinstance(stored, list):
+            raise errors.DataLossError(None, None, f"{where}: the index holds no checksum.")
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
             raise errors.DataLossError(None, None, f"{where}: the data file is missing.") from None
         try:
             if length <= CRC_BLOCK:
-                results = [_read_block(fd, buf, offset)]
+                results = [_read_block(fd, buf, offset, check)]
             else:
-                jobs = [_POOL.submit(_read_block, fd, buf[i: i + CRC_BLOCK], offset + i)
+                jobs = [_POOL.submit(_read_block, fd, buf[i: i + CRC_BLOCK], offset + i, check)
                         for i in _blocks(length)]
                 results = [f.result() for f in jobs]
         finally:
@@ -495,7 +522,6 @@ class CheckpointReader:
                 f"offset {offset})."
             )
         computed = [c for _, c in results]
-        stored = p["crc32"]
         if computed != stored:
             bad = next((i for i, (a, b) in enumerate(zip(computed, stored)) if a != b),
                        min(len(computed), len(stored)))

@@ -57,7 +57,7 @@ def test_index_is_documented_json_and_data_is_raw_little_endian(tmp_path):
     b = np.linspace(0, 1, 5)
     fmt.save_tensors(p, ["b", "a"], [b, a])
     doc = json.loads((tmp_path / "ckpt/model.index").read_text())
-    assert doc["format"] == "flowlab-checkpoint" and doc["version"] == 1 and doc["num_shards"] == 1
+    assert doc["format"] == "flowlab-checkpoint" and doc["version"] == 2 and doc["num_shards"] == 1
     assert list(doc["tensors"]) == ["a", "b"]  # sorted by name
     ea = doc["tensors"]["a"]
     assert ea["dtype"] == "int32" and ea["shape"] == [2, 3]
@@ -68,7 +68,7 @@ def test_index_is_documented_json_and_data_is_raw_little_endian(tmp_path):
     assert raw[piece["offset"]: piece["offset"] + 24] == a.astype("<i4").tobytes()
     eb = doc["tensors"]["b"]["slices"][0]
     assert raw[eb["offset"]: eb["offset"] + 40] == b.astype("<f8").tobytes()
-    assert eb["crc32"] == fmt.checksums(b.astype("<f8").tobytes())
+    assert eb["sum64"] == fmt.checksums(b.astype("<f8").tobytes())
 
 
 # --- slices -----------------------------------------------------------------------------
@@ -173,7 +173,7 @@ def test_flipped_byte_is_data_loss_naming_file_and_tensor(tmp_path, monkeypatch,
     fmt.save_tensors(p, ["first", "w"], [np.ones(3), a])
     data = tmp_path / "ckpt/model.data-00000-of-00001"
     entry = json.loads((tmp_path / "ckpt/model.index").read_text())["tensors"]["w"]["slices"][0]
-    assert len(entry["crc32"]) == (16 if small_blocks else 1)
+    assert len(entry["sum64"]) == (16 if small_blocks else 1)
     raw = bytearray(data.read_bytes())
     raw[entry["offset"] + 1234] ^= 0x40
     data.write_bytes(bytes(raw))
@@ -229,3 +229,67 @@ def test_remove_checkpoint_and_exists(tmp_path):
         "model.data-00000-of-00001", "model.index"]
     fmt.remove_checkpoint(p)
     assert not fmt.checkpoint_exists(p) and os.listdir(tmp_path / "ckpt") == []
+
+
+# --- the block checksum -------------------------------------------------------------------
+def _damaged(raw: bytes, kind: str) -> bytes:
+    b = bytearray(raw)
+    if kind == "bit":
+        b[777] ^= 0x01
+    elif kind == "zeroed":
+        b[1024:1536] = bytes(512)
+    elif kind == "chunks_swapped":
+        b[0:512], b[512:1024] = b[512:1024], b[0:512]
+    elif kind == "tail":
+        b[-1] ^= 0x80
+    elif kind == "shifted":
+        b = b[1:] + b[:1]
+    return bytes(b)
+
+
+@pytest.mark.parametrize("kind", ["bit", "zeroed", "chunks_swapped", "tail", "shifted"])
+def test_block_checksum_catches_damage(kind):
+    raw = np.random.default_rng(1).standard_normal(1000).astype(np.float32).tobytes() + b"xyz"
+    assert fmt.block_checksum(_damaged(raw, kind)) != fmt.block_checksum(raw)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.binary(min_size=0, max_size=3000), st.integers(0, 2999), st.integers(1, 255))
+def test_block_checksum_changes_with_any_single_byte(data, pos, flip):
+    if not data:
+        assert fmt.block_checksum(data) == 0
+        return
+    b = bytearray(data)
+    b[pos % len(b)] ^= flip
+    assert fmt.block_checksum(bytes(b)) != fmt.block_checksum(data)
+
+
+@pytest.mark.parametrize("small_blocks", [False, True])
+def test_version_1_crc32_checkpoints_still_read_and_verify(tmp_path, monkeypatch, small_blocks):
+    import zlib
+
+    if small_blocks:
+        monkeypatch.setattr(fmt, "CRC_BLOCK", 256)
+    p = _prefix(tmp_path)
+    a = np.arange(1000, dtype=np.float32)
+    fmt.save_tensors(p, ["w"], [a])
+    index = tmp_path / "ckpt/model.index"
+    doc = json.loads(index.read_text())
+    piece = doc["tensors"]["w"]["slices"][0]
+    raw = a.tobytes()
+    blocks = range(0, len(raw), fmt.CRC_BLOCK)
+    piece["crc32"] = [zlib.crc32(raw[i: i + fmt.CRC_BLOCK]) for i in blocks]
+    del piece["sum64"]
+    doc["version"] = 1
+    index.write_text(json.dumps(doc))
+    np.testing.assert_array_equal(fmt.CheckpointReader(p).get_tensor("w"), a)
+    data = tmp_path / "ckpt/model.data-00000-of-00001"
+    damaged = bytearray(data.read_bytes())
+    damaged[piece["offset"] + 999] ^= 0x10
+    data.write_bytes(bytes(damaged))
+    with pytest.raises(errors.DataLossError, match="checksum does not match"):
+        fmt.CheckpointReader(p).get_tensor("w")
+    del piece["crc32"]
+    index.write_text(json.dumps(doc))
+    with pytest.raises(errors.DataLossError, match="holds no checksum"):
+        fmt.CheckpointReader(p).get_tensor("w")
