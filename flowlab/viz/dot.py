@@ -199,7 +199,8 @@ class _Writer:
         nid = self._new_id()
         self.node_id[n.name] = nid
         attrs: dict[str, Any] = {
-            "label": text(label, n.op, n.note),
+            # The op type under the name, unless the name says it already ("MatMul").
+            "label": text(label, "" if label == n.op else n.op, n.note),
             "tooltip": text(f"{n.name} ({n.op})", n.device, n.tooltip),
         }
         dev = n.partition or n.device
