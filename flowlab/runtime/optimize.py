@@ -240,7 +240,34 @@ def optimize_and_place(
         opt.ops, devices, config.allow_soft_placement, config.placement_strategy,
         config.cost_model, opt.inputs_of,
     )
+    if opt.dropped:
+        _place_dropped(opt, ops, placement)
     return opt, placement
+
+
+def _place_dropped(opt: Optimization, ops: list[Operation], placement: Placement) -> None:
+    """Give the ops the step no longer runs a device too (that of the op they were
+    merged into, or of a consumer), so that the unoptimized op list can still be
+    compiled on the same placement (the Stepper steps through every op)."""
+    device_of, reasons = placement.device_of, placement.reasons
+    if not device_of:
+        return
+    live_consumer: dict[str, str] = {}
+    for op in reversed(ops):
+        if op.name in device_of:
+            for t in op._inputs:
+                live_consumer.setdefault(t.op.name, op.name)
+    dropped = set(opt.dropped)
+    for op in reversed(ops):  # consumers first
+        if op.name not in dropped:
+            continue
+        peer = opt.merged.get(op.name) or live_consumer.get(op.name)
+        if peer is None:
+            peer = next((c.name for t in op._outputs for c in t.consumers() if c.name in device_of), None)
+        first = next(iter(device_of.values()))
+        device_of[op.name] = device_of.get(peer, first) if peer else first
+        how = "merged into " + opt.merged[op.name] if op.name in opt.merged else "dropped"
+        reasons[op.name] = f"not run ({how} by the optimization pass)"
 
 
 def optimization(session: Any, fetches: Any, feed_dict: Any = None) -> Optimization:

@@ -390,3 +390,26 @@ def test_property_optimizer_never_changes_results(program):
                 feed2 = dict(feed)
                 feed2[inner] = on.run(inner, feed)
                 _same(on.run(fetches, feed2), off.run(fetches, feed2))
+
+
+def test_multi_device_step_with_rewrites_runs_and_steps_op_by_op():
+    x = fl.placeholder(fl.float32, [2], name="x")
+    with fl.device("/cpu:1"):
+        k = fl.multiply(fl.constant([1.0, 2.0], name="k0"), 3.0, name="k")
+        e1 = fl.exp(x, name="e1")
+        e2 = fl.exp(x, name="e2")
+    y = fl.add_n([fl.identity(e1, name="i"), e2, k], name="y")
+    feed = {x: np.array([0.0, 1.0], np.float32)}
+    with fl.Session(config=ConfigProto(device_count={"CPU": 2})) as s:
+        expected = 2 * np.exp(feed[x]) + [3.0, 6.0]
+        np.testing.assert_allclose(s.run(y, feed), expected, rtol=1e-6)
+        opt = _opt(s, y, feed)
+        assert "k" in opt.folded and opt.merged == {"e2": "e1"}
+        p = s.placement(y, feed)
+        assert p.reasons["e2"] == "not run (merged into e1 by the optimization pass)"
+        assert p.device_of["k0"].name.endswith("CPU:1")
+        ex, mapper = s.start_execution(y, feed)
+        ex.start()
+        while not ex.finished:
+            ex.run_one()
+        np.testing.assert_allclose(mapper.build(ex.finish()), expected, rtol=1e-6)
