@@ -317,3 +317,19 @@ def test_show_takes_passes_and_digraphs(monkeypatch):
     d = viz.graph(g)
     assert fl.show(d) is d
     sess.close()
+
+
+def test_the_optimized_stage_marks_folded_ops():
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.placeholder(fl.float32, [2], name="x")
+        c = fl.multiply(fl.constant(2.0), 3.0, name="six")  # folded into a constant
+        y = fl.multiply(x, c, name="y")
+    sess = fl.Session(graph=g)
+    p = viz.passes(sess, y, {x: None})
+    if "optimized" not in p.names():
+        pytest.skip("this session has no graph optimization pass")
+    pic = dict(p.stages)["optimized"]
+    assert pic.by_name["six"].note == "folded" and pic.by_name["six"].op == "Const"
+    assert "six\\nConst\\nfolded" in p["optimized"].source
+    sess.close()
