@@ -333,11 +333,6 @@ def test_has_nan_or_inf_counts_exactly():
     assert has_nan_or_inf(np.array([1, 2])) == (0, 0) and has_nan_or_inf(np.float64(np.inf)) == (0, 1)
 
 
-@pytest.mark.xfail(
-    raises=KeyError, strict=False,
-    reason="core: Session.start_execution compiles the pruned ops of a partitioned plan "
-    "with the placement of the optimized ops (ops folded away have no device)",
-)
 def test_a_training_step_on_two_devices():
     g = fl.Graph()
     with g.as_default():
