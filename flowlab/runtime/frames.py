@@ -88,7 +88,7 @@ class _Entry:
     __slots__ = (
         "node", "index", "local", "kind", "fn", "ctx", "needs_step", "special", "in_slots",
         "reads", "outs", "single", "nouts", "info", "out_info", "data_cons", "ctrl_cons",
-        "merge_cons", "reader_cons", "constant", "name", "cons", "switch_cons", "mode",
+        "merge_cons", "reader_cons", "constant", "name", "cons", "switch_cons", "mode", "merge1",
     )
 
 
@@ -252,6 +252,9 @@ def analyze(plan: Plan) -> _Analysis:
                 ctrl.append(ce.local)
         e.data_cons, e.ctrl_cons, e.merge_cons = tuple(data), tuple(ctrl), tuple(merges)
         e.cons = e.data_cons + e.ctrl_cons
+        e.merge1 = None
+        if len(merges) == 1 and len(merges[0][1]) == 1 and not merges[0][2]:
+            e.merge1 = (merges[0][0], merges[0][1][0][0])
         e.switch_cons = None
         if e.kind == _SWITCH and not merges:
             # Consumers of each output, when each reads only one: the inline path.
@@ -849,7 +852,18 @@ class FrameExecution(Execution):
             if p == 0:
                 append((entries[c], it, False))
                 n_ready += 1
-        if e.merge_cons:
+        m1 = e.merge1
+        if m1 is not None:
+            # The loop's back edge: a live value into one input of one Merge.
+            c, j = m1
+            count = pending[c]
+            if count & 1:
+                it.merge_in[c] = (v, j)
+                pending[c] = count - 1
+                if count == 1:
+                    append((entries[c], it, False))
+                    n_ready += 1
+        elif e.merge_cons:
             n_ready += self._to_merges(e, it, None, False)
         it.outstanding += n_ready
 
