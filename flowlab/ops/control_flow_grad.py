@@ -191,6 +191,8 @@ def backward_loop(w: cfc.WhileContext, const_enters: list[Tensor], exit_grads: l
     none = [None] * (n_vars + len(const_enters))
     if not w.back_prop:
         return none
+    if isinstance(w, cfc.GradWhileContext):
+        raise TypeError("Second-order gradient for while loops not supported.")
     g = w.graph
     var_idx = [j for j in range(n_vars) if _trainable(w.exits[j])]
     if not any(exit_grads[j] is not None for j in var_idx):

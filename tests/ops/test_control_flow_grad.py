@@ -122,6 +122,41 @@ def test_cond_in_loop_gradient_against_tensorflow(tf1):
     assert_same(tf1, build, rtol=1e-5)
 
 
+def test_while_in_cond_gradient_against_tensorflow(tf1):
+    def build(tf, pv):
+        a = tf.placeholder(tf.float32, [], name="a")
+        p = tf.placeholder(tf.bool, [], name="p")
+        y = tf.cond(p, lambda: tf.while_loop(lambda i, s: i < 4, lambda i, s: (i + 1, s * a),
+                                             [0, a])[1],
+                    lambda: a * 3.0)
+        return [y] + tf.gradients(y, a), {a: 1.5, p: pv}
+
+    for pv in (True, False):
+        assert_same(tf1, lambda tf, pv=pv: build(tf, pv))
+
+
+def test_inner_loop_reading_outer_values_with_cond_against_tensorflow(tf1):
+    def build(tf):
+        a = tf.placeholder(tf.float32, [], name="a")
+
+        def body(i, s):
+            s2 = tf.while_loop(lambda j, t: j < 2, lambda j, t: (j + 1, t * a + s), [0, s])[1]
+            return i + 1, tf.cond(s2 > 3.0, lambda: s2 * 0.5, lambda: s2)
+
+        y = tf.while_loop(lambda i, s: i < 3, body, [0, a])[1]
+        return [y] + tf.gradients(y, a), {a: 1.1}
+
+    assert_same(tf1, build, rtol=1e-5)
+
+
+def test_second_order_loop_gradient_is_refused_as_in_tensorflow():
+    a = fl.placeholder(fl.float32, [])
+    y = fl.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s * a), [0, a])[1]
+    (g,) = fl.gradients(y, a)
+    with pytest.raises(TypeError, match="Second-order gradient for while loops not supported"):
+        fl.gradients(g, a)
+
+
 def test_back_prop_false_gives_no_gradient():
     a = fl.placeholder(fl.float32, [])
     r = fl.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x * a), [0, a], back_prop=False)[1]
