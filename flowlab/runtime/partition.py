@@ -470,6 +470,9 @@ class PartitionedPlan:
     placement: Any = None
     fused: Plan | None = None
     num_expensive: int = 0
+    # The step as placed, before partitioning (for stepping op by op, and pictures).
+    ops: list[Operation] = field(default_factory=list)
+    optimization: Any = None
     # What a session asks any plan (see Session._execute): never straight-line itself.
     straight_line: Any = None
     has_async: bool = True

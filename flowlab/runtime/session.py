@@ -27,18 +27,21 @@ from flowlab.graph import dtypes
 from flowlab.graph import graph as graph_mod
 from flowlab.graph.graph import Graph, get_default_graph
 from flowlab.graph.tensor import Operation, Tensor
+from flowlab.kernels.sendrecv_kernels import LocalRendezvous
 from flowlab.runtime.config import ConfigProto, RunMetadata, RunOptions
 from flowlab.runtime.device import Device, local_devices
 from flowlab.runtime.executor import ExecEvent, Execution, Listener
 from flowlab.runtime.fetches import FetchMapper
+from flowlab.runtime.optimize import Optimization, optimize_and_place
 from flowlab.runtime.partition import (
     PartitionedPlan,
     Partitions,
     compile_partitions,
+    loop_spans_devices,
     partition,
     run_partitioned,
 )
-from flowlab.runtime.placement import Placement, place
+from flowlab.runtime.placement import Placement
 from flowlab.runtime.plan import Plan, compile_plan, run_straight_line
 from flowlab.runtime.prune import prune
 from flowlab.runtime.rendezvous import RendezvousManager
@@ -55,9 +58,7 @@ class _DeviceAttributes:
         self.name = device.name
         self.device_type = device.device_type
         self.memory_limit_bytes = device.memory_limit_bytes
-        # TensorFlow shows the 64-bit incarnation as a signed int64.
-        inc = device.incarnation
-        self.incarnation = inc - (1 << 64) if inc >= 1 << 63 else inc
+        self.incarnation = device.incarnation
 
     def __repr__(self) -> str:
         return f"_DeviceAttributes({self.name}, {self.device_type}, {self.memory_limit_bytes}, {self.incarnation})"
@@ -313,8 +314,15 @@ class Session:
         listener: Listener | None,
         timeout_ms: int,
     ) -> list[Any]:
-        """One step over several devices: every partition an Execution of one Step,
-        which has a rendezvous table for the step's Send/Recv pairs, dropped at the end."""
+        """One step over several devices.  Unwatched, and when the plan has one, the
+        fused straight-line function (its Recvs never wait: the step's own table is
+        enough).  Otherwise every partition an Execution of one Step, whose table in
+        the session's rendezvous manager is dropped at the end."""
+        fused = plan.fused
+        if fused is not None and self._straight(fused, listener, run_metadata):
+            step = Step(self)
+            step.rendezvous = LocalRendezvous(step.step_id)
+            return run_straight_line(fused, step, feed_values)
         deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
         collector = None
         if run_metadata is not None:
@@ -373,8 +381,10 @@ class Session:
         if isinstance(plan, PartitionedPlan):
             # Stepping goes op by op in one Execution: the placed ops without the
             # Send/Recv pairs (in one process the values are the same).
-            ops = prune(mapper.tensors, mapper.targets, feed_tensors)
-            plan = compile_plan(ops, plan.placement.device_of, feed_tensors, mapper.tensors, plan.graph_version)
+            plan = compile_plan(
+                plan.ops, plan.placement.device_of, feed_tensors, mapper.tensors, plan.graph_version,
+                optimization=plan.optimization,
+            )
         return Execution(plan, Step(self), feed_values, listener), mapper
 
     # --- feeds ----------------------------------------------------------------------
@@ -418,11 +428,11 @@ class Session:
                 if t.graph is not g:
                     raise ValueError(f"Tensor {t.name} is not an element of this session's graph.")
             ops = prune(fetches, targets, feeds)
-            placement = place(ops, self._devices, self._config.allow_soft_placement)
+            opt, placement = optimize_and_place(ops, feeds, fetches, targets, self._devices, self._config)
             if self._config.log_device_placement:
-                for op in ops:
+                for op in opt.ops:
                     print(f"{op.name}: ({op.type}): {placement.device_of[op.name].name}")
-            plan = self._compile(ops, placement, feeds, fetches, g.version)
+            plan = self._compile(opt.ops, placement, feeds, fetches, g.version, opt)
             self._plans[key] = plan
             while len(self._plans) > _MAX_CACHED_PLANS:
                 self._plans.popitem(last=False)
@@ -430,17 +440,22 @@ class Session:
 
     def _compile(
         self, ops: list[Operation], placement: Placement, feeds: list[Tensor], fetches: list[Tensor],
-        version: int,
+        version: int, opt: Optimization | None = None,
     ) -> Plan | PartitionedPlan:
         """A Plan when the step uses one device (keeping the straight-line and
-        make_callable fast paths), else one Plan per device joined by Send/Recv."""
+        make_callable fast paths), else one Plan per device joined by Send/Recv --
+        except for a while loop spanning devices, which runs as one placed Plan
+        (see `partition.loop_spans_devices`)."""
         used = {id(d) for d in placement.device_of.values()}
-        if len(used) <= 1:
-            plan = compile_plan(ops, placement.device_of, feeds, fetches, version)
+        if len(used) <= 1 or loop_spans_devices(ops, placement.device_of, opt):
+            plan = compile_plan(ops, placement.device_of, feeds, fetches, version, optimization=opt)
             plan.placement = placement
+            plan.optimization = opt
             return plan
-        pg = partition(ops, placement.device_of, feeds, fetches, self._devices)
-        return compile_partitions(pg, version, placement)
+        pg = partition(ops, placement.device_of, feeds, fetches, self._devices, optimization=opt)
+        pplan = compile_partitions(pg, version, placement)
+        pplan.ops, pplan.optimization = ops, opt
+        return pplan
 
     def __del__(self) -> None:
         try:
