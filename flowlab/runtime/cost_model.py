@@ -63,22 +63,16 @@ class CostModel:
 
     # --- sizes ------------------------------------------------------------------
     def num_elements(self, t: Tensor) -> int:
-        dims = t.shape.as_tuple() if t.shape.ndims is not None else (self.unknown_dim,)
+        shape = t.shape
+        dims = shape.as_tuple() if shape.ndims is not None else (self.unknown_dim,)
         n = 1
         for d in dims or ():
-            n *= self.unknown_dim if d is None else int(d)
+            n *= self.unknown_dim if d is None else d
         return n
 
     def tensor_bytes(self, t: Tensor) -> int:
         """Estimated size of `t`'s value (8 bytes per element for strings and handles)."""
-        dt = t.dtype.base_dtype
-        try:
-            itemsize = np.dtype(dt.as_numpy_dtype).itemsize
-            if itemsize == 0 or np.dtype(dt.as_numpy_dtype) == np.dtype(object):
-                itemsize = 8
-        except (TypeError, AttributeError):
-            itemsize = 8
-        return self.num_elements(t) * itemsize
+        return self.num_elements(t) * _itemsize(t.dtype.base_dtype)
 
     # --- compute ----------------------------------------------------------------
     def flops(self, op: Operation) -> int:
@@ -137,6 +131,21 @@ class CostModel:
         if t.shape.ndims is None:
             return ()
         return tuple(self.unknown_dim if d is None else int(d) for d in t.shape.as_tuple())
+
+
+_ITEMSIZE: dict[Any, int] = {}
+
+
+def _itemsize(dt: Any) -> int:
+    size = _ITEMSIZE.get(dt)
+    if size is None:
+        try:
+            npd = np.dtype(dt.as_numpy_dtype)
+            size = 8 if npd == np.dtype(object) or npd.itemsize == 0 else npd.itemsize
+        except (TypeError, AttributeError):
+            size = 8
+        _ITEMSIZE[dt] = size
+    return size
 
 
 def default_inputs(op: Operation) -> list[Tensor]:

@@ -305,6 +305,23 @@ def _greedy(
         and len(candidates[group_of[op.name]]) > 1
     }
     by_name = {op.name: op for op in ops}
+    # Per-call memos: the walk asks for the same sizes and times once per candidate.
+    nbytes: dict[tuple[int, int], int] = {}
+    times: dict[tuple[int, str, float], float] = {}
+
+    def tensor_bytes(t: Tensor) -> int:
+        k = (id(t.op), t.value_index)
+        b = nbytes.get(k)
+        if b is None:
+            b = nbytes[k] = cm.tensor_bytes(t)
+        return b
+
+    def compute(op: Operation, dev: Device) -> float:
+        k = (id(op), dev.device_type, cm.device_speed.get(dev.name, 1.0))
+        c = times.get(k)
+        if c is None:
+            c = times[k] = cm.compute_time(op, dev)
+        return c
 
     def free_at(dev: Device) -> float:
         # A device nothing runs on yet costs a partition's start-up.
@@ -318,7 +335,7 @@ def _greedy(
             p = t.op.name
             if p in deferred or p not in finish:
                 continue  # follows this op, or fed
-            ready = max(ready, finish[p] + cm.transfer_time(cm.tensor_bytes(t), chosen[group_of[p]], dev))
+            ready = max(ready, finish[p] + cm.transfer_time(tensor_bytes(t), chosen[group_of[p]], dev))
         for c in op._control_inputs:
             if c.name in finish and c.name not in deferred:
                 ready = max(ready, finish[c.name] + cm.transfer_time(0, chosen[group_of[c.name]], dev))
@@ -326,7 +343,7 @@ def _greedy(
 
     def run_on(op: Operation, dev: Device) -> None:
         start = max(arrival(op, dev), free_at(dev))
-        finish[op.name] = start + cm.compute_time(op, dev)
+        finish[op.name] = start + compute(op, dev)
         busy[dev.name] = finish[op.name]
 
     for op in ops:
@@ -339,7 +356,7 @@ def _greedy(
                 assign(root, cands[0], base_reason[root], anchor[root])
             else:
                 est = {
-                    d.name: max(arrival(op, d), free_at(d)) + cm.compute_time(op, d)
+                    d.name: max(arrival(op, d), free_at(d)) + compute(op, d)
                     for d in cands
                 }
                 estimates[op.name] = est
@@ -360,7 +377,7 @@ def _greedy(
                 proot = group_of[p]
                 target = dev if dev in candidates[proot] else candidates[proot][0]
                 assign(proot, target, f"generator: placed with its consumer {op.name}", p)
-                finish[p] = cm.compute_time(by_name[p], target)
+                finish[p] = compute(by_name[p], target)
                 deferred.discard(p)
         run_on(op, dev)
     for name in deferred:  # never consumed in this step (fetched directly)
