@@ -9,12 +9,17 @@ NumPy memory allocated during one step, from tracemalloc.  `crossover` is the sh
 length from which dynamic_rnn's step is at least as fast as static_rnn's (None when it
 never is in the range).
 
-    python benchmarks/rnn.py [--steps N] [--lengths 10,50,100,200] [--no-tf]
+    python benchmarks/rnn.py [--steps N] [--lengths 10,50,100,200] [--threads 1] [--no-tf]
+
+`--threads` bounds NumPy's BLAS and TensorFlow's intra-op pool alike: on a small shared
+machine a default multi-threaded BLAS made one 32x160 @ 160x512 product 50 ms instead
+of 0.35 ms.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import tracemalloc
@@ -100,14 +105,21 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--lengths", default="10,50,100,200")
+    p.add_argument("--threads", type=int, default=1, help="BLAS / intra-op threads of each")
     p.add_argument("--no-tf", action="store_true")
     args = p.parse_args()
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(args.threads)
     lengths = [int(s) for s in args.lengths.split(",")]
     peers: list[tuple[str, Any, Any, bool]] = [("flowlab", fl, None, True)]
     tf1 = None if args.no_tf else load_tf1()
     if tf1 is not None:
-        peers.append(("tensorflow", tf1, tf_session_config(tf1), False))
-    out: dict[str, Any] = {"units": UNITS, "batch": BATCH, "depth": DEPTH}
+        cfg = tf_session_config(tf1)
+        cfg.intra_op_parallelism_threads = args.threads
+        peers.append(("tensorflow", tf1, cfg, False))
+    out: dict[str, Any] = {"units": UNITS, "batch": BATCH, "depth": DEPTH,
+                           "threads": args.threads, "load_before": os.getloadavg()[0]}
     for name, tf, cfg, memory in peers:
         rows: dict[int, dict[str, Any]] = {}
         for length in lengths:
@@ -126,6 +138,7 @@ def main() -> None:
                 if "step_ms" in a and "step_ms" in b:
                     ratios.setdefault(kind, {})[str(n)] = round(a["step_ms"] / b["step_ms"], 2)
         out["flowlab_over_tf"] = ratios
+    out["load_after"] = os.getloadavg()[0]
     emit("rnn", out)
 
 
