@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowlab.profiler.summary import Summary, summarize
+from flowlab.profiler.summary import Summary, Table, summarize
 from flowlab.profiler.trace import Trace
 from flowlab.runtime.step_stats import StepStatsCollector, session_resolver
 
@@ -69,7 +69,20 @@ class Profile:
         return [t.step(s) for s in t.steps]
 
     def summary(self, top: int = 10) -> Summary:
-        return summarize(self.trace, top)
+        """The trace's summary plus the devices' own memory figures (state held between
+        steps, the largest step, bytes received) as they are now."""
+        s = summarize(self.trace, top)
+        rows = []
+        for d in getattr(self.session, "devices", []):
+            stats = d.memory_stats() if hasattr(d, "memory_stats") else {}
+            if stats:
+                rows.append([d.name, stats.get("bytes_in_use", 0), stats.get("peak_bytes_in_use", 0),
+                             stats.get("bytes_received", 0)])
+        if rows:
+            s.tables["device_memory"] = Table(
+                "Device memory (the devices' figures)",
+                ["device", "bytes_in_use", "peak_bytes_in_use", "bytes_received"], rows)
+        return s
 
     def __repr__(self) -> str:
         return f"<Profile of {len(self.collector.step_ids())} step(s)>\n{self.summary()!r}"

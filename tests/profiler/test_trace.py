@@ -241,6 +241,9 @@ def test_profile_collects_many_steps_and_restores_listener():
     assert {"y", "z"} <= {r["op"] for r in top}
     assert all(r["count"] == 4 for r in top)
     assert "Critical path" in repr(prof)
+    dm = prof.summary().tables.get("device_memory")
+    if dm is not None:  # the devices' own figures, when they keep them
+        assert dm.column("device") == [d.name for d in s.devices]
     assert "<table>" in prof._repr_html_()
 
 
