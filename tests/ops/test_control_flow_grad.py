@@ -201,3 +201,28 @@ def test_stack_errors():
         late = stack_ops.stack_pop_v2(h, fl.int32)
     with pytest.raises(fl.errors.InvalidArgumentError, match="already been closed"):
         _run(late)
+
+
+def test_training_through_a_loop_against_tensorflow(tf1):
+    # Adam on a dense and a gathered (sparse) variable used inside a loop body.
+    def run(tf):
+        g = tf.Graph()
+        with g.as_default():
+            w = tf.Variable([[0.5, -0.2], [0.1, 0.3]], name="w")
+            e = tf.Variable(np.arange(10, dtype=np.float32).reshape(5, 2) * 0.1, name="e")
+
+            def body(t, h):
+                x = tf.gather(e, tf.math.floormod(t, 5))
+                return t + 1, tf.tanh(tf.matmul(tf.reshape(x + h, [1, 2]), w)[0])
+
+            _, h = tf.while_loop(lambda t, h: t < 4, body, [0, tf.zeros([2])])
+            loss = tf.reduce_sum(h * h)
+            train = tf.train.AdamOptimizer(0.1).minimize(loss)
+            with tf.Session() as s:
+                s.run(tf.global_variables_initializer())
+                for _ in range(3):
+                    s.run(train)
+                return s.run([loss, w, e])
+
+    for want, got in zip(run(tf1), run(fl)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
