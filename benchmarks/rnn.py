@@ -56,9 +56,7 @@ def build(tf: Any, kind: str, length: int) -> tuple[Any, Any, Any, Any]:
             outs, _ = tf.nn.static_rnn(cell, tf.unstack(x, axis=1), dtype=tf.float32)
             last = outs[-1]
         loss = tf.reduce_mean(tf.square(last))
-        # GATE_NONE, and the update ops as targets below: the same arithmetic as a plain
-        # minimize(), without its NoOp groups (the frame executor refuses a NoOp today).
-        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, gate_gradients=0)
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
         init = tf.global_variables_initializer()
     return g, x, train, init
 
@@ -70,7 +68,7 @@ def bench(tf: Any, cfg: Any, kind: str, length: int, steps: int, memory: bool) -
     built = time.perf_counter() - t0
     sess = tf.Session(graph=g, config=cfg) if cfg is not None else tf.Session(graph=g)
     sess.run(init)
-    step = sess.make_callable(list(train.control_inputs) or train, [x])
+    step = sess.make_callable(train, [x])
     step(xv)
     res: dict[str, Any] = {"build_s": round(built, 3), "ops": len(g.get_operations())}
     res["step_ms"] = round(per_call_us(lambda: step(xv), steps, repeats=3) / 1000.0, 2)

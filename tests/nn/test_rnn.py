@@ -186,8 +186,6 @@ def test_reverse_sequence_within_lengths():
 
 
 @needs_loops
-@pytest.mark.xfail(strict=False, reason="flowlab/runtime/frames.py: a NoOp (group, gate tuple) "
-                   "run on the frame path returns None where the executor expects no outputs")
 def test_dynamic_rnn_trains_with_minimize(tf1):
     """Three SGD steps through dynamic_rnn with the default gating: same losses as TF."""
     tf_cells = _tf_cells(tf1)
