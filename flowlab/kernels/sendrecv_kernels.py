@@ -29,6 +29,7 @@ devices of one process.
 from __future__ import annotations
 
 import threading
+import zlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -175,7 +176,9 @@ def step_rendezvous(step: Any) -> LocalRendezvous:
             cm = step.get_cancellation()
             if cm.register(lambda: r.abort(_reason(cm))) is None:
                 r.abort(_reason(cm))
-            step.rendezvous = r
+            # Inside a loop the kernel gets a per-iteration view of the step; the
+            # table belongs to the step itself.
+            getattr(step, "_step", step).rendezvous = r
     return r
 
 
@@ -188,10 +191,15 @@ def _reason(cm: Any) -> BaseException:
 
 # --- kernels ---------------------------------------------------------------------------
 def _key(attrs: dict[str, Any], step: Any) -> str:
-    # Frame and iteration stay 0:0 until a loop spans devices (see docs/notes/partitioning.md).
+    # Inside a loop (the executor's frame path hands kernels a step carrying
+    # `frame_id` and `iteration`) each iteration's transfer has its own key; TensorFlow's
+    # frame id is a number, so the frame instance's name is hashed to one.
+    frame = getattr(step, "frame_id", "")
+    it = getattr(step, "iteration", 0)
+    where = f"{zlib.crc32(frame.encode())}:{it}" if frame or it else "0:0"
     return (
         f"{attrs['send_device']};{attrs['send_device_incarnation'] & _U64:016x};"
-        f"{attrs['recv_device']};{attrs['tensor_name']};0:0"
+        f"{attrs['recv_device']};{attrs['tensor_name']};{where}"
     )
 
 

@@ -232,3 +232,17 @@ def test_no_rendezvous_entries_after_10000_steps():
                 with pytest.raises(errors.InvalidArgumentError, match="odd step"):
                     s.run(bad, {x: 1.0})
         assert len(s._rendezvous) == 0 and s._rendezvous.total_entries() == 0
+
+
+def test_keys_inside_a_loop_carry_the_frame_and_iteration():
+    # A hand-built pair inside a while loop: each iteration's transfer has its own key.
+    def body(i, v):
+        send = sendrecv_ops.send(v * 2.0, "loopval", CPU0, 1, CPU0)
+        with fl.control_dependencies([send]):
+            r = sendrecv_ops.recv(fl.float32, "loopval", CPU0, 1, CPU0)
+        r.set_shape([])
+        return i + 1, r + 1.0
+
+    _, out = fl.while_loop(lambda i, v: i < 4, body, [fl.constant(0), fl.constant(1.0)])
+    with fl.Session() as s:
+        assert s.run(out) == 31.0
