@@ -56,8 +56,10 @@ op_def("TestingSwitch", inputs=["data: T", "pred: bool"], outputs=["output_false
        attrs=["T: type"], shape_fn=lambda op: [op.inputs[0].shape] * 2, control_flow=True)
 op_def("TestingMerge", inputs=["inputs: N * T"], outputs=["output: T"], attrs=["T: type", "N: int >= 1"],
        shape_fn=lambda op: [op.inputs[0].shape], control_flow=True)
+# Stateful: its kernel counts kernels in flight (a side effect), so the graph
+# optimizer must not merge two copies of the same input.
 op_def("TestingSlowCopy", inputs=["x: T"], outputs=["y: T"], attrs=["T: type", "seconds: float = 0.1"],
-       shape_fn=_same)
+       shape_fn=_same, stateful=True)
 for _t in ("TestingSlowCopy", "TestingPlus", "TestingAsyncCopy", "TestingBlock", "TestingFail", "TestingSwitch", "TestingMerge"):
     not_differentiable(_t)
 
