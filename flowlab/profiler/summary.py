@@ -142,7 +142,7 @@ def top_ops(trace: Trace, top: int = 10) -> Table:
     for r in trace.ops:
         if not r.dead:
             by.setdefault(r.name, []).append(r)
-    rows = []
+    rows: list[list[Any]] = []
     for name, rs in by.items():
         d = [r.duration_us for r in rs]
         rows.append([name, rs[0].op_type, _short(rs[0].device), len(rs), statistics.median(d), sum(d)])
@@ -204,7 +204,7 @@ def critical_path_table(trace: Trace, step_id: int | None = None) -> Table:
     before its Send -- was only waiting before that) to its end."""
     path = critical_path(trace, step_id)
     t0 = min((r.start_us for r in path), default=0.0)
-    rows = []
+    rows: list[list[Any]] = []
     prev_end = None
     for r in path:
         on_path = r.end_us - max(r.start_us, prev_end if prev_end is not None else r.start_us)

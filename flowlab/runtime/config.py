@@ -175,10 +175,17 @@ class RunOptions(_Message):
 class AllocationDescription(_Message):
     """Where an output's bytes live: `requested_bytes` is the array's nbytes."""
 
+    requested_bytes: int
+    allocated_bytes: int
+    allocator_name: str
+    allocation_id: int
+
     _fields = {"requested_bytes": 0, "allocated_bytes": 0, "allocator_name": "", "allocation_id": 0}
 
 
 class TensorShapeDim(_Message):
+    size: int
+    name: str
     _fields = {"size": -1, "name": ""}
 
 
@@ -217,11 +224,28 @@ class NodeExecStats(_Message):
     `attrs` (for `_Send`/`_Recv`: the rendezvous key and the two devices)."""
 
     node_name: str
+    op_type: str
     all_start_micros: int
     op_start_rel_micros: int
     op_end_rel_micros: int
     all_end_rel_micros: int
+    scheduled_micros: int
+    all_start_nanos: int
+    op_start_rel_nanos: int
+    op_end_rel_nanos: int
+    all_end_rel_nanos: int
+    timeline_label: str
+    thread_id: int
     output: list[NodeOutput]
+    memory: list[Any]
+    inputs: list[str]
+    dead: bool
+    error: str
+    frame: str
+    iteration: int
+    task: str
+    step_id: int
+    attrs: dict[str, Any]
     _fields = {
         "node_name": "",
         "op_type": "",

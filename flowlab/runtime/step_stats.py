@@ -65,7 +65,7 @@ _ARRAYS = (np.ndarray, np.generic)
 
 def _describe(outs: Any) -> tuple[Any, ...]:
     """(shape, numpy dtype or None, nbytes, is_ref) per output; None for a dead one."""
-    res = []
+    res: list[Any] = []
     for o in outs:
         if isinstance(o, _ARRAYS):  # the common case first: it runs once per op
             res.append((o.shape, o.dtype, o.nbytes, False))
@@ -94,7 +94,7 @@ class StepStatsCollector:
     """
 
     def __init__(self, resolve: Resolver | None = None) -> None:
-        self.events: list[tuple[Any, Any]] = []
+        self.events: list[tuple[Any, ...]] = []
         self.resolve = resolve
         # Bound once: the listener is called per event on the step's hot path.
         append = self.events.append
@@ -220,7 +220,7 @@ class _OpCache:
 def _make(cls: type, **kw: Any) -> Any:
     """`cls(**kw)` for the message classes above, without their per-field checks (a
     traced step builds thousands; the names here are fixed and known to be fields)."""
-    obj = cls.__new__(cls)
+    obj = cls.__new__(cls)  # type: ignore[call-overload]
     d = obj.__dict__
     for k, v in cls._fields.items():  # type: ignore[attr-defined]
         if k not in kw:
