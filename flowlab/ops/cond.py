@@ -183,7 +183,7 @@ def cond(
         merges = []
         for a, b in zip(res_f, res_t):
             m = merge([a, b])[0]
-            _CONDS_OF_MERGE[m.op] = (ctx_f, ctx_t)
+            g._scratch.setdefault(_CONDS_OF_MERGE, {})[m.op] = (ctx_f, ctx_t)
             merges.append(m)
         if isinstance(orig_t, Operation) and isinstance(orig_f, Operation):
             return merges[0]
@@ -194,13 +194,13 @@ def cond(
         return result
 
 
-# Merge op -> (false context, true context) of the cond that made it; the gradient of
-# Merge reads the predicate from here.
-_CONDS_OF_MERGE: dict[Operation, tuple[cfc.CondContext, cfc.CondContext]] = {}
+# graph._scratch key: Merge op -> (false context, true context) of the cond that made
+# it; the gradient of Merge reads the predicate from here.
+_CONDS_OF_MERGE = "control_flow_cond_merges"
 
 
 def cond_contexts_of_merge(op: Operation) -> Any:
-    return _CONDS_OF_MERGE.get(op)
+    return op.graph._scratch.get(_CONDS_OF_MERGE, {}).get(op)
 
 
 def case(

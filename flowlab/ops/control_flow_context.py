@@ -76,14 +76,15 @@ def output_context(op: Operation) -> Any:
     ctx = context_of(op)
     if ctx is not None and op.type in ("Exit", "RefExit"):
         return ctx.outer
-    branch = _BRANCH_SWITCH.get(op)
-    if branch is not None:
-        return branch
+    branches = op.graph._scratch.get(_BRANCH_SWITCH)
+    if branches is not None and op in branches:
+        return branches[op]
     return ctx
 
 
-# Switch op -> the CondContext whose branch it feeds (its input is outside the branch).
-_BRANCH_SWITCH: dict[Operation, Any] = {}
+# graph._scratch key: Switch op -> the CondContext whose branch it feeds (its input is
+# outside the branch).
+_BRANCH_SWITCH = "control_flow_branch_switches"
 
 
 def current_context(g: Graph) -> Any:
@@ -218,7 +219,7 @@ class CondContext(ControlFlowContext):
         s = ref_switch(t, self.pred) if t.dtype.is_ref_dtype else switch(t, self.pred)
         sw = s[0].op
         set_context(sw, self.outer)
-        _BRANCH_SWITCH[sw] = self
+        self.graph._scratch.setdefault(_BRANCH_SWITCH, {})[sw] = self
         if self.outer is not None:
             self.outer._process_inputs(sw)
         return s[self.branch]
