@@ -273,25 +273,7 @@ def _place_dropped(opt: Optimization, ops: list[Operation], placement: Placement
 def optimization(session: Any, fetches: Any, feed_dict: Any = None) -> Optimization:
     """What the pass did to the step that runs `fetches` with `feed_dict`'s keys fed
     (values are not needed): the `Optimization` of the session's cached plan."""
-    plan = session._plan_of(fetches, feed_dict)
-    opt = getattr(plan, "optimization", None)
-    if opt is not None:
-        return opt
-    # A plan that does not carry it (a partitioned one): the pass is deterministic,
-    # so running it again on the same signature gives the same view.
-    from flowlab.runtime.fetches import FetchMapper
-    from flowlab.runtime.prune import prune
-
-    mapper = FetchMapper(session.graph, fetches)
-    feeds: list[Tensor] = []
-    for k in list(feed_dict.keys() if isinstance(feed_dict, dict) else feed_dict or []):
-        if hasattr(k, "_feed_parts"):
-            feeds.extend(k._feed_parts())
-        else:
-            feeds.append(session.graph.as_graph_element(k, allow_tensor=True, allow_operation=False))
-    ops = prune(mapper.tensors, mapper.targets, feeds)
-    sw = OptimizerSwitches.from_graph_options(session._config.graph_options)
-    return optimize(ops, feeds, mapper.tensors, mapper.targets, sw)
+    return session._plan_of(fetches, feed_dict).optimization
 
 
 class _Pass:
@@ -435,6 +417,9 @@ class _Pass:
 
     def mergeable(self, op: Operation) -> bool:
         od = op.op_def
+        kdef = find_kernel(op.type, "CPU")
+        if kdef is not None and (kdef.needs_step or kdef.asynchronous):
+            return False  # it touches the step (waits, state): each op runs
         return not (
             od is None or od.is_stateful or od.is_control_flow or op.type in _NEVER_MERGE
             or any((id(op), i) in self.fed for i in range(len(op._outputs)))
