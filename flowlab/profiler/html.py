@@ -1,14 +1,13 @@
 """The notebook view of a trace: an inline SVG timeline above the summary tables.
 
 The SVG needs nothing but the browser: one row per (device, thread) lane, one rect per
-op colored by op type, its name and times in a `<title>` tooltip, Send->Recv pairs as
+op colored by op type (waiting ops -- Recv, queue waits -- pale), its name and times in a `<title>` tooltip, Send->Recv pairs as
 lines.  Every name is escaped: op names are user text, never markup.
 """
 
 from __future__ import annotations
 
 import html
-import zlib
 
 from flowlab.profiler.summary import summarize
 from flowlab.profiler.trace import Trace
@@ -20,13 +19,14 @@ _PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#
 _MAX_OPS = 5000  # beyond this the SVG gets heavy; the tables still show everything
 
 
-def _color(op_type: str) -> str:
-    return _PALETTE[zlib.crc32(op_type.encode()) % len(_PALETTE)]
 
 
 def timeline_svg(trace: Trace, width: int = 900, lane_height: int = 18) -> str:
     """An SVG Gantt chart of `trace` as a string."""
     lanes = [(d, th) for d in trace.devices for th in trace.threads(d)]
+    color = {k: _PALETTE[i % len(_PALETTE)] for i, k in enumerate(sorted({r.op_type for r in trace.ops}))}
+    waiting = {id(r) for r in trace.queue_waits} | {
+        id(r) for r in trace.ops if r.op_type in ("_Recv", "_HostRecv")}
     row = {lane: i for i, lane in enumerate(lanes)}
     label_w = 110
     span = max(trace.duration_us, 1.0)
@@ -45,12 +45,13 @@ def timeline_svg(trace: Trace, width: int = 900, lane_height: int = 18) -> str:
         y = row[(r.device, r.thread)] * lane_height + 2
         x = label_w + (r.start_us - t0) * scale
         w = max(r.duration_us * scale, 1.0)
-        fill = "none" if r.dead else _color(r.op_type)
+        fill = "none" if r.dead else color[r.op_type]
+        opacity = ' fill-opacity="0.3"' if id(r) in waiting else ""
         tip = (f"{r.name} ({r.op_type}) {r.duration_us:.1f} us"
                + (f", {r.frame} iteration {r.iteration}" if r.frame else "")
                + (", dead" if r.dead else f", {r.bytes} B"))
         out.append(f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" height="{lane_height - 4}" '
-                   f'fill="{fill}" stroke="#333" stroke-width="0.3">'
+                   f'fill="{fill}"{opacity} stroke="#333" stroke-width="0.3">'
                    f"<title>{html.escape(tip)}</title></rect>")
     for t in trace.transfers:
         if t.send is None or t.recv is None:

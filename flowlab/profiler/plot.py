@@ -2,7 +2,8 @@
 
 One band per device (top to bottom in `trace.devices` order), one lane per executor
 thread inside it; each op is a bar colored by op type (the same type always gets
-the same color), dead ops are hatched ticks, and each Send->Recv pair is an arrow from
+the same color within a figure), waiting ops (`_Recv`, queue waits) are thin and
+pale, dead ops are hatched ticks, and each Send->Recv pair is an arrow from
 the Send to the end of its Recv.  Below, optionally, each device's memory in use.
 The figure is built without pyplot (no global state, any backend); it displays in a
 notebook like any Figure.
@@ -10,7 +11,6 @@ notebook like any Figure.
 
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
 from flowlab.profiler.trace import Trace
@@ -18,8 +18,11 @@ from flowlab.profiler.trace import Trace
 __all__ = ["plot_trace"]
 
 
-def _color(op_type: str, cmap: Any) -> Any:
-    return cmap(zlib.crc32(op_type.encode()) % 20)
+def _colors(trace: Trace, cmap: Any) -> dict[str, Any]:
+    """A distinct color per op type (20 of them; beyond, colors repeat), by name order
+    so that the same trace always gets the same colors."""
+    kinds = sorted({r.op_type for r in trace.ops})
+    return {k: cmap(i % 20) for i, k in enumerate(kinds)}
 
 
 def plot_trace(trace: Trace, ax: Any = None, memory: bool = True, legend: int = 12,
@@ -37,6 +40,9 @@ def plot_trace(trace: Trace, ax: Any = None, memory: bool = True, legend: int = 
     from matplotlib.patches import Patch
 
     cmap = colormaps["tab20"]
+    color = _colors(trace, cmap)
+    waiting = {id(r) for r in trace.queue_waits} | {
+        id(r) for r in trace.ops if r.op_type in ("_Recv", "_HostRecv")}
     lanes: list[tuple[str, int]] = [(d, th) for d in trace.devices for th in trace.threads(d)]
     want_memory = memory and ax is None and any(trace.memory.values())
     if ax is None:
@@ -58,8 +64,12 @@ def plot_trace(trace: Trace, ax: Any = None, memory: bool = True, legend: int = 
             ax.broken_barh([(r.start_us - t0, max(r.duration_us, 0.5))], (y - 0.4, 0.8),
                            facecolors="none", edgecolors="grey", hatch="///", linewidth=0.5)
             continue
-        ax.broken_barh([(r.start_us - t0, max(r.duration_us, 0.5))], (y - 0.4, 0.8),
-                       facecolors=_color(r.op_type, cmap), edgecolors="black", linewidth=0.3)
+        if id(r) in waiting:  # a Recv or queue op waiting: light, so work stands out
+            ax.broken_barh([(r.start_us - t0, max(r.duration_us, 0.5))], (y - 0.25, 0.5),
+                           facecolors=color[r.op_type], alpha=0.3, edgecolors="none")
+        else:
+            ax.broken_barh([(r.start_us - t0, max(r.duration_us, 0.5))], (y - 0.4, 0.8),
+                           facecolors=color[r.op_type], edgecolors="black", linewidth=0.3)
         time_by_type[r.op_type] = time_by_type.get(r.op_type, 0.0) + r.duration_us
     for t in trace.transfers:
         if t.send is None or t.recv is None:
@@ -81,7 +91,7 @@ def plot_trace(trace: Trace, ax: Any = None, memory: bool = True, legend: int = 
     ax.set_title(f"{len(trace.steps)} step(s), {len(trace.ops)} ops, "
                  f"{len(trace.transfers)} transfers ({trace.bytes_moved:,} B)")
     kinds = sorted(time_by_type, key=lambda k: -time_by_type[k])[:legend]
-    handles = [Patch(facecolor=_color(k, cmap), edgecolor="black", label=k) for k in kinds]
+    handles = [Patch(facecolor=color[k], edgecolor="black", label=k) for k in kinds]
     if trace.transfers:
         handles.append(Patch(facecolor="crimson", label="Send -> Recv"))
     if handles:
