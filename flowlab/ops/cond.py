@@ -125,6 +125,8 @@ def cond(
     false_fn: Callable[[], Any] | None = None,
     strict: bool = False,
     name: str | None = None,
+    fn1: Callable[[], Any] | None = None,
+    fn2: Callable[[], Any] | None = None,
 ) -> Any:
     """`true_fn()` if `pred` else `false_fn()`, decided when the graph runs.
 
@@ -139,6 +141,7 @@ def cond(
       true_fn, false_fn: callables returning the same structure of tensors (or ops).
       strict: keep a one-element list result as a list (default: unpack it).
       name: name scope (default "cond").
+      fn1, fn2: TensorFlow 1.x's deprecated names of true_fn and false_fn.
 
     Returns:
       The structure the branches return, each tensor a Merge of the two results.
@@ -147,6 +150,14 @@ def cond(
       TypeError: `pred` is a Python bool, or a branch is not callable.
       ValueError: the branches return different structures or dtypes, or nothing.
     """
+    if fn1 is not None:
+        if true_fn is not None:
+            raise TypeError("cond(): 'true_fn' and 'fn1' may not be set simultaneously.")
+        true_fn = fn1
+    if fn2 is not None:
+        if false_fn is not None:
+            raise TypeError("cond(): 'false_fn' and 'fn2' may not be set simultaneously.")
+        false_fn = fn2
     if true_fn is None:
         raise TypeError("cond(): 'true_fn' argument required")
     if false_fn is None:

@@ -250,3 +250,11 @@ def _(tf, a):
 @grad_case("Merge", RS.randn(3), RS.randn(3))
 def _(tf, a, b):
     return tf.cond(tf.reduce_sum(a) > -100.0, lambda: a * b, lambda: a)
+
+
+def test_cond_accepts_deprecated_fn1_fn2():
+    x = fl.placeholder(fl.float32, [])
+    r = fl.cond(x > 0, fn1=lambda: x, fn2=lambda: -x)
+    assert _run(r, {x: -2.0}) == 2.0
+    with pytest.raises(TypeError, match="may not be set simultaneously"):
+        fl.cond(x > 0, lambda: x, lambda: x, fn1=lambda: x)
