@@ -387,6 +387,12 @@ class FrameExecution(Execution):
             self.ready.append((entries[k], it, False))
         it.outstanding += len(self.root.info.roots)
 
+    @property
+    def values(self) -> list[Any]:
+        """The root frame's values (what is left of a finished step; loop iterations
+        are gone by then)."""
+        return self.root_it.values
+
     def ready_nodes(self) -> list[PlanNode]:
         return [e.node for e, _, _ in self.ready]
 
