@@ -152,6 +152,14 @@ def test_chrome_export_lanes_flows_bytes_counters(tmp_path):
     path = tr.to_chrome(str(tmp_path / "t.json"))
     doc = json.loads(open(path).read())
     ev = doc["traceEvents"]
+    # Every event has what the trace event format requires of its phase.
+    for e in ev:
+        assert e["ph"] in ("M", "X", "s", "f", "C") and isinstance(e["pid"], int)
+        assert isinstance(e["tid"], int) and isinstance(e["name"], str)
+        if e["ph"] != "M":
+            assert e["ts"] >= 0
+        if e["ph"] == "X":
+            assert e["dur"] >= 0 and isinstance(e["args"], dict)
     procs = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
     assert sorted(procs.values()) == [CPU0, CPU1]
     lanes = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["name"] == "thread_name"}
