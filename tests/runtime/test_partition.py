@@ -378,3 +378,17 @@ def test_log_device_placement_prints_tensorflows_lines(capsys):
     assert sorted(lines) == sorted([
         f"Const: (Const): {CPU % 1}", f"add/y: (Const): {CPU % 2}", f"add: (AddV2): {CPU % 2}",
     ])
+
+
+def test_a_variable_stays_on_one_device_whichever_step_runs_first():
+    # v has no request; a pinned user colocates it on cpu:1 -- also in the step that
+    # only initializes it (TensorFlow places the whole graph once).
+    v = fl.Variable(1.0, name="v")
+    with fl.device("/cpu:1"):
+        inc = fl.assign_add(v, 1.0)
+    with fl.Session(config=four_cpus()) as s:
+        s.run(v.initializer)
+        assert s.run(inc) == 2.0
+        assert s.run(v) == 2.0
+        assert s.placement(v.initializer).device_of["v"].name == CPU % 1
+        assert s.devices[1].memory_stats()["bytes_in_use"] == 4
