@@ -167,3 +167,18 @@ def test_partitions_show_the_pairs_of_a_pinned_program():
     assert pair.tensor == "Const:0" and pair.src_device.endswith("CPU:1") and pair.dst_device.endswith("CPU:2")
     ops = {n["op"] for n in parts[pair.src_device]["node"]} | {n["op"] for n in parts[pair.dst_device]["node"]}
     assert {"_Send", "_Recv"} <= ops
+
+
+def test_unpinned_variable_updated_by_a_pinned_op(tf1):
+    # TensorFlow places the whole graph once: v follows its pinned user to cpu:2, in
+    # the initializer's step too.
+    def build(tf):
+        v = tf.Variable(np.arange(3, dtype=np.float32), name="v")
+        with tf.device("/cpu:2"):
+            upd = tf.assign_add(v, tf.ones([3]))
+        with tf.device("/cpu:3"):
+            with tf.control_dependencies([upd]):
+                out = tf.reduce_sum(v.value()) * 2.0
+        return [out], None
+
+    assert_same_on_devices(tf1, build, steps=3)
