@@ -243,6 +243,21 @@ class Session:
 
             return call
 
+        fused = plan.fused if type(plan) is PartitionedPlan else None
+        if fused is not None and not accept_options and self._straight(fused, self._listener, None):
+            session = self
+
+            def call_fused(*args: Any) -> Any:
+                if session._closed:
+                    raise RuntimeError(session._closed_reason)
+                if len(args) != n:
+                    raise TypeError(f"This callable takes {n} feed values, got {len(args)}.")
+                step = Step(session)
+                step.rendezvous = LocalRendezvous(step.step_id)
+                return build(run_straight_line(fused, step, [c(a) for c, a in zip(converters, args)]))
+
+            return call_fused
+
         def call_general(*args: Any, options: RunOptions | None = None, run_metadata: RunMetadata | None = None) -> Any:
             self._check_open()
             if len(args) != n:
