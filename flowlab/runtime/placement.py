@@ -129,8 +129,7 @@ def place(
         chosen_by[root] = by
 
     if strategy == "first":
-        for root, cands in candidates.items():
-            assign(root, cands[0], base_reason[root], anchor[root])
+        _first(groups, group_of, candidates, base_reason, anchor, assign, chosen, inputs_of)
         predicted = None
         estimates: dict[str, dict[str, float]] = {}
     else:
@@ -273,6 +272,59 @@ def _candidates(
         f"device specification '{op.device}' because no device of this session matches "
         f"it (available: {avail}). Use allow_soft_placement=True to relax it.",
     )
+
+
+# --- TensorFlow's choice -------------------------------------------------------------
+_METADATA_OPS = frozenset({"Shape", "ShapeN", "Rank", "Size"})
+
+
+def _first(
+    groups: dict[str, list[Operation]],
+    group_of: dict[str, str],
+    candidates: dict[str, list[Device]],
+    base_reason: dict[str, str],
+    anchor: dict[str, str],
+    assign: Callable[[str, Device, str, str], None],
+    chosen: dict[str, Device],
+    inputs_of: Callable[[Operation], list[Tensor]],
+) -> None:
+    """The first candidate, with TensorFlow's placer heuristics for ops free to move:
+    (A) a generator (no inputs, one non-reference output) goes with its consumers when
+    they all sit on one device it may use; (B) a metadata op (Shape, Size, Rank) goes
+    with its input.  TensorFlow looks at the consumers in the whole graph; here those
+    of the step (the same whenever the step runs every consumer)."""
+    generators: list[str] = []
+    for root, cands in candidates.items():
+        members = groups[root]
+        op = members[0]
+        if len(members) == 1 and len(cands) > 1:
+            if not op._inputs and len(op._outputs) == 1 and not op._outputs[0].dtype.is_ref_dtype:
+                generators.append(root)
+                continue
+            if op.type in _METADATA_OPS:
+                ins = inputs_of(op)
+                src = chosen.get(group_of.get(ins[0].op.name, "")) if ins else None
+                if src is not None and src in cands:
+                    assign(root, src, f"metadata: placed with its input {ins[0].op.name}", op.name)
+                    continue
+        assign(root, cands[0], base_reason[root], anchor[root])
+    if not generators:
+        return
+    consumers: dict[str, list[str]] = {}
+    for members in groups.values():
+        for op in members:
+            for t in inputs_of(op):
+                consumers.setdefault(t.op.name, []).append(op.name)
+    for root in generators:
+        users = consumers.get(root, [])
+        where = {chosen[group_of[u]].name: chosen[group_of[u]] for u in users if group_of.get(u) in chosen}
+        cands = candidates[root]
+        if users and len(where) == 1:
+            dev = next(iter(where.values()))
+            if dev in cands:
+                assign(root, dev, f"generator: placed with its consumer {users[0]}", root)
+                continue
+        assign(root, cands[0], base_reason[root], anchor[root])
 
 
 # --- the greedy simulation -----------------------------------------------------------

@@ -232,3 +232,46 @@ def test_greedy_session_gives_the_values_of_one_device():
         assert s.run(total) == s1.run(total)
         p = s.placement(total)
         assert p.strategy == "greedy" and len({d.name for d in p.device_of.values()}) == 4
+
+
+def _tf_devices(tf1, build):
+    """op name -> device in a TensorFlow step (optimizer off, so every op runs)."""
+    g = tf1.Graph()
+    with g.as_default():
+        fetches, feed = build(tf1)
+        cfg = tf1.ConfigProto(device_count={"CPU": 4})
+        cfg.graph_options.optimizer_options.opt_level = tf1.OptimizerOptions.L0
+        cfg.graph_options.rewrite_options.disable_meta_optimizer = True
+        md = tf1.RunMetadata()
+        with tf1.Session(config=cfg) as s:
+            s.run(fetches, feed, options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE), run_metadata=md)
+    return {n.node_name: d.device for d in md.step_stats.dev_stats for n in d.node_stats}
+
+
+def test_tensorflows_generator_and_metadata_heuristics(tf1):
+    def build(tf):
+        p = tf.placeholder(tf.float32, None, name="p")
+        k = tf.constant([1.0, 2.0], name="k")  # unpinned, one consumer on /cpu:2
+        shared = tf.constant(3.0, name="shared")  # consumers on two devices: stays
+        with tf.device("/cpu:2"):
+            u = tf.multiply(p, k, name="u")
+            a = tf.add(u, shared, name="a")
+        with tf.device("/cpu:1"):
+            b = tf.add(u, shared, name="b")
+        sh = tf.shape(b, name="sh")  # unknown shape: a Shape op, with its input
+        return [a, b, sh], {p: np.array([1.0, 1.0], np.float32)}
+
+    expected = _tf_devices(tf1, build)
+    with fl.Graph().as_default():
+        fetches, feed = build(fl)
+        off = fl.ConfigProto(device_count={"CPU": 4}, graph_options=fl.GraphOptions(
+            optimizer_options=fl.OptimizerOptions(opt_level=fl.OptimizerOptions.L0)))
+        with fl.Session(config=off) as s:
+            s.run(fetches, feed)
+            p = s.placement(fetches, feed)
+    # ("shared" is replicated per device by TensorFlow 2's constant replication pass.)
+    for name in ("k", "u", "a", "b", "sh"):
+        assert p.device_of[name].name == expected[name], (name, p.reasons[name])
+    assert p.reasons["k"] == "generator: placed with its consumer u"
+    assert p.reasons["sh"] == "metadata: placed with its input b"
+    assert p.device_of["shared"].name == CPU + "0"
