@@ -16,7 +16,10 @@ In order:
 4. A group with one candidate goes there.  Otherwise the session's strategy chooses:
    * "first" (the default, TensorFlow's behaviour): the first candidate in the
      session's device order, so an unpinned program on several CPUs runs on /cpu:0
-     and `log_device_placement` prints what TensorFlow prints;
+     and `log_device_placement` prints what TensorFlow prints; with TensorFlow's two
+     placer heuristics for ops free to move: a generator (no inputs, one output)
+     goes with its consumers when they share a device, and a Shape/Size/Rank goes
+     with its input;
    * "greedy" (opt-in, `ConfigProto(placement_strategy="greedy")`): the white paper's
      simulation.  Ops are visited in topological order; each device has a busy-until
      time; an op's start on a candidate is when its inputs have arrived there (their
