@@ -39,7 +39,7 @@ def _is_string(v: Any) -> bool:
 
 
 def _ints(v: Any) -> list[int]:
-    return [int(x) for x in np.asarray(v).reshape(-1)]
+    return [int(x) for x in _host(v).reshape(-1)]
 
 
 def _axis(a: Any, rank: int) -> int:
@@ -443,7 +443,7 @@ def mirror_pad_grad(ctx: Any, g: Any, paddings: Any) -> Any:
         n = out.shape[axis] - int(p[axis].sum())
         if n < 0:
             raise _bad(f"paddings must be no greater than the dimension size: {p[axis, 0]}, {p[axis, 1]}")
-        source = np.pad(np.arange(n), (int(p[axis, 0]), int(p[axis, 1])), mode=mode)
+        source = xp.asarray(np.pad(np.arange(n), (int(p[axis, 0]), int(p[axis, 1])), mode=mode))
         moved = xp.moveaxis(out, axis, 0)
         acc = xp.zeros((n,) + moved.shape[1:], dtype=out.dtype)
         xp.add.at(acc, source, moved)

@@ -157,11 +157,12 @@ def scatter_nd(ctx: Any, indices: Any, updates: Any, shape: Any) -> Any:
         raise _bad(f"indices[{i}] = [{', '.join(str(int(v)) for v in flat[i])}] does not index into "
                    f"shape {_dims(out_shape)}")
     out = xp.zeros(out_shape, dtype=u.dtype)
+    where = tuple(xp.asarray(c) for c in flat.T)  # validated on the host, used on the device
     if u.dtype == np.bool_:
         hit = xp.zeros(out_shape, dtype=np.bool_)
-        xp.logical_or.at(hit, tuple(flat.T), u.reshape((flat.shape[0],) + out_shape[k:]))
+        xp.logical_or.at(hit, where, u.reshape((flat.shape[0],) + out_shape[k:]))
         return hit
-    xp.add.at(out, tuple(flat.T), u.reshape((flat.shape[0],) + out_shape[k:]))
+    xp.add.at(out, where, u.reshape((flat.shape[0],) + out_shape[k:]))
     return out
 
 

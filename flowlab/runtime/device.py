@@ -120,13 +120,19 @@ class Device:
 
 
 def local_devices(device_count: dict[str, int] | None = None, job: str = "localhost", task: int = 0) -> list[Device]:
-    """The devices of one in-process task: `device_count["CPU"]` virtual CPUs."""
+    """The devices of one in-process task: `device_count["CPU"]` virtual CPUs, then
+    the GPUs CuPy finds (at most `device_count["GPU"]`; 0 hides them)."""
     count = dict(device_count or {})
     n_cpu = max(1, int(count.get("CPU", 1)))
-    return [
+    devices: list[Device] = [
         Device(DeviceSpec(job=job, replica=0, task=task, device_type="CPU", device_index=i))
         for i in range(n_cpu)
     ]
+    if count.get("GPU", 1) != 0:
+        from flowlab.runtime.gpu import gpu_devices  # cupy is optional: imported lazily
+
+        devices.extend(gpu_devices(count.get("GPU"), job=job, task=task))
+    return devices
 
 
 def value_bytes(values: Any) -> int:
