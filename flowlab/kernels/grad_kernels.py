@@ -22,11 +22,12 @@ def _scalar_out(x: Any) -> Any:
     return x[()] if getattr(x, "ndim", 1) == 0 else x
 
 
-@kernel("BroadcastGradientArgs", devices="CPU")
+# A shape computation: on an accelerator every input and output stays in host memory.
+@kernel("BroadcastGradientArgs", host_memory=("s0", "s1", "r0", "r1"))
 def _broadcast_gradient_args(ctx: Any, s0: Any, s1: Any) -> Any:
     dt = ctx.attrs["T"].as_numpy_dtype
     try:
-        rx, ry = broadcast_reduction_axes(np.asarray(s0).tolist(), np.asarray(s1).tolist())
+        rx, ry = broadcast_reduction_axes(s0.tolist(), s1.tolist())
     except ValueError as e:
         raise errors.InvalidArgumentError(None, None, str(e)) from None
     return np.array(rx, dt), np.array(ry, dt)
