@@ -43,7 +43,12 @@ def _channel_shape(op: Operation, vectors: range) -> tuple[TensorShape, TensorSh
         s = op.inputs[i].shape
         if s.ndims is not None and s.ndims != 1:
             raise ValueError(f"Shape must be rank 1 but is rank {s.ndims}")
-        c = c.merge_with(s)
+        if s.ndims == 1:
+            a, b = c.dims[0], s.dims[0]
+            a, b = getattr(a, "value", a), getattr(b, "value", b)
+            if a is not None and b is not None and a != b:
+                raise ValueError(f"Dimensions must be equal, but are {a} and {b}")
+            c = c.merge_with(s)
     return x, c
 
 
@@ -89,12 +94,23 @@ not_differentiable("FusedBatchNormGradV3")
 @gradient("FusedBatchNormV3")
 def _fused_batch_norm_grad(op: Operation, grad_y: Any, *unused: Any) -> Any:
     training = op.get_attr("is_training")
-    r1, r2 = (op.outputs[3], op.outputs[4]) if training else (op.inputs[3], op.inputs[4])
+    fmt = op.get_attr("data_format")
+    x = op.inputs[0]
+    if training:
+        r1, r2 = op.outputs[3], op.outputs[4]
+    else:
+        r1, r2 = op.inputs[3], op.inputs[4]
+        if fmt in ("NCHW", "NCDHW"):  # as TensorFlow: the inference gradient runs channels-last
+            perm = [0, 2, 3, 1] if fmt == "NCHW" else [0, 2, 3, 4, 1]
+            x, grad_y = array_ops.transpose(x, perm), array_ops.transpose(grad_y, perm)
+            fmt = "NHWC" if fmt == "NCHW" else "NDHWC"
     dx, dscale, doffset, _, _ = apply_op(
-        "FusedBatchNormGradV3", y_backprop=grad_y, x=op.inputs[0], scale=op.inputs[1],
+        "FusedBatchNormGradV3", y_backprop=grad_y, x=x, scale=op.inputs[1],
         reserve_space_1=r1, reserve_space_2=r2, reserve_space_3=op.outputs[5],
-        epsilon=op.get_attr("epsilon"), data_format=op.get_attr("data_format"),
+        epsilon=op.get_attr("epsilon"), data_format=fmt,
         is_training=training, name="FusedBatchNormGradV3")
+    if fmt != op.get_attr("data_format"):
+        dx = array_ops.transpose(dx, [0, 3, 1, 2] if fmt == "NHWC" else [0, 4, 1, 2, 3])
     return [dx, dscale, doffset, None, None]
 
 
