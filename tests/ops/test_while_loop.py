@@ -226,3 +226,10 @@ def test_parallel_iterations_and_swap_memory_accepted():
     r = fl.while_loop(lambda i, s: i < 20, lambda i, s: (i + 1, s + fl.cast(i, fl.float32)),
                       [0, 0.0], parallel_iterations=1, swap_memory=True, back_prop=False)
     assert list(_run(r)) == [20, 190.0]
+
+
+def test_runaway_loop_is_stopped_by_the_step_timeout():
+    i = fl.while_loop(lambda i: fl.constant(True), lambda i: i + 1, [0])
+    with fl.Session() as s:
+        with pytest.raises(fl.errors.DeadlineExceededError, match="timeout_in_ms"):
+            s.run(i, options=fl.RunOptions(timeout_in_ms=100))
