@@ -13,7 +13,8 @@ pair.
 still be sent, so that the receiving device learns the branch is dead.  Partitioning
 gives the ops of graphs without control flow a copy of the declaration without that
 flag (`SEND_NO_DEAD_VALUES`), since no value there can be dead, so that those
-partitions keep the executor's plain path.
+partitions keep the executor's plain path; in graphs with control flow its Recvs get
+the flag (`RECV_MAY_BE_DEAD`), as what they receive may be dead.
 
 These ops are built by the partitioner, not by user programs; `send` and `recv`
 exist for tests and for hand-built transfers (both ends in one graph).
@@ -72,6 +73,9 @@ HOST_RECV = op_def(
 
 # The declaration for graphs where no value can be dead (see the module docstring).
 SEND_NO_DEAD_VALUES: OpDef = dataclasses.replace(SEND, is_control_flow=False)
+# A Recv in a graph with control flow may produce DEAD: flagged so that its partition
+# runs on the executor's dead-aware path even if no other op there is control flow.
+RECV_MAY_BE_DEAD: OpDef = dataclasses.replace(RECV, is_control_flow=True)
 
 for _t in ("_Send", "_Recv", "_HostSend", "_HostRecv"):
     not_differentiable(_t)

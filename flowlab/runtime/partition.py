@@ -162,6 +162,7 @@ class _Partitioner:
         self.out_of: dict[tuple[int, int], Tensor] = {}
         self.has_control_flow = any(op.op_def is not None and op.op_def.is_control_flow for op in ops)
         self.send_def = sendrecv_ops.SEND if self.has_control_flow else sendrecv_ops.SEND_NO_DEAD_VALUES
+        self.recv_def = sendrecv_ops.RECV_MAY_BE_DEAD if self.has_control_flow else sendrecv_ops.RECV
         self.fed: dict[tuple[int, int], int] = {}
         for i, t in enumerate(feeds):
             self.fed[(id(t.op), t.value_index)] = i  # a tensor fed twice: the last value wins
@@ -265,7 +266,7 @@ class _Partitioner:
         recv = Operation(
             self.part(dst).graph, "_Recv", recv_name, [], [dtype],
             {"tensor_type": dtype, **address, "_src": base_name, "_dst": consumer},
-            dst.name, [], sendrecv_ops.RECV,
+            dst.name, [], self.recv_def,
         )
         recv._outputs[0]._shape = value.shape
         self.add(self.part(src), send)
