@@ -4,8 +4,8 @@ The profile installs a `StepStatsCollector` as the session's listener (chained w
 any listener already there, which is restored on exit).  While a listener is set the
 session runs steps on the dataflow executor, which publishes events; with none set,
 steps take the straight-line path and pay nothing.  A callable from
-`sess.make_callable` created *before* the block may have fixed the straight-line path
-and is then not traced: create it inside the block, or use `sess.run`.
+`sess.make_callable` created before the block notices the listener when called and is
+traced too.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from flowlab.profiler.summary import Summary, Table, summarize
 from flowlab.profiler.trace import Trace
+from flowlab.runtime.executor import chain_listeners
 from flowlab.runtime.step_stats import StepStatsCollector, session_resolver
 
 __all__ = ["Profile", "profile"]
@@ -39,17 +40,8 @@ class Profile:
             raise RuntimeError("This profile is already collecting.")
         self._active = True
         self._trace = None
-        self._previous = getattr(self.session, "_listener", None)
-        record = self.collector.listen
-        prev = self._previous
-        if prev is None:
-            self.session.set_listener(record)
-        else:
-            def both(ev: Any) -> None:
-                record(ev)
-                prev(ev)
-
-            self.session.set_listener(both)
+        self._previous = self.session.listener
+        self.session.set_listener(chain_listeners(self.collector.listen, self._previous))
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -53,9 +53,12 @@ from flowlab.runtime.plan import Plan, PlanNode, fed_fetch_value, fetch_value, o
 from flowlab.runtime.step import Step
 
 
-@dataclass
+@dataclass(slots=True)
 class ExecEvent:
-    """One thing that happened in a step.  kind: op_start, op_end, op_dead, error."""
+    """One thing that happened in a step.  kind: op_start, op_end, op_dead, error (and
+    frame_enter/frame_exit on the frame path).  `info`: the outputs (a sequence, one
+    per output) for op_end, the error for error.  `op`: the Operation itself (None for
+    frame events), so that a listener needs no lookup by name."""
 
     kind: str
     step_id: int
@@ -67,9 +70,34 @@ class ExecEvent:
     info: Any = None
     frame: str = ""  # the frame path ("" for the root frame), e.g. "while/while_context"
     iteration: int = 0  # the iteration within that frame
+    op: Any = None  # the Operation (None for frame events)
 
 
 Listener = Callable[[ExecEvent], None]
+
+
+def chain_listeners(*listeners: Listener | None) -> Listener | None:
+    """One listener calling each of `listeners` (Nones dropped) in order; None if none
+    is left, the listener itself if one is."""
+    ls = tuple(x for x in listeners if x is not None)
+    if not ls:
+        return None
+    if len(ls) == 1:
+        return ls[0]
+    if len(ls) == 2:
+        a, b = ls
+
+        def both(ev: ExecEvent) -> None:
+            a(ev)
+            b(ev)
+
+        return both
+
+    def each(ev: ExecEvent) -> None:
+        for f in ls:
+            f(ev)
+
+    return each
 
 _CANCEL = object()
 
@@ -116,6 +144,9 @@ class Execution:
         self.error: errors.OpError | None = None
         self.completed = 0
         self._cancel_token: int | None = None
+        # A dead value arrived (a Recv of an untaken branch, in a partition without
+        # control-flow ops): the plain loops, which assume none, are off from then on.
+        self.saw_dead = False
 
     # --- driving ------------------------------------------------------------------
     def start(self) -> None:
@@ -136,10 +167,14 @@ class Execution:
         token = enter_quiet()
         try:
             self.start()
-            plain = self.listener is None and not self.plan.has_control_flow
+            plain = not self.plan.has_control_flow
+            traced = self.listener is not None
             while True:
-                if plain:
-                    self._run_plain()
+                if plain and not self.saw_dead:
+                    if traced:
+                        self._run_plain_traced()
+                    else:
+                        self._run_plain()
                 while self.ready and self.error is None:
                     self.run_one()
                 if self.error is not None or self.outstanding == 0:
@@ -151,8 +186,11 @@ class Execution:
 
     def advance(self) -> None:
         """Run ready nodes until none is ready (or an error); never waits."""
-        if self.listener is None and not self.plan.has_control_flow:
-            self._run_plain()
+        if not self.plan.has_control_flow and not self.saw_dead:
+            if self.listener is None:
+                self._run_plain()
+            else:
+                self._run_plain_traced()
         while self.ready and self.error is None:
             self.run_one()
 
@@ -176,7 +214,7 @@ class Execution:
                 fn, ctx, needs_step, special, slots, reads, outs, consumers, single = table[i]
                 if special:
                     self._execute(nodes[i])
-                    if self.error is not None:
+                    if self.error is not None or self.saw_dead:
                         return
                     continue
                 if reads:
@@ -199,6 +237,75 @@ class Execution:
                 except Exception as e:
                     self._fail(op_error(e, nodes[i].op, ctx.device.name), nodes[i])
                     return
+                done_nodes[i] = True
+                completed += 1
+                for c in consumers:
+                    p = pending[c] - 1
+                    pending[c] = p
+                    if p == 0:
+                        append(c)
+        finally:
+            self.completed += completed
+
+    def _run_plain_traced(self) -> None:
+        """`_run_plain` with a listener: the same loop, publishing op_start before and
+        op_end (outputs in `info`) after each kernel -- the events `_execute` builds,
+        with the per-node work cut to two clock reads and two event constructions."""
+        table = self.plan.dataflow_table()
+        nodes = self.plan.nodes
+        values = self.values
+        pending = self.pending
+        ready = self.ready
+        popleft = ready.popleft
+        append = ready.append
+        done_nodes = self.done_nodes
+        step = self.step
+        listener = self.listener
+        step_id = step.step_id
+        thread = threading.get_ident()
+        clock = time.perf_counter_ns
+        Event = ExecEvent
+        completed = 0
+        try:
+            while ready:
+                i = popleft()
+                fn, ctx, needs_step, special, slots, reads, outs, consumers, single = table[i]
+                if special:
+                    self._execute(nodes[i])
+                    if self.error is not None or self.saw_dead:
+                        return
+                    continue
+                if reads:
+                    args = [values[s].read() if r else values[s] for s, r in zip(slots, reads)]
+                else:
+                    args = [values[s] for s in slots]
+                op = nodes[i].op
+                name = op.name
+                op_type = op.type
+                device = ctx.device.name
+                listener(Event("op_start", step_id, name, op_type, device, clock() / 1000.0,
+                               thread, None, "", 0, op))
+                try:
+                    res = fn(ctx, step, *args) if needs_step else fn(ctx, *args)
+                    if single:
+                        if outs[0] >= 0:
+                            values[outs[0]] = res
+                        res = (res,)
+                    elif outs:
+                        if len(res) != len(outs):
+                            raise errors.InternalError(
+                                None, None, f"kernel returned {len(res)} outputs, expected {len(outs)}"
+                            )
+                        for slot, v in zip(outs, res):
+                            if slot >= 0:
+                                values[slot] = v
+                    else:
+                        res = ()
+                except Exception as e:
+                    self._fail(op_error(e, op, device), nodes[i])
+                    return
+                listener(Event("op_end", step_id, name, op_type, device, clock() / 1000.0,
+                               thread, res, "", 0, op))
                 done_nodes[i] = True
                 completed += 1
                 for c in consumers:
@@ -335,6 +442,8 @@ class Execution:
         self.done_nodes[node.index] = True
         self.completed += 1
         pending = self.pending
+        if dead:
+            self.saw_dead = True
         all_dead = dead and all(o is DEAD for o in outs)
         for c in node.consumers:
             if all_dead:
@@ -398,9 +507,10 @@ class Execution:
             self.step.get_cancellation().cancel(err)
 
     def _event(self, kind: str, node: PlanNode, info: Any = None) -> ExecEvent:
+        op = node.op
         return ExecEvent(
-            kind, self.step.step_id, node.op.name, node.op.type, node.ctx.device.name,
-            _now_us(), threading.get_ident(), info,
+            kind, self.step.step_id, op.name, op.type, node.ctx.device.name,
+            _now_us(), threading.get_ident(), info, "", 0, op,
         )
 
 

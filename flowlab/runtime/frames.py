@@ -757,7 +757,8 @@ class FrameExecution(Execution):
 
     def _fevent(self, kind: str, e: _Entry, it: _Iteration, info: Any = None) -> ExecEvent:
         node = e.node
+        op = node.op
         return ExecEvent(
-            kind, self.step.step_id, node.op.name, node.op.type, node.ctx.device.name,
-            _now_us(), threading.get_ident(), info, it.frame.info.name, it.num,
+            kind, self.step.step_id, op.name, op.type, node.ctx.device.name,
+            _now_us(), threading.get_ident(), info, it.frame.info.name, it.num, op,
         )

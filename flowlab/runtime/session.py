@@ -30,7 +30,7 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.kernels.sendrecv_kernels import LocalRendezvous
 from flowlab.runtime.config import ConfigProto, RunMetadata, RunOptions
 from flowlab.runtime.device import Device, local_devices
-from flowlab.runtime.executor import ExecEvent, Execution, Listener
+from flowlab.runtime.executor import Execution, Listener, chain_listeners
 from flowlab.runtime.fetches import FetchMapper
 from flowlab.runtime.optimize import Optimization, optimize_and_place
 from flowlab.runtime.partition import (
@@ -148,9 +148,19 @@ class Session:
                 feeds.append(self._graph.as_graph_element(k, allow_tensor=True, allow_operation=False))
         return self._plan_for(feeds, mapper.tensors, mapper.targets)
 
-    def set_listener(self, listener: Listener | None) -> None:
-        """Receive `ExecEvent`s of every step (the profiler and live views use this)."""
+    def set_listener(self, listener: Listener | None) -> Listener | None:
+        """Receive `ExecEvent`s of every step (the profiler and live views use this);
+        None stops.  Returns the listener it replaces.  To watch beside an existing
+        listener: `sess.set_listener(chain_listeners(sess.listener, mine))`, and put the
+        returned one back afterwards."""
+        previous = self._listener
         self._listener = listener
+        return previous
+
+    @property
+    def listener(self) -> Listener | None:
+        """The listener set by `set_listener` (None when steps are not watched)."""
+        return self._listener
 
     # --- lifetime -------------------------------------------------------------------
     def close(self) -> None:
@@ -224,12 +234,23 @@ class Session:
         n = len(converters)
         fn = plan.straight_line
 
+        def call_general(*args: Any, options: RunOptions | None = None, run_metadata: RunMetadata | None = None) -> Any:
+            self._check_open()
+            if len(args) != n:
+                raise TypeError(f"This callable takes {n} feed values, got {len(args)}.")
+            vals = [c(a) for c, a in zip(converters, args)]
+            return build(self._execute(plan, vals, options, run_metadata, self._listener))
+
+        # The fast callables below were chosen with no listener set; one set later
+        # sends the call to `call_general` (one attribute test per call).
         if fn is not None and not accept_options and not plan.has_async and self._straight(plan, self._listener, None):
             session = self
             if n == 0:
                 def call0() -> Any:
                     if session._closed:
                         raise RuntimeError(session._closed_reason)
+                    if session._listener is not None:
+                        return call_general()
                     return build(run_straight_line(plan, Step(session), ()))  # type: ignore[arg-type]
 
                 return call0
@@ -237,6 +258,8 @@ class Session:
             def call(*args: Any) -> Any:
                 if session._closed:
                     raise RuntimeError(session._closed_reason)
+                if session._listener is not None:
+                    return call_general(*args)
                 if len(args) != n:
                     raise TypeError(f"This callable takes {n} feed values, got {len(args)}.")
                 return build(run_straight_line(plan, Step(session), [c(a) for c, a in zip(converters, args)]))
@@ -250,6 +273,8 @@ class Session:
             def call_fused(*args: Any) -> Any:
                 if session._closed:
                     raise RuntimeError(session._closed_reason)
+                if session._listener is not None:
+                    return call_general(*args)
                 if len(args) != n:
                     raise TypeError(f"This callable takes {n} feed values, got {len(args)}.")
                 step = Step(session)
@@ -257,13 +282,6 @@ class Session:
                 return build(run_straight_line(fused, step, [c(a) for c, a in zip(converters, args)]))
 
             return call_fused
-
-        def call_general(*args: Any, options: RunOptions | None = None, run_metadata: RunMetadata | None = None) -> Any:
-            self._check_open()
-            if len(args) != n:
-                raise TypeError(f"This callable takes {n} feed values, got {len(args)}.")
-            vals = [c(a) for c, a in zip(converters, args)]
-            return build(self._execute(plan, vals, options, run_metadata, self._listener))
 
         return call_general
 
@@ -296,17 +314,8 @@ class Session:
                 with self._steps_lock:
                     self._active_steps.discard(step)
         collector = StepStatsCollector(session_resolver(self, plan)) if run_metadata is not None else None
-        if collector is not None and listener is not None:
-            outer = listener
-            record = collector.listen
-
-            def both(ev: ExecEvent) -> None:
-                record(ev)
-                outer(ev)
-
-            listener = both
-        elif collector is not None:
-            listener = collector.listen
+        if collector is not None:
+            listener = chain_listeners(collector.listen, listener)
         with self._steps_lock:
             self._active_steps.add(step)
         try:
@@ -342,16 +351,7 @@ class Session:
         collector = None
         if run_metadata is not None:
             collector = StepStatsCollector(session_resolver(self, plan))
-            if listener is not None:
-                outer, record = listener, collector.listen
-
-                def both(ev: ExecEvent) -> None:
-                    record(ev)
-                    outer(ev)
-
-                listener = both
-            else:
-                listener = collector.listen
+            listener = chain_listeners(collector.listen, listener)
         step = Step(self, deadline)
         rdv = step.rendezvous = self._rendezvous.find_or_create(step.step_id)
         cm = step.get_cancellation()

@@ -17,8 +17,8 @@ the `*_nanos` fields are the same at ns resolution, `thread_id` is the executor 
 and devices) -- what `flowlab.profiler.Trace` needs to pair transfers and find the
 critical path.
 
-Ops are found by name through a resolver (the plan's nodes first, then the graph), as
-events carry only the op's name.
+Events carry the Operation itself (`ExecEvent.op`); the resolver (the plan's nodes
+first, then the graph) is only asked for events that come without it.
 """
 
 from __future__ import annotations
@@ -104,9 +104,10 @@ class StepStatsCollector:
             kind = ev.kind
             append((
                 kind, ev.step_id, ev.node, ev.op_type, ev.device, ev.time_us, ev.thread,
-                getattr(ev, "frame", None), getattr(ev, "iteration", None),
+                ev.frame, ev.iteration,
                 _describe(ev.info) if kind == "op_end" else
                 _error_text(ev.info) if kind == "error" else None,
+                ev.op,
             ))
 
         self.listen = listen
@@ -133,7 +134,7 @@ class StepStatsCollector:
         for e in list(self.events):
             if wanted is not None and e[1] not in wanted:
                 continue
-            kind, step_id, node, _, device, time_us, thread, frame, it, info = e
+            kind, step_id, node, _, device, time_us, thread, frame, it, info, _ = e
             last_us = max(last_us, time_us)
             key = (step_id, node, frame, it)
             if kind == "op_start":
@@ -191,13 +192,14 @@ class _OpCache:
         self.nodes: dict[str, tuple[list[str], str, dict[str, Any]]] = {}
         self.dtypes: dict[Any, Any] = {}
 
-    def get(self, name: str, op_type: str) -> tuple[list[str], str, dict[str, Any]]:
+    def get(self, name: str, op_type: str, op: Any = None) -> tuple[list[str], str, dict[str, Any]]:
         found = self.nodes.get(name)
         if found is None:
-            try:
-                op = self.resolve(name) if self.resolve is not None else None
-            except (KeyError, ValueError):
-                op = None
+            if op is None and self.resolve is not None:
+                try:
+                    op = self.resolve(name)
+                except (KeyError, ValueError):
+                    op = None
             inputs: list[str] = []
             attrs: dict[str, Any] = {}
             if op is not None:
@@ -235,10 +237,10 @@ def _error_text(err: Any) -> str:
 
 def _node_stats(st: tuple[Any, ...], ev: tuple[Any, ...], desc: Any, ops: _OpCache,
                 end_us: float | None = None) -> NodeExecStats:
-    _, step_id, node, op_type, device, time_us, _, frame, it, _ = ev
+    _, step_id, node, op_type, device, time_us, _, frame, it, _, op = ev
     start_ns = int(st[5] * 1000)
     dur_ns = max(0, int(((time_us if end_us is None else end_us) - st[5]) * 1000))
-    inputs, label_inputs, attrs = ops.get(node, op_type)
+    inputs, label_inputs, attrs = ops.get(node, op_type, op if op is not None else st[10])
     ns = _make(
         NodeExecStats, node_name=node, op_type=op_type,
         all_start_micros=start_ns // 1000, op_start_rel_micros=0,
