@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys as _sys
 import types as _types
 
-from flowlab import debug, errors, kernels, layers, nn, train, viz
+from flowlab import debug, debugging, errors, kernels, layers, nn, train, viz
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.dtypes import (  # noqa: F401
     DType,
@@ -47,6 +47,7 @@ from flowlab.graph.tensor_shape import Dimension, TensorShape, dimension_value
 from flowlab.ops import losses  # kernels: importing registers every kernel
 from flowlab.ops.array_ops import *  # noqa: F401,F403
 from flowlab.ops.builder import convert_to_tensor, register_tensor_conversion_function
+from flowlab.ops.check_ops import *  # noqa: F401,F403 - Assert, Print, check_numerics, assert_*
 from flowlab.ops.constant_op import constant
 from flowlab.ops.cond import *  # noqa: F401,F403
 from flowlab.ops.core_ops import *  # noqa: F401,F403
@@ -60,6 +61,7 @@ from flowlab.ops.init_ops import *  # noqa: F401,F403
 from flowlab.ops.io_ops import *
 from flowlab.ops.math_ops import *  # noqa: F401,F403
 from flowlab.ops.random_ops import *  # noqa: F401,F403
+from flowlab.ops.sequence_ops import *  # noqa: F401,F403 - reverse_sequence
 from flowlab.ops.state_ops import *  # noqa: F401,F403
 from flowlab.ops.variable_scope import *  # noqa: F401,F403
 from flowlab.ops.variables import *  # noqa: F401,F403

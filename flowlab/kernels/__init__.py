@@ -2,6 +2,7 @@
 
 from flowlab.kernels import (
     array_kernels,
+    check_kernels,
     checkpoint_kernels,
     control_flow_kernels,
     conv_kernels,
@@ -12,6 +13,7 @@ from flowlab.kernels import (
     nn_kernels,
     queue_kernels,
     random_kernels,
+    sequence_kernels,
     slicing_kernels,
     stack_kernels,
     state_kernels,

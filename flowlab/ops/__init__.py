@@ -3,6 +3,7 @@ gradient functions (`*_grad.py`, loaded by `gradients_impl`)."""
 
 from flowlab.ops import (
     array_ops,
+    check_ops,
     const_fold,
     control_flow_ops,
     conv_ops,
@@ -16,6 +17,7 @@ from flowlab.ops import (
     nn_ops,
     operators,
     random_ops,
+    sequence_ops,
     stack_ops,
     state_ops,
     tensor_array_ops,
