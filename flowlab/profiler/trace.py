@@ -284,6 +284,12 @@ class Trace:
 
         return trace_html(self)
 
+    # Notebook display: its picture (flowlab.viz, imported only when shown).
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from flowlab.viz import mimebundle
+
+        return mimebundle(self, include, exclude)
+
     def __repr__(self) -> str:
         return (
             f"<Trace {len(self.steps)} step(s), {len(self.ops)} op executions on "

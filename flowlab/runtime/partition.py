@@ -149,6 +149,12 @@ class Partitions(Mapping[str, dict[str, Any]]):
         sizes = ", ".join(f"{d}: {len(g['node'])} nodes" for d, g in self._defs.items())
         return f"<Partitions {{{sizes}}}, {len(self.pairs)} Send/Recv pairs>"
 
+    # Notebook display: its picture (flowlab.viz, imported only when shown).
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from flowlab.viz import mimebundle
+
+        return mimebundle(self, include, exclude)
+
 
 # --- partitioning --------------------------------------------------------------------------
 class _Partitioner:

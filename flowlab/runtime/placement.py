@@ -66,6 +66,13 @@ class Placement:
     strategy: str = "first"
     predicted_step_time: float | None = None
 
+    # Notebook display: its picture (flowlab.viz, imported only when shown), drawn
+    # from the default graph's ops; text only when they are not there.
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        from flowlab.viz import mimebundle
+
+        return mimebundle(self, include, exclude)
+
 
 def _find(parent: dict[str, str], x: str) -> str:
     while parent[x] != x:

@@ -140,6 +140,8 @@ def mimebundle(obj: Any, include: Any = None, exclude: Any = None, **kwargs: Any
         return bundle
     if len(pic.nodes) > MAX_AUTO_DISPLAY_OPS or not pic.nodes:
         return bundle
+    if hasattr(obj, "transfers") and hasattr(obj, "ops"):
+        apply_trace(pic, obj)  # a Trace shows its bytes and times
     out = svg(to_dot(pic))
     if out is not None:
         bundle["image/svg+xml"] = out

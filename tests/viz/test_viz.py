@@ -333,3 +333,24 @@ def test_the_optimized_stage_marks_folded_ops():
     assert pic.by_name["six"].note == "folded" and pic.by_name["six"].op == "Const"
     assert "six\\nConst\\nfolded" in p["optimized"].source
     sess.close()
+
+
+@needs_dot
+def test_partitions_placement_and_trace_display_as_pictures():
+    from flowlab.profiler import Trace
+
+    g, x, w, z, _ = _two_layer_graph()
+    sess = fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": 2}))
+    sess.run(w.initializer)
+    parts = sess.partitions(z, {x: None})
+    assert "image/svg+xml" in parts._repr_mimebundle_()
+    placement = sess.placement(z, {x: None})
+    assert list(placement._repr_mimebundle_()) == ["text/plain"]  # its graph is not the default
+    with g.as_default():
+        assert "image/svg+xml" in placement._repr_mimebundle_()
+    md = fl.RunMetadata()
+    sess.run(z, {x: np.ones((5, 3), np.float32)},
+             options=fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE), run_metadata=md)
+    bundle = Trace.from_run_metadata(md)._repr_mimebundle_()
+    assert "80 B" in bundle["image/svg+xml"] and bundle["text/plain"].startswith("<Trace")
+    sess.close()
