@@ -48,3 +48,6 @@ from flowlab.train.training_util import __all__ as _tu_all  # noqa: E402
 
 __all__ += ["AdadeltaOptimizer", "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer",
             "MomentumOptimizer", "Optimizer", "RMSPropOptimizer", *_lrd_all, *_tu_all]
+from flowlab.train.lbfgs import LBFGSOptimizer  # noqa: E402,F401  (flowlab's graph L-BFGS)
+
+__all__ += ["LBFGSOptimizer"]
