@@ -13,6 +13,7 @@ from flowlab.kernels import (
     nn_kernels,
     queue_kernels,
     random_kernels,
+    sendrecv_kernels,
     sequence_kernels,
     slicing_kernels,
     stack_kernels,

@@ -17,6 +17,7 @@ from flowlab.ops import (
     nn_ops,
     operators,
     random_ops,
+    sendrecv_ops,
     sequence_ops,
     stack_ops,
     state_ops,

@@ -54,7 +54,7 @@ from flowlab.ops import sendrecv_ops
 from flowlab.ops.op_def import get_op_def
 from flowlab.runtime.device import Device, value_bytes
 from flowlab.runtime.executor import Execution, Listener, run_executions
-from flowlab.runtime.plan import Plan, _generate_straight_line, compile_plan, fed_fetch_value
+from flowlab.runtime.plan import Plan, compile_plan, fed_fetch_value, generate_straight_line
 
 __all__ = [
     "SendRecvPair", "DevicePartition", "PartitionedGraph", "Partitions", "PartitionedPlan",
@@ -523,7 +523,7 @@ def compile_partitions(pg: PartitionedGraph, graph_version: int, placement: Any 
         finally:
             for recv, _ in recvs:
                 recv._control_inputs = []
-        _generate_straight_line(fused)
+        generate_straight_line(fused)
         fused.placement = placement
     return PartitionedPlan(
         graph_version, pg.partitions, pg.pairs, pg.fed_fetches, pg.num_fetches, placement, fused,

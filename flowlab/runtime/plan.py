@@ -279,7 +279,7 @@ def compile_plan(
         initial_pending=tuple(len(n.deps) for n in nodes),
     )
     if straight_line and n_async <= 1 and not plan.has_control_flow:
-        _generate_straight_line(plan)
+        generate_straight_line(plan)
     return plan
 
 
@@ -320,7 +320,7 @@ def _input_ref_flags(op: Operation) -> list[bool]:
     return flags
 
 
-def _generate_straight_line(plan: Plan) -> None:
+def generate_straight_line(plan: Plan) -> None:
     lines = ["def _step(step, feeds):"]
     ns: dict[str, Any] = {"_fv": fetch_value}
     line_to_node: dict[int, int] = {}
