@@ -1,0 +1,121 @@
+"""GPU check: the GPU kernel tests and an MLP step on a real GPU (CuPy), beside the CPU.
+
+Run on a machine with a CUDA GPU and `pip install -e .[gpu]`:
+
+    python benchmarks/gpu_check.py [--steps 20] [--no-tests]
+
+It (1) runs tests/runtime/test_gpu_kernels.py and test_gpu_device.py with
+FLOWLAB_REAL_GPU=1, so that every GPU kernel runs on CuPy against the CPU session,
+and (2) times an MLP step (784-512-512-10, batch 256) with variables and math on
+/gpu:0 beside the same step on /cpu:0, printing one JSON object.  The training step
+needs the core to copy GPU constants to the device (docs/notes/gpu.md); when it
+fails, its error is reported and the forward step is timed instead.
+
+Without CuPy or a GPU it prints {"gpu": false, "message": ...} and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import subprocess
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _harness import emit  # noqa: E402
+
+import flowlab as fl  # noqa: E402
+from flowlab.runtime import gpu  # noqa: E402
+
+SIZES = (784, 512, 512, 10)
+BATCH = 256
+
+
+def build(scope: str) -> tuple[Any, ...]:
+    rs = np.random.RandomState(0)
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.placeholder(fl.float32, [None, SIZES[0]])
+        y = fl.placeholder(fl.int32, [None])
+        with fl.device("/cpu:0"):  # feeds and initial values cross the host boundary here
+            xi, yi = fl.identity(x), fl.identity(y)
+            inits = []
+            for a, b in zip(SIZES[:-1], SIZES[1:]):
+                inits += [fl.constant((rs.randn(a, b) * np.sqrt(2.0 / a)).astype(np.float32)), fl.zeros([b])]
+        with fl.device(scope):
+            params = [fl.Variable(v) for v in inits]
+            h = xi
+            for i in range(0, len(params), 2):
+                h = fl.matmul(h, params[i]) + params[i + 1]
+                if i + 2 < len(params):
+                    h = fl.nn.relu(h)
+            loss = fl.reduce_mean(fl.nn.sparse_softmax_cross_entropy_with_logits(labels=yi, logits=h))
+            grads = fl.gradients(loss, params)
+            train = fl.group(*[fl.assign_sub(p, 0.1 * gr) for p, gr in zip(params, grads)])
+        with fl.device("/cpu:0"):
+            out = fl.identity(loss)
+        init = fl.global_variables_initializer()
+    return g, x, y, out, train, init
+
+
+def time_step(scope: str, steps: int, train_step: bool) -> dict[str, Any]:
+    g, x, y, out, train, init = build(scope)
+    rs = np.random.RandomState(1)
+    feed = {x: rs.randn(BATCH, SIZES[0]).astype(np.float32), y: rs.randint(0, 10, BATCH).astype(np.int32)}
+    fetches = [out, train] if train_step else [out]
+    with fl.Session(graph=g) as sess:
+        sess.run(init)
+        first = float(sess.run(fetches, feed)[0])  # compiles the plan; warms the device
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            last = float(sess.run(fetches, feed)[0])  # fetching the loss synchronizes
+        ms = (time.perf_counter() - t0) / steps * 1e3
+        stats = {d.device_type: d.memory_stats() for d in sess._devices}
+    return {"step_ms": round(ms, 3), "first_loss": first, "last_loss": last, "memory": stats.get("GPU")}
+
+
+def run_tests() -> dict[str, Any]:
+    env = dict(os.environ, FLOWLAB_REAL_GPU="1")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           "tests/runtime/test_gpu_kernels.py", "tests/runtime/test_gpu_device.py"]
+    r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    lines = r.stdout.strip().splitlines()
+    failed = [ln for ln in lines if ln.startswith("FAILED")]
+    return {"returncode": r.returncode, "summary": lines[-1] if lines else r.stderr[-500:], "failed": failed[:50]}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--no-tests", action="store_true")
+    args = p.parse_args()
+    if gpu.load_cupy() is None:
+        emit("gpu_check", {"gpu": False, "message": "CuPy is not installed or finds no CUDA device: "
+                           "nothing to check (pip install -e .[gpu] on a machine with a GPU)."})
+        return
+    cp = gpu.load_cupy()
+    out: dict[str, Any] = {"gpu": True, "cupy": cp.__version__,
+                           "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+                           "mlp": {"sizes": SIZES, "batch": BATCH}}
+    if not args.no_tests:
+        out["tests"] = run_tests()
+    for kind, train_step in (("train", True), ("forward", False)):
+        try:
+            out[kind] = {"gpu": time_step("/gpu:0", args.steps, train_step),
+                         "cpu": time_step("/cpu:0", args.steps, train_step)}
+            out[kind]["cpu_over_gpu"] = round(out[kind]["cpu"]["step_ms"] / out[kind]["gpu"]["step_ms"], 2)
+        except Exception as e:  # noqa: BLE001 -- reported, the check goes on
+            out[kind] = {"error": f"{type(e).__name__}: {str(e)[:500]}"}
+    emit("gpu_check", out)
+
+
+if __name__ == "__main__":
+    main()
