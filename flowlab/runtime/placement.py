@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 
 from flowlab import errors
 from flowlab.graph.device_spec import DeviceSpec
+from flowlab.graph.graph import Graph
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.kernels.registry import find_kernel
 from flowlab.runtime.cost_model import CostModel, default_inputs
@@ -65,9 +66,11 @@ class Placement:
     estimates: dict[str, dict[str, float]] = field(default_factory=dict)
     strategy: str = "first"
     predicted_step_time: float | None = None
+    # The graph whose ops these are (pictures draw them from it); None when the ops
+    # placed came from nowhere a picture can reach.
+    graph: Graph | None = None
 
-    # Notebook display: its picture (flowlab.viz, imported only when shown), drawn
-    # from the default graph's ops; text only when they are not there.
+    # Notebook display: its picture (flowlab.viz, imported only when shown).
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         from flowlab.viz import mimebundle
 
@@ -156,7 +159,8 @@ def place(
             if op.name in notes:
                 r = f"{r} ({notes[op.name]})"
             reasons[op.name] = r
-    return Placement(device_of, reasons, estimates, strategy, predicted)
+    return Placement(device_of, reasons, estimates, strategy, predicted,
+                     ops[0].graph if ops else None)
 
 
 # --- groups and requests ------------------------------------------------------------

@@ -230,8 +230,11 @@ def reasons_of(placement: Any) -> Mapping[str, str] | None:
 
 
 def from_placement(placement: Any, graph: Any = None, title: str = "placed") -> Picture:
-    """A picture of a Placement: the ops it names, from `graph` (default: the default
-    graph), colored by the device each was placed on, the reason in the tooltip."""
+    """A picture of a Placement: the ops it names, from `graph` (default: the graph the
+    placement was made for, else the default graph), colored by the device each was
+    placed on, the reason in the tooltip."""
+    if graph is None:
+        graph = getattr(placement, "graph", None)
     if graph is None:
         from flowlab.graph.graph import get_default_graph
 

@@ -345,12 +345,23 @@ def test_partitions_placement_and_trace_display_as_pictures():
     parts = sess.partitions(z, {x: None})
     assert "image/svg+xml" in parts._repr_mimebundle_()
     placement = sess.placement(z, {x: None})
-    assert list(placement._repr_mimebundle_()) == ["text/plain"]  # its graph is not the default
-    with g.as_default():
-        assert "image/svg+xml" in placement._repr_mimebundle_()
+    assert "image/svg+xml" in placement._repr_mimebundle_()  # drawn from its own graph
     md = fl.RunMetadata()
     sess.run(z, {x: np.ones((5, 3), np.float32)},
              options=fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE), run_metadata=md)
     bundle = Trace.from_run_metadata(md)._repr_mimebundle_()
     assert "80 B" in bundle["image/svg+xml"] and bundle["text/plain"].startswith("<Trace")
     sess.close()
+
+
+def test_a_placement_draws_from_its_own_graph_not_the_default_one() -> None:
+    g = fl.Graph()
+    with g.as_default():
+        with fl.device("/cpu:1"):
+            y = fl.add(fl.constant(1.0), 2.0, name="y")
+    with fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": 2})) as sess:
+        placement = sess.placement(y)
+    assert placement.graph is g
+    source = viz.graph(placement).source  # the default graph does not hold `y`
+    assert 'label="y\\nAddV2"' in source
+    assert 'tooltip="y (AddV2)\\n/job:localhost/replica:0/task:0/device:CPU:1\\nrequested' in source
