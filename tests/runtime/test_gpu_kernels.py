@@ -67,6 +67,13 @@ def _extra_cases() -> list[tuple[str, Any, list[np.ndarray]]]:
         ("int", lambda tf, x: [x // 3, x % 3, tf.abs(x), -x, tf.sign(x), tf.maximum(x, 1), x * x,
                                tf.reduce_max(x, 1), tf.reduce_sum(x), tf.reduce_prod(x, 0),
                                tf.reduce_any(x > 0), tf.reduce_all(x > 0)], [i]),
+        ("elementwise", lambda tf, x, n: [tf.is_nan(x), tf.is_inf(x), tf.is_finite(x), tf.ones_like(n),
+                                          tf.zeros_like(n), tf.stop_gradient(x), tf.truncatediv(n, 4),
+                                          tf.truncatemod(n, 4), tf.where(n > 0), tf.unique(n[0])[0],
+                                          tf.unique(n[0])[1], tf.lin_space(x[0, 0] * 0, x[0, 0] * 0 + 1.0, 5)],
+         [np.array([[1.0, np.nan, np.inf], [-np.inf, 0.0, -2.5]]), i]),
+        ("batch_norm", lambda tf, x: list(tf.nn.fused_batch_norm(
+            tf.reshape(tf.cast(x, tf.float32), [1, 2, 3, 2]), tf.ones([2]), tf.zeros([2]))[:3]), [a]),
         ("nn", lambda tf, x: [tf.nn.in_top_k(tf.cast(x, tf.float32), [0, 1, 2], 2), tf.nn.top_k(x, 2).values,
                               tf.nn.softmax(x), tf.nn.log_softmax(x), tf.nn.relu(x),
                               tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0, 1, 3], logits=x)], [a]),
