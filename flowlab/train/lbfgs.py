@@ -76,6 +76,9 @@ class LBFGSOptimizer:
             if g is None:
                 raise ValueError(f"No gradient for variable {v.op.name}: the loss does not depend on it.")
         dtype = var_list[0].dtype.base_dtype
+        if any(v.dtype.base_dtype != dtype for v in var_list):
+            raise ValueError("LBFGSOptimizer needs variables of one dtype, got "
+                             f"{sorted({v.dtype.base_dtype.name for v in var_list})}")
         shapes = [v.shape.as_list() for v in var_list]
         sizes = [int(fl.TensorShape(s).num_elements()) for s in shapes]
         n, m = sum(sizes), self._m

@@ -100,6 +100,15 @@ def test_fused_gradient_matches_tf(tf1: Any, training: bool, fmt: str) -> None:
     assert_same(tf1, build, rtol=1e-4, atol=1e-4)
 
 
+def test_fused_empty_batch_matches_tf(tf1: Any) -> None:
+    def build(tf: Any) -> Any:
+        x = tf.placeholder(tf.float32, [None, 2, 2, 3])
+        y, m, v = tf.nn.fused_batch_norm(x, tf.ones([3]), tf.zeros([3]))
+        return [y, m, v], {x: np.zeros((0, 2, 2, 3), np.float32)}  # statistics are nan
+
+    assert_same(tf1, build)
+
+
 def test_build_errors() -> None:
     with fl.Graph().as_default():
         with pytest.raises(ValueError, match="rank 4 but is rank 3.*FusedBatchNormV3"):

@@ -145,3 +145,6 @@ def test_errors() -> None:
             fl.train.LBFGSOptimizer(history_size=0)
         with pytest.raises(ValueError, match="No gradient"):
             fl.train.LBFGSOptimizer().minimize(a * 2.0, var_list=[a, c])
+        d = fl.Variable(np.float64(1.0))
+        with pytest.raises(ValueError, match="one dtype"):
+            fl.train.LBFGSOptimizer().minimize(a * 2.0 + fl.cast(d, fl.float32), var_list=[a, d])
