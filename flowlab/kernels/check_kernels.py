@@ -3,7 +3,7 @@
 `summarize_value` reproduces `Tensor::SummarizeValue(max_entries)`: the first
 `max_entries` values in row-major order, nested in brackets by dimension, "..." where
 values were left out (-1: all of them); floats print as C's %g with the shortest
-round-tripping precision, bools as 1/0, strings raw.
+round-tripping precision, bools as 1/0, strings C-escaped.
 """
 
 from __future__ import annotations
@@ -34,11 +34,20 @@ def _fmt_float(v: Any) -> str:
     return s
 
 
+_ESCAPES = {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", ord('"'): '\\"',
+            ord("'"): "\\'", ord("\\"): "\\\\"}
+
+
+def _c_escape(b: bytes) -> str:
+    # absl::CEscape: C escapes, other bytes outside printable ASCII as octal.
+    return "".join(_ESCAPES.get(c) or (chr(c) if 0x20 <= c < 0x7F else f"\\{c:03o}") for c in b)
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, (bytes, np.bytes_)):
-        return bytes(v).decode("utf-8", "backslashreplace")
+        return _c_escape(bytes(v))
     if isinstance(v, str):
-        return v
+        return _c_escape(v.encode())
     if isinstance(v, (bool, np.bool_)):
         return "1" if v else "0"
     if isinstance(v, (np.floating, float)):
@@ -111,20 +120,25 @@ def check_numerics(ctx: Any, x: Any) -> Any:
     return x
 
 
-# Print's first_n counter lives per kernel instance, as TensorFlow's OpKernel member.
-_PRINT_COUNTS: dict[int, int] = {}
+# Print's first_n counter: TensorFlow keeps it in the stateful kernel, which a session
+# shares across run calls; here it lives in the device's resource manager (per session).
 _PRINT_LOCK = threading.Lock()
+
+
+class _PrintCount:
+    def __init__(self) -> None:
+        self.n = 0
 
 
 @kernel("Print")
 def print_(ctx: Any, x: Any, *data: Any) -> Any:
     first_n = ctx.attrs.get("first_n", -1)
     if first_n >= 0:
+        counter = ctx.resources.lookup_or_create("_print_first_n", ctx.name, _PrintCount)
         with _PRINT_LOCK:
-            seen = _PRINT_COUNTS.get(id(ctx), 0)
-            if seen >= first_n:
+            if counter.n >= first_n:
                 return x
-            _PRINT_COUNTS[id(ctx)] = seen + 1
+            counter.n += 1
     summarize = ctx.attrs.get("summarize", 3)
     msg = ctx.attrs.get("message", "") + "".join(f"[{summarize_value(d, summarize)}]" for d in data)
     print(msg, file=sys.stderr, flush=True)

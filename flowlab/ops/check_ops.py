@@ -21,6 +21,7 @@ from flowlab.graph import dtypes
 from flowlab.graph.graph import get_default_graph
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.ops import array_ops, core_ops, math_ops
+from flowlab.ops import control_flow_context as cfc
 from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.const_fold import constant_value
 from flowlab.ops.gradient_registry import gradient, not_differentiable
@@ -135,7 +136,7 @@ def add_check_numerics_ops() -> Operation:
     for op in g.get_operations():
         for out in op.outputs:
             if out.dtype in (dtypes.float16, dtypes.float32, dtypes.float64):
-                if getattr(op, "_control_flow_context", None) is not None:
+                if cfc.context_of(op) is not None:
                     raise ValueError(
                         "`tf.add_check_numerics_ops() is not compatible with TensorFlow "
                         "control flow operations such as `tf.cond()` or `tf.while_loop()`."
@@ -206,7 +207,23 @@ def _binary(sym: str, opname: str, op_func: Any, static_func: Any) -> Any:
     return fn
 
 
-assert_equal = _binary("==", "assert_equal", math_ops.equal, np.equal)
+_assert_equal = _binary("==", "assert_equal", math_ops.equal, np.equal)
+
+
+def assert_equal(x: Any, y: Any, data: Any = None, summarize: Any = None, message: Any = None,
+                 name: Any = None) -> Any:
+    """Asserts `x == y` element-wise (`tf.assert_equal`); returns the Assert op.
+
+    Raises:
+      InvalidArgumentError: at build time when both are constant and differ, else at
+        run time.
+    """
+    # TensorFlow opens (and uses up) one scope for its `x is y` shortcut first, so the
+    # checks live in "assert_equal_1/".
+    with get_default_graph().name_scope(name or "assert_equal"):
+        if x is y:
+            return core_ops.no_op()
+    return _assert_equal(x, y, data, summarize, message, name)
 assert_none_equal = _binary("!=", "assert_none_equal", math_ops.not_equal, np.not_equal)
 assert_less = _binary("<", "assert_less", math_ops.less, np.less)
 assert_less_equal = _binary("<=", "assert_less_equal", math_ops.less_equal, np.less_equal)
@@ -225,6 +242,8 @@ def _unary(sym: str, opname: str, against: str) -> Any:
             x = convert_to_tensor(x, name="x")
             if data is None:
                 data = [message, f"Condition x {sym} 0 did not hold element-wise:", f"x ({x.name}) = ", x]
+                if opname == "assert_non_positive":  # TensorFlow's missing comma joins the two
+                    data[1:3] = [data[1] + data[2]]
             zero = convert_to_tensor(0, dtype=x.dtype)
             pairs = {"less": (x, zero), "greater": (zero, x), "less_equal": (x, zero),
                      "greater_equal": (zero, x)}
