@@ -83,7 +83,7 @@ class LBFGSOptimizer:
         sizes = [int(fl.TensorShape(s).num_elements()) for s in shapes]
         n, m = sum(sizes), self._m
         with fl.name_scope(name or self._name) as scope:
-            with fl.variable_scope(self._name + "_history", reuse=fl.AUTO_REUSE):
+            with fl.variable_scope(None, default_name=self._name + "_history"):  # one per minimize
                 zeros = fl.zeros_initializer()
                 hist = {k: fl.get_variable(k, shape, dtype=dtype, initializer=zeros, trainable=False)
                         for k, shape in (("S", [m, n]), ("Y", [m, n]), ("rho", [m]),

@@ -137,6 +137,23 @@ def test_several_variables_and_global_step() -> None:
     assert step == 6
 
 
+def test_two_optimizers_keep_separate_history() -> None:
+    with fl.Graph().as_default():
+        a = fl.Variable(np.ones(2), name="a")
+        b = fl.Variable(np.ones(3), name="b")
+        opt = fl.train.LBFGSOptimizer()
+        ta = opt.minimize(fl.reduce_sum(fl.square(a - 3.0)), var_list=[a])
+        tb = opt.minimize(fl.reduce_sum(fl.square(b + 2.0)), var_list=[b])
+        names = {v.op.name for v in fl.global_variables()}
+        assert {"LBFGS_history/S", "LBFGS_history_1/S"} <= names
+        with fl.Session() as s:
+            s.run(fl.global_variables_initializer())
+            for _ in range(4):
+                s.run([ta, tb])
+            np.testing.assert_allclose(s.run(a), 3.0, atol=1e-6)
+            np.testing.assert_allclose(s.run(b), -2.0, atol=1e-6)
+
+
 def test_errors() -> None:
     with fl.Graph().as_default():
         a = fl.Variable(1.0)
