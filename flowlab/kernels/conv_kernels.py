@@ -199,7 +199,7 @@ def conv2d(ctx: Any, x: Any, f: Any) -> Any:
 
 
 def _sizes(v: Any, what: str) -> tuple[int, ...]:
-    s = tuple(int(d) for d in np.asarray(v).reshape(-1))
+    s = tuple(int(d) for d in np.asarray(v.get() if hasattr(v, "get") else v).reshape(-1))  # cupy: to host
     if len(s) != 4:
         raise _invalid(f"{what} must be a 4-vector, got {len(s)} values")
     return s

@@ -368,7 +368,7 @@ def batch_mat_mul_v2(ctx: Any, x: Any, y: Any) -> Any:
 # --- reductions -----------------------------------------------------------------------
 def _axes(x: Any, axes: Any) -> tuple[int, ...]:
     rank = np.ndim(x)
-    flat = np.asarray(axes).reshape(-1).tolist()
+    flat = np.asarray(axes.get() if hasattr(axes, "get") else axes).reshape(-1).tolist()  # cupy: to host
     if np.ndim(axes) > 1:
         raise errors.InvalidArgumentError(
             None, None, f"Invalid reduction arguments: Axes must be a vector or scalar, got {_dims(np.shape(axes))}"
@@ -455,7 +455,7 @@ def _arg_reduction(op_type: str, fn_name: str) -> None:
     @kernel(op_type, host_memory=("dimension",))
     def k(ctx: Any, x: Any, dim: Any) -> Any:
         rank = np.ndim(x)
-        d = int(np.asarray(dim).reshape(-1)[0])
+        d = int(np.asarray(dim.get() if hasattr(dim, "get") else dim).reshape(-1)[0])  # cupy: to host
         r = max(rank, 1)
         if d < -r or d >= r:
             raise errors.InvalidArgumentError(
