@@ -39,7 +39,7 @@ def _device() -> Any:
 
     devs = gpu_devices(1)
     if not devs:
-        pytest.skip("FLOWLAB_REAL_GPU=1 but CuPy finds no GPU")
+        pytest.skip("FLOWLAB_REAL_GPU=1 but CuPy finds no GPU", allow_module_level=True)
     return devs[0]
 
 
