@@ -14,6 +14,7 @@ import flowlab as fl
 from flowlab.kernels.check_kernels import summarize_value
 from flowlab.ops.gradients_impl import gradients
 from tests.difftest import assert_same, run_with
+from tests.ops.gradient_check import grad_case
 
 _MSG = re.compile(r"(assertion failed: .*?|\S* : Tensor had [A-Za-z ]+ values)(?=\n|\s\(defined at|$)", re.S)
 
@@ -328,3 +329,13 @@ def test_debugging_namespace() -> None:
     for n in ("Assert", "check_numerics", "assert_equal", "assert_less", "assert_greater",
               "assert_non_negative", "assert_positive", "assert_rank", "assert_type"):
         assert getattr(fl.debugging, n) is getattr(fl, n)
+
+
+@grad_case("CheckNumerics", np.random.default_rng(0).standard_normal((2, 3)))
+def _(tf: Any, x: Any) -> Any:
+    return tf.check_numerics(x * x, "sq")
+
+
+@grad_case("Print", np.random.default_rng(1).standard_normal((3,)))
+def _(tf: Any, x: Any) -> Any:  # noqa: F811
+    return tf.Print(x * 2.0, [x], first_n=1)
