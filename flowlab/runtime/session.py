@@ -16,6 +16,7 @@ import collections
 import contextlib
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -83,6 +84,8 @@ class Session:
         self._rendezvous = RendezvousManager()
         self._closed = False
         self._active_steps: set[Step] = set()
+        # Steps started by start_execution (driven op by op, e.g. by a Stepper).
+        self._stepped: weakref.WeakSet[Step] = weakref.WeakSet()
         self._steps_lock = threading.Lock()
         n_threads = self._config.inter_op_parallelism_threads
         self._pool = ThreadPoolExecutor(n_threads, "flowlab-op") if n_threads > 1 else None
@@ -116,6 +119,12 @@ class Session:
         `fetches` with the tensors of `feed_dict` fed (its keys, or a list of them;
         values are not needed).  The same cached plan as `run` uses."""
         return self._plan_of(fetches, feed_dict).placement
+
+    def optimization(self, fetches: Any, feed_dict: Any = None) -> Optimization:
+        """What the graph optimization pass did to the step that runs `fetches` with
+        `feed_dict`'s keys fed: folded, merged and removed ops and the optimized
+        GraphDef (see `flowlab.runtime.optimize`)."""
+        return self._plan_of(fetches, feed_dict).optimization
 
     def partitions(self, fetches: Any, feed_dict: Any = None) -> Partitions:
         """The per-device GraphDefs and Send/Recv pairs of the step that runs
@@ -169,7 +178,7 @@ class Session:
             return
         self._closed = True
         with self._steps_lock:
-            steps = list(self._active_steps)
+            steps = list(self._active_steps) + list(self._stepped)
         for s in steps:
             s.get_cancellation().cancel(errors.CancelledError(None, None, "Session has been closed."))
         for d in self._devices:
@@ -400,7 +409,10 @@ class Session:
                 plan.ops, plan.placement.device_of, feed_tensors, mapper.tensors, plan.graph_version,
                 optimization=plan.optimization,
             )
-        return Execution(plan, Step(self), feed_values, listener), mapper
+        step = Step(self)
+        with self._steps_lock:
+            self._stepped.add(step)
+        return Execution(plan, step, feed_values, listener), mapper
 
     # --- feeds ----------------------------------------------------------------------
     def _convert_feeds(self, feed_dict: dict[Any, Any] | None) -> tuple[list[Tensor], list[Any]]:

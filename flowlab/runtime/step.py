@@ -63,7 +63,9 @@ class CancellationManager:
 class Step:
     """The state of one running step."""
 
-    __slots__ = ("step_id", "undo", "cancellation", "deadline", "session", "rendezvous")
+    # __weakref__: the session keeps the steps a Stepper drives in a WeakSet, so that
+    # close() cancels them without keeping a finished step (and its undo log) alive.
+    __slots__ = ("step_id", "undo", "cancellation", "deadline", "session", "rendezvous", "__weakref__")
 
     def __init__(self, session: Any = None, deadline: float | None = None) -> None:
         self.step_id = next(_step_ids)

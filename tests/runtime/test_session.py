@@ -303,3 +303,34 @@ def test_interactive_session_makes_its_graph_default_until_closed():
     finally:
         s.close()
     assert fl.get_default_graph() is not g
+
+
+def test_close_cancels_a_step_driven_op_by_op() -> None:
+    """A step started with start_execution (a Stepper's) is cancelled by close()."""
+    g = fl.Graph()
+    with g.as_default():
+        q = fl.FIFOQueue(1, fl.float32)
+        y = q.dequeue() + 1.0
+    sess = fl.Session(graph=g)
+    ex, _ = sess.start_execution(y)
+    ex.start()
+    while ex.ready_nodes():
+        ex.run_one()
+    assert ex.outstanding == 1  # the dequeue waits on the empty queue
+    sess.close()
+    ex.wait_one()
+    with pytest.raises(fl.errors.CancelledError, match="closed"):
+        ex.finish()
+
+
+def test_session_optimization_reports_folded_ops() -> None:
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.placeholder(fl.float32, name="x")
+        c = fl.multiply(fl.constant(2.0), 3.0, name="c")
+        y = fl.add(fl.add(x, c), 1.0, name="y")
+        z = fl.add(y, 1.0, name="z")
+    with fl.Session(graph=g) as sess:
+        opt = sess.optimization(z, [x])
+        assert sess.run(z, {x: 1.0}) == 9.0
+    assert "c" in opt.folded
