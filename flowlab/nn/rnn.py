@@ -310,20 +310,13 @@ def _dynamic_rnn_loop(cell: Any, flat_input: list[Tensor], inputs: Any, state: A
 
 def _reverse_sequence(x: Tensor, lengths: Any, time_major: bool) -> Tensor:
     """Each batch entry's first `length` steps reversed, the rest kept (TensorFlow's
-    ReverseSequence, composed here from a gather so that its gradient comes free)."""
-    from flowlab.ops.slicing import gather_nd
+    ReverseSequence; a plain reverse when there are no lengths)."""
+    from flowlab.ops.sequence_ops import reverse_sequence
 
+    seq_axis, batch_axis = (0, 1) if time_major else (1, 0)
     if lengths is None:
-        return array_ops.reverse(x, [0 if time_major else 1])
-    xt = x if time_major else _transpose_batch_time(x)
-    shape = array_ops.shape(xt)
-    steps = math_ops.range(shape[0])[:, None]
-    lens = math_ops.cast(lengths, dtypes.int32)[None, :]
-    src = array_ops.where(steps < lens, lens - 1 - steps + 0 * steps, steps + 0 * lens)
-    batch = math_ops.range(shape[1])[None, :] + 0 * steps
-    out = gather_nd(xt, array_ops.stack([src, batch], axis=-1))
-    out.set_shape(xt.shape)
-    return out if time_major else _transpose_batch_time(out)
+        return array_ops.reverse(x, [seq_axis])
+    return reverse_sequence(x, lengths, seq_axis=seq_axis, batch_axis=batch_axis)
 
 
 def bidirectional_dynamic_rnn(cell_fw: Any, cell_bw: Any, inputs: Any, sequence_length: Any = None,
