@@ -19,12 +19,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels import host_allocator
 from flowlab.kernels.registry import CPU, kernel
-
-# The CPU kernels' temporaries are reused from the heap instead of page-faulted in on
-# every step (see host_allocator).
-host_allocator.tune()
 
 
 def _dims(shape: Any) -> str:

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from flowlab.graph.device_spec import DeviceSpec
+from flowlab.kernels import host_allocator
 from flowlab.kernels.resources import ResourceManager, VariableState
 
 # TensorFlow reports this memory limit for a CPU device in `Session.list_devices()`.
@@ -124,6 +125,9 @@ def local_devices(device_count: dict[str, int] | None = None, job: str = "localh
     the GPUs CuPy finds (at most `device_count["GPU"]`; 0 hides them)."""
     count = dict(device_count or {})
     n_cpu = max(1, int(count.get("CPU", 1)))
+    # The CPU kernels' step temporaries are reused from the heap instead of being
+    # page-faulted in on every step (see host_allocator); once per process.
+    host_allocator.tune()
     devices: list[Device] = [
         Device(DeviceSpec(job=job, replica=0, task=task, device_type="CPU", device_index=i))
         for i in range(n_cpu)
