@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels.registry import kernel
+from flowlab.kernels.registry import CPU, kernel
 
 
 def _fmt_float(v: Any) -> str:
@@ -96,7 +96,7 @@ def summarize_value(value: Any, max_entries: int = 3) -> str:
     return "".join(out) + ("..." if n > limit else "")
 
 
-@kernel("Assert")
+@kernel("Assert", devices=CPU)  # host-only, as TensorFlow's
 def assert_(ctx: Any, condition: Any, *data: Any) -> None:
     if np.ndim(condition) != 0:
         raise errors.InvalidArgumentError(
@@ -130,7 +130,7 @@ class _PrintCount:
         self.n = 0
 
 
-@kernel("Print")
+@kernel("Print", devices=CPU)
 def print_(ctx: Any, x: Any, *data: Any) -> Any:
     first_n = ctx.attrs.get("first_n", -1)
     if first_n >= 0:

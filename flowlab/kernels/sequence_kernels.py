@@ -10,11 +10,13 @@ from flowlab import errors
 from flowlab.kernels.registry import kernel
 
 
-@kernel("ReverseSequence")
+@kernel("ReverseSequence", host_memory=("seq_lengths",))
 def reverse_sequence(ctx: Any, x: Any, lens: Any) -> Any:
     xp = ctx.xp
     seq_dim, batch_dim = ctx.attrs["seq_dim"], ctx.attrs.get("batch_dim", 0)
     x = xp.asarray(x)
+    if seq_dim < 0:
+        raise errors.InvalidArgumentError(None, None, f"Invalid seq_dim {seq_dim}")
     lens_h = np.asarray(lens.get() if hasattr(lens, "get") else lens).astype(np.int64).reshape(-1)
     if x.ndim <= max(seq_dim, batch_dim):
         raise errors.InvalidArgumentError(

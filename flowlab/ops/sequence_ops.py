@@ -25,6 +25,10 @@ def _reverse_sequence_shape(op: Operation) -> list[Any]:
     if x.ndims is None:
         return [x]
     seq_dim, batch_dim = op.get_attr("seq_dim"), op.get_attr("batch_dim")
+    if batch_dim < 0:
+        raise ValueError(f"batch_dim must be >=0, got {batch_dim}")
+    if seq_dim < 0:
+        return [x]  # TensorFlow accepts it here and fails at run time ("Invalid seq_dim")
     if seq_dim == batch_dim:
         raise ValueError(f"seq_dim and batch_dim must not be the same: {seq_dim}")
     if not 0 <= seq_dim < x.ndims:

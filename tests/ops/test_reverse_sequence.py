@@ -76,6 +76,7 @@ def test_op_and_attrs(tf1: Any) -> None:
     ([2, 3], [1, 2, 3], 1, 0, "Dimensions must be equal, but are 2 and 3"),
     ([2, 3], [1, 2], 2, 0, "seq_dim must be < input rank: 2 vs. 2"),
     ([2, 3], [[1, 2]], 1, 0, "Shape must be rank 1 but is rank 2"),
+    ([2, 3], [1, 2], 1, -2, "batch_dim must be >=0, got -2"),
 ])
 def test_build_errors(tf1: Any, x_shape: Any, lens: Any, seq: int, batch: int, msg: str) -> None:
     for tf in (tf1, fl):
@@ -98,6 +99,11 @@ def test_runtime_errors(tf1: Any, lens: Any, msg: str) -> None:
             build_out = build(fl)
             with fl.Session() as s:
                 s.run(*build_out)
+
+
+def test_negative_seq_dim_fails_at_run_time(tf1: Any) -> None:
+    te, fe = assert_same_error(tf1, lambda tf: tf.reverse_sequence(tf.reshape(tf.range(6), [2, 3]), [1, 2], -1, 0))
+    assert "Invalid seq_dim -1" in fe.message and "Invalid seq_dim -1" in te.message
 
 
 def test_float_lengths_rejected() -> None:
