@@ -134,6 +134,10 @@ class Execution:
         self.values: list[Any] = [None] * plan.num_slots
         for slot, v in zip(plan.feed_slots, feed_values):
             self.values[slot] = v
+        if plan.feed_to_device is not None:
+            for slot, move in zip(plan.feed_slots, plan.feed_to_device):
+                if move is not None:
+                    self.values[slot] = move(self.values[slot])
         self.pending = list(plan.initial_pending)
         self.dead = [False] * len(plan.nodes)
         self.done_nodes = [False] * len(plan.nodes)

@@ -106,6 +106,9 @@ class Plan:
     initial_pending: tuple[int, ...] = ()  # pending-input count per node
     placement: Any = None  # the Placement the plan was compiled for (for inspection)
     optimization: Any = None  # the Optimization it was compiled from (for inspection)
+    # Per feed, the accelerator's `from_host` that moves the fed host array to where it
+    # is read; None when every feed is read on a host-memory device (the usual case).
+    feed_to_device: list[Any] | None = None
     _table: list[tuple[Any, ...]] | None = None
 
     def dataflow_table(self) -> list[tuple[Any, ...]]:
@@ -147,6 +150,9 @@ def fetch_value(x: Any) -> Any:
             return x[()]
         if not x.flags.writeable:
             return x.copy()
+        return x
+    if hasattr(x, "__cuda_array_interface__"):  # produced on a GPU: back to the host
+        return fetch_value(x.get())
     return x
 
 
@@ -204,6 +210,11 @@ def compile_plan(
     for i, op in enumerate(ops):
         device = device_of[op.name]
         values = folded.get(op.name)
+        if device.xp is not np and (values is not None or op.type == "Const"):
+            # A constant on an accelerator is copied there once, here, not per step.
+            if values is None:
+                values = [const_value(op.get_attr("value"))]
+            values = [device.from_host(v) for v in values]
         kdef = find_kernel(op.type, device.device_type) if values is None else _constant_kernel(op, device, values)
         if kdef is None:
             raise errors.NotFoundError(
@@ -278,9 +289,24 @@ def compile_plan(
         has_control_flow=any(n.op.op_def is not None and n.op.op_def.is_control_flow for n in nodes),
         initial_pending=tuple(len(n.deps) for n in nodes),
     )
+    plan.feed_to_device = _feed_transfers(nodes, feed_slots)
     if straight_line and n_async <= 1 and not plan.has_control_flow:
         generate_straight_line(plan)
     return plan
+
+
+def _feed_transfers(nodes: list[PlanNode], feed_slots: list[int]) -> list[Any] | None:
+    """Where a fed value is read on an accelerator (GPU), the step copies it there
+    once, before any op runs (TensorFlow's feeds also arrive in host memory)."""
+    reader: dict[int, Device] = {}
+    for node in nodes:
+        for slot, _ in node.inputs:
+            reader.setdefault(slot, node.ctx.device)
+    moves = [
+        dev.from_host if (dev := reader.get(slot)) is not None and dev.xp is not np else None
+        for slot in feed_slots
+    ]
+    return moves if any(m is not None for m in moves) else None
 
 
 def _own_inputs(op: Operation) -> list[Tensor]:
@@ -327,6 +353,10 @@ def generate_straight_line(plan: Plan) -> None:
     if plan.feed_slots:
         lhs = ", ".join(f"s{s}" for s in plan.feed_slots)
         lines.append(f"    {lhs}, = feeds")
+        for j, move in enumerate(plan.feed_to_device or ()):
+            if move is not None:
+                ns[f"_fh{j}"] = move
+                lines.append(f"    s{plan.feed_slots[j]} = _fh{j}(s{plan.feed_slots[j]})")
     ns["_aw"] = await_async
     for node in _async_last_order(plan.nodes):
         i = node.index

@@ -42,6 +42,11 @@ class FakeGpuArray(np.ndarray):
         """A host copy, as `cupy.ndarray.get()`."""
         return to_host(self)
 
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """Present, as on a cupy array: the runtime recognizes device arrays by it."""
+        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3}
+
     def __repr__(self) -> str:
         return "FakeGpuArray(" + repr(np.asarray(self)) + ")"
 
