@@ -159,6 +159,7 @@ class ConfigProto(_Message):
 class RunOptions(_Message):
     trace_level: int
     timeout_in_ms: int
+    output_partition_graphs: bool
     NO_TRACE = 0
     SOFTWARE_TRACE = 1
     HARDWARE_TRACE = 2

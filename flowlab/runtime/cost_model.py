@@ -130,7 +130,7 @@ class CostModel:
     def _dims(self, t: Tensor) -> tuple[int, ...]:
         if t.shape.ndims is None:
             return ()
-        return tuple(self.unknown_dim if d is None else int(d) for d in t.shape.as_tuple())
+        return tuple(self.unknown_dim if d is None else int(d) for d in t.shape.as_tuple() or ())
 
 
 _ITEMSIZE: dict[Any, int] = {}

@@ -141,7 +141,8 @@ class Execution:
         self.pending = list(plan.initial_pending)
         self.dead = [False] * len(plan.nodes)
         self.done_nodes = [False] * len(plan.nodes)
-        self.ready: deque[int] = deque(i for i, p in enumerate(self.pending) if p == 0)
+        # Plan indices here; the frame path queues (entry, iteration, ...) instead.
+        self.ready: deque[Any] = deque(i for i, p in enumerate(self.pending) if p == 0)
         # Items: (execution, node index or _CANCEL, outputs, error).
         self.completions: queue.SimpleQueue[Any] = queue.SimpleQueue() if completions is None else completions
         self.outstanding = 0
@@ -265,6 +266,7 @@ class Execution:
         done_nodes = self.done_nodes
         step = self.step
         listener = self.listener
+        assert listener is not None  # the traced loop runs only when a listener watches
         step_id = step.step_id
         thread = threading.get_ident()
         clock = time.perf_counter_ns

@@ -45,6 +45,32 @@ class _Entry:
         "reads", "outs", "single", "nouts", "info", "out_info", "data_cons", "ctrl_cons",
         "merge_cons", "reader_cons", "constant", "name", "cons", "switch_cons", "mode", "merge1",
     )
+    # Declared for the type checker (slots carry no annotations of their own).
+    node: Any
+    index: Any
+    local: Any
+    kind: Any
+    fn: Any
+    ctx: Any
+    needs_step: Any
+    special: Any
+    in_slots: Any
+    reads: Any
+    outs: Any
+    single: Any
+    nouts: Any
+    info: Any
+    out_info: Any
+    data_cons: Any
+    ctrl_cons: Any
+    merge_cons: Any
+    reader_cons: Any
+    constant: Any
+    name: Any
+    cons: Any
+    switch_cons: Any
+    mode: Any
+    merge1: Any
 
 
 class _FrameInfo:
@@ -67,9 +93,14 @@ class _FrameInfo:
 
 class _Analysis:
     __slots__ = ("root", "entries", "slot_local", "feed_local", "fetch_local")
+    root: _FrameInfo
+    entries: list[_Entry]
+    slot_local: Any
+    feed_local: Any
+    fetch_local: Any
 
 
-def _frame_error(msg: str) -> errors.InvalidArgumentError:
+def _frame_error(msg: str) -> errors.OpError:
     return errors.InvalidArgumentError(None, None, msg)
 
 

@@ -175,8 +175,9 @@ class FrameExecution(Execution):
             self.ready.append((entries[k], it, False))
         it.outstanding += len(self.root.info.roots)
 
+    # Read-only here: the values live per iteration.
     @property
-    def values(self) -> list[Any]:
+    def values(self) -> list[Any]:  # type: ignore[override]
         """The root frame's values (what is left of a finished step; loop iterations
         are gone by then)."""
         return self.root_it.values

@@ -252,15 +252,16 @@ class Session:
 
         # The fast callables below were chosen with no listener set; one set later
         # sends the call to `call_general` (one attribute test per call).
-        if fn is not None and not accept_options and not plan.has_async and self._straight(plan, self._listener, None):
-            session = self
+        if (fn is not None and isinstance(plan, Plan) and not accept_options and not plan.has_async
+                and self._straight(plan, self._listener, None)):
+            session, straight = self, plan
             if n == 0:
                 def call0() -> Any:
                     if session._closed:
                         raise RuntimeError(session._closed_reason)
                     if session._listener is not None:
                         return call_general()
-                    return build(run_straight_line(plan, Step(session), ()))  # type: ignore[arg-type]
+                    return build(run_straight_line(straight, Step(session), []))
 
                 return call0
 
@@ -271,7 +272,7 @@ class Session:
                     return call_general(*args)
                 if len(args) != n:
                     raise TypeError(f"This callable takes {n} feed values, got {len(args)}.")
-                return build(run_straight_line(plan, Step(session), [c(a) for c, a in zip(converters, args)]))
+                return build(run_straight_line(straight, Step(session), [c(a) for c, a in zip(converters, args)]))
 
             return call
 
