@@ -4,6 +4,8 @@ burst of load is spread over all peers instead of falling on one of them."""
 
 from __future__ import annotations
 
+import argparse
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -34,3 +36,46 @@ def ratios(out: dict[str, Any], peers: list[str], ours: str = "flowlab") -> None
             out[f"ratio_{ours}_over_{peer}"] = out[ours]["step_ms"] / out[peer]["step_ms"]
             out[f"best_ratio_{ours}_over_{peer}"] = (out[ours]["best_step_ms"]
                                                      / out[peer]["best_step_ms"])
+
+
+def compare_training_steps(
+    benchmark: str,
+    graph_step: Callable[[Any, Any], Callable[[], float]],
+    numpy_step: Callable[[], Callable[[], float]],
+    torch_step: Callable[[int], Callable[[], float] | None],
+    steps: int,
+    threads: int,
+) -> None:
+    """The main of a training-step benchmark: flowlab, the NumPy step, TensorFlow 1.x
+    and PyTorch (when installed) with the same BLAS/intra-op threads, timed in
+    interleaved rounds; prints the JSON with each peer's first and last loss and the
+    ratios.  `graph_step(module, session_config)` builds the TF1 program for flowlab
+    or TensorFlow; each step callable returns its loss."""
+    from _harness import emit, load_tf1, tf_session_config
+    from threadpoolctl import threadpool_limits
+
+    import flowlab as fl
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=steps, help="steps per peer per round")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--threads", type=int, default=threads, help="BLAS / intra-op threads of each")
+    args = p.parse_args()
+    threadpool_limits(args.threads)  # NumPy's BLAS (flowlab and the NumPy step)
+    peers: dict[str, Callable[[], float]] = {"flowlab": graph_step(fl, None), "numpy": numpy_step()}
+    tf1 = load_tf1()
+    if tf1 is not None:
+        cfg = tf_session_config(tf1)
+        cfg.intra_op_parallelism_threads = args.threads
+        peers["tensorflow"] = graph_step(tf1, cfg)
+    t = torch_step(args.threads)
+    if t is not None:
+        peers["pytorch"] = t
+    first = {name: fn() for name, fn in peers.items()}
+    out: dict[str, Any] = {"threads": args.threads, "load_before": os.getloadavg()[0]}
+    out.update(interleaved_ms(peers, args.steps, args.rounds))
+    for name, fn in peers.items():
+        out[name].update(first_loss=first[name], loss_after=fn())
+    out["load_after"] = os.getloadavg()[0]
+    ratios(out, ["numpy", "tensorflow", "pytorch"])
+    emit(benchmark, out)

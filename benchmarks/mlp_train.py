@@ -8,8 +8,6 @@ place), same process, same data, the same number of BLAS / intra-op threads each
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,10 +16,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import emit, load_tf1, tf_session_config  # noqa: E402
-from _rounds import interleaved_ms, ratios  # noqa: E402
-
-import flowlab as fl  # noqa: E402
+from _rounds import compare_training_steps  # noqa: E402
 
 SIZES = [784, 512, 512, 10]
 BATCH = 128
@@ -147,32 +142,7 @@ def numpy_step() -> Callable[[], float]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--steps", type=int, default=10, help="steps per peer per round")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--threads", type=int, default=2, help="BLAS / intra-op threads of each")
-    args = p.parse_args()
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(args.threads)  # NumPy's BLAS (flowlab and the NumPy step)
-    steps: dict[str, Callable[[], float]] = {"flowlab": graph_step(fl, None),
-                                             "numpy": numpy_step()}
-    tf1 = load_tf1()
-    if tf1 is not None:
-        cfg = tf_session_config(tf1)
-        cfg.intra_op_parallelism_threads = args.threads
-        steps["tensorflow"] = graph_step(tf1, cfg)
-    t = torch_step(args.threads)
-    if t is not None:
-        steps["pytorch"] = t
-    first = {name: fn() for name, fn in steps.items()}
-    out: dict[str, Any] = {"threads": args.threads, "load_before": os.getloadavg()[0]}
-    out.update(interleaved_ms(steps, args.steps, args.rounds))
-    for name, fn in steps.items():
-        out[name].update(first_loss=first[name], loss_after=fn())
-    out["load_after"] = os.getloadavg()[0]
-    ratios(out, ["numpy", "tensorflow", "pytorch"])
-    emit("mlp_train", out)
+    compare_training_steps("mlp_train", graph_step, numpy_step, torch_step, steps=10, threads=2)
 
 
 if __name__ == "__main__":
