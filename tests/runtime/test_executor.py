@@ -158,7 +158,7 @@ def test_dead_sentinel_is_a_singleton():
 
 def test_expensive_kernels_overlap_on_the_op_pool():
     x = fl.constant(np.ones(3, np.float32))
-    outs = [T.slow_copy(x, seconds=0.2) for _ in range(2)]
+    outs = [T.slow_copy(x, seconds=0.5) for _ in range(2)]
     total = T.plus(outs[0], outs[1])
     T.in_flight.reset()
     with fl.Session(config=fl.ConfigProto(inter_op_parallelism_threads=2)) as s:
