@@ -54,7 +54,14 @@ from flowlab.ops import sendrecv_ops
 from flowlab.ops.op_def import get_op_def
 from flowlab.runtime.device import Device, value_bytes
 from flowlab.runtime.executor import Execution, Listener, run_executions
-from flowlab.runtime.plan import Plan, compile_plan, fed_fetch_value, generate_straight_line
+from flowlab.runtime.plan import (
+    Plan,
+    compile_plan,
+    fed_fetch_value,
+    generate_straight_line,
+    input_ref_flags,
+    own_inputs,
+)
 
 __all__ = [
     "SendRecvPair", "DevicePartition", "PartitionedGraph", "Partitions", "PartitionedPlan",
@@ -354,11 +361,11 @@ def partition(
       InternalError: a reference or resource edge crosses devices.
     """
     p = _Partitioner(ops, device_of, feeds, optimization)
-    inputs_of = optimization.inputs_of if optimization is not None else _own_inputs
+    inputs_of = optimization.inputs_of if optimization is not None else own_inputs
     for op in ops:
         c = p.clone(op)
         part = p.part(device_of[op.name])
-        ref_flags = _input_ref_flags(op)
+        ref_flags = input_ref_flags(op)
         c._inputs = [p.data_input(op, k, t, ref_flags[k]) for k, t in enumerate(inputs_of(op))]
         controls: list[Operation] = []
         for ctl in op._control_inputs:
@@ -405,7 +412,7 @@ def loop_spans_devices(ops: list[Operation], device_of: Mapping[str, Device], op
     in the frame of its first input (or control input) and its outputs stay there."""
     if not any(op.type in _ENTER_TYPES for op in ops):
         return False
-    inputs_of = optimization.inputs_of if optimization is not None else _own_inputs
+    inputs_of = optimization.inputs_of if optimization is not None else own_inputs
     op_frame: dict[int, str] = {}
     out_frame: dict[int, str] = {}
     parent: dict[str, str] = {"": ""}
@@ -434,26 +441,6 @@ def loop_spans_devices(ops: list[Operation], device_of: Mapping[str, Device], op
 
 _ENTER_TYPES = frozenset({"Enter", "RefEnter"})
 _EXIT_TYPES = frozenset({"Exit", "RefExit"})
-
-
-def _own_inputs(op: Operation) -> list[Tensor]:
-    return op._inputs
-
-
-def _input_ref_flags(op: Operation) -> list[bool]:
-    od = op.op_def
-    if od is None:
-        return [False] * len(op._inputs)
-    flags: list[bool] = []
-    for arg in od.inputs:
-        if arg.number_attr is not None:
-            n = int(op._attrs[arg.number_attr])
-        elif arg.type_list_attr is not None:
-            n = len(op._attrs[arg.type_list_attr])
-        else:
-            n = 1
-        flags.extend([arg.is_ref] * n)
-    return flags
 
 
 # --- compiled form and one step of it ------------------------------------------------------

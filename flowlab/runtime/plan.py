@@ -185,7 +185,7 @@ def compile_plan(
 ) -> Plan:
     """Build the plan for `ops` (topologically ordered, already pruned and placed;
     with `optimization`, its rewritten view: `ops` is `optimization.ops`)."""
-    inputs_of = optimization.inputs_of if optimization is not None else _own_inputs
+    inputs_of = optimization.inputs_of if optimization is not None else own_inputs
     folded = optimization.constants if optimization is not None else {}
     slot_of: dict[tuple[int, int], int] = {}
     counter = itertools.count()
@@ -246,7 +246,7 @@ def compile_plan(
     ref_alias: dict[int, int] = {}
     for node in nodes:
         op = node.op
-        arg_is_ref = _input_ref_flags(op)
+        arg_is_ref = input_ref_flags(op)
         deps: set[int] = set()
         for t, takes_ref in zip(inputs_of(op), arg_is_ref):
             key = (id(t.op), t.value_index)
@@ -309,7 +309,8 @@ def _feed_transfers(nodes: list[PlanNode], feed_slots: list[int]) -> list[Any] |
     return moves if any(m is not None for m in moves) else None
 
 
-def _own_inputs(op: Operation) -> list[Tensor]:
+def own_inputs(op: Operation) -> list[Tensor]:
+    """An op's data inputs as the graph has them (no optimization view)."""
     return op._inputs
 
 
@@ -330,7 +331,8 @@ def _constant_kernel(op: Operation, device: Device, values: list[Any]) -> Kernel
     return KernelDef(op.type, device.device_type, fn, defined_at="constant folding")
 
 
-def _input_ref_flags(op: Operation) -> list[bool]:
+def input_ref_flags(op: Operation) -> list[bool]:
+    """Per data input of `op`, whether its op definition takes it as a reference."""
     od = op.op_def
     if od is None:
         return [False] * len(op._inputs)
