@@ -31,7 +31,9 @@ def data() -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     return x, y, ws
 
 
-def graph_step(tf: Any, cfg: Any) -> Callable[[], float]:
+def build(tf: Any) -> tuple[Any, Any, list[Any], dict[Any, Any]]:
+    """The TF1 program (for flowlab or TensorFlow): graph, initializer, [train, loss]
+    and the feed dict of the benchmark's batch."""
     x_val, y_val, ws = data()
     g = tf.Graph()
     with g.as_default():
@@ -47,10 +49,16 @@ def graph_step(tf: Any, cfg: Any) -> Callable[[], float]:
         loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
         train = tf.train.AdamOptimizer(1e-3).minimize(loss)
         init = tf.global_variables_initializer()
+    return g, init, [train, loss], {x: x_val, y: y_val}
+
+
+def graph_step(tf: Any, cfg: Any) -> Callable[[], float]:
+    g, init, fetches, feeds = build(tf)
     sess = tf.Session(graph=g, config=cfg)
     sess.run(init)
-    step = sess.make_callable([train, loss], [x, y])
-    return lambda: float(step(x_val, y_val)[1])
+    step = sess.make_callable(fetches, list(feeds))
+    values = list(feeds.values())
+    return lambda: float(step(*values)[1])
 
 
 def torch_step(threads: int) -> Callable[[], float] | None:

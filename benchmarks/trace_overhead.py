@@ -26,29 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import emit, load_tf1, per_call_us, tf_session_config  # noqa: E402
-from mlp_train import SIZES, data  # noqa: E402
+from mlp_train import build  # noqa: E402
 
 import flowlab as fl  # noqa: E402
 from flowlab.runtime.step_stats import StepStatsCollector  # noqa: E402
-
-
-def build(tf):
-    x_val, y_val, ws = data()
-    g = tf.Graph()
-    with g.as_default():
-        x = tf.placeholder(tf.float32, [None, SIZES[0]])
-        y = tf.placeholder(tf.int32, [None])
-        h = x
-        for i, w0 in enumerate(ws):
-            w = tf.Variable(w0)
-            b = tf.Variable(tf.zeros([w0.shape[1]]))
-            h = tf.matmul(h, w) + b
-            if i < len(ws) - 1:
-                h = tf.nn.relu(h)
-        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
-        train = tf.train.AdamOptimizer(1e-3).minimize(loss)
-        init = tf.global_variables_initializer()
-    return g, init, [train, loss], {x: x_val, y: y_val}
 
 
 def _interleaved(fns: dict[str, object], steps: int, rounds: int = 7) -> dict[str, float]:
