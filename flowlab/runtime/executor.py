@@ -106,6 +106,27 @@ def _now_us() -> float:
     return time.perf_counter_ns() / 1000.0
 
 
+def collect_fetches(plan: Plan, values: list[Any], slots: list[int], fed_slots: list[int]) -> list[Any]:
+    """The fetched values of a finished step, as Session.run returns them, read from
+    `values` at `slots` (`fed_slots`: slots holding fed values).  A dead or never
+    computed fetch is an InvalidArgumentError naming the tensor."""
+    out = []
+    fed = set(fed_slots)
+    for slot, ref, name in zip(slots, plan.fetch_refs, plan.fetch_names):
+        v = values[slot]
+        if v is DEAD or v is None:
+            raise errors.InvalidArgumentError(
+                None, None, f"Fetched tensor '{name}' is dead: it was produced on a branch "
+                "that was not taken." if v is DEAD else
+                f"Fetched tensor '{name}' was never computed (it depends on a loop that did not run)."
+            )
+        if slot in fed:
+            out.append(fed_fetch_value(v))
+        else:
+            out.append(fetch_value(v.read() if ref else v))
+    return out
+
+
 class Execution:
     """One step of a plan through the dataflow path."""
 
@@ -349,23 +370,7 @@ class Execution:
         if self.error is not None:
             self.step.rollback()
             raise self.error
-        return self._fetched()
-
-    def _fetched(self) -> list[Any]:
-        out = []
-        fed = set(self.plan.feed_slots)
-        for slot, ref, name in zip(self.plan.fetch_slots, self.plan.fetch_refs, self.plan.fetch_names):
-            v = self.values[slot]
-            if v is DEAD:
-                raise errors.InvalidArgumentError(
-                    None, None, f"Fetched tensor '{name}' is dead: it was produced on a branch "
-                    "that was not taken."
-                )
-            if slot in fed:
-                out.append(fed_fetch_value(v))
-            else:
-                out.append(fetch_value(v.read() if ref else v))
-        return out
+        return collect_fetches(self.plan, self.values, self.plan.fetch_slots, self.plan.feed_slots)
 
     # --- one node -----------------------------------------------------------------
     def _execute(self, node: PlanNode) -> None:

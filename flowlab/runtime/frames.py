@@ -45,8 +45,15 @@ import numpy as np
 
 from flowlab import errors
 from flowlab.kernels.registry import DEAD
-from flowlab.runtime.executor import _CANCEL, ExecEvent, Execution, Listener, _now_us
-from flowlab.runtime.fp_errors import quietly
+from flowlab.runtime.executor import (
+    _CANCEL,
+    ExecEvent,
+    Execution,
+    Listener,
+    _now_us,
+    collect_fetches,
+)
+from flowlab.runtime.fp_errors import enter_quiet, exit_quiet, quietly
 from flowlab.runtime.frame_analysis import (
     _ENTER,
     _EXIT,
@@ -60,7 +67,7 @@ from flowlab.runtime.frame_analysis import (
     _FrameInfo,
     analyze,
 )
-from flowlab.runtime.plan import Plan, PlanNode, fed_fetch_value, fetch_value, op_error
+from flowlab.runtime.plan import Plan, PlanNode, op_error
 from flowlab.runtime.step import Step
 
 
@@ -185,13 +192,7 @@ class FrameExecution(Execution):
     def ready_nodes(self) -> list[PlanNode]:
         return [e.node for e, _, _ in self.ready]
 
-    @property
-    def finished(self) -> bool:
-        return self.error is not None or (not self.ready and self.outstanding == 0)
-
     def run(self) -> list[Any]:
-        from flowlab.runtime.fp_errors import enter_quiet, exit_quiet
-
         token = enter_quiet()
         try:
             self.start()
@@ -730,23 +731,13 @@ class FrameExecution(Execution):
         if self.error is not None:
             self.step.rollback()
             raise self.error
-        out = []
-        values = self.root_it.values
-        fed = set(self.analysis.feed_local)
-        for s, ref, name in zip(self.analysis.fetch_local, self.plan.fetch_refs, self.plan.fetch_names):
-            v = values[s]
-            if v is DEAD or v is None:
-                self.step.rollback()
-                raise errors.InvalidArgumentError(
-                    None, None, f"Fetched tensor '{name}' is dead: it was produced on a branch "
-                    "that was not taken." if v is DEAD else
-                    f"Fetched tensor '{name}' was never computed (it depends on a loop that did not run)."
-                )
-            if s in fed:
-                out.append(fed_fetch_value(v))
-            else:
-                out.append(fetch_value(v.read() if ref else v))
-        return out
+        try:
+            return collect_fetches(
+                self.plan, self.root_it.values, self.analysis.fetch_local, self.analysis.feed_local
+            )
+        except errors.InvalidArgumentError:
+            self.step.rollback()  # a dead fetch: the loop's writes do not stand
+            raise
 
     def _deadline_error(self) -> errors.OpError:
         waiting = [e.name for e, _ in self._inflight.values()]
