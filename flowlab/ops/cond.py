@@ -21,9 +21,11 @@ branches must give the same structure and dtypes.  The small `nest` helpers here
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from flowlab.graph import dtypes
 from flowlab.graph.graph import get_default_graph
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.ops import control_flow_context as cfc
@@ -214,6 +216,43 @@ def cond_contexts_of_merge(op: Operation) -> Any:
     return op.graph._scratch.get(_CONDS_OF_MERGE, {}).get(op)
 
 
+def _assert_at_most_n_true(predicates: list[Tensor], n: int, msg: str) -> Operation:
+    """An Assert that at most `n` of `predicates` are true at run time (TensorFlow's
+    ops and message: "<msg>: more than <n> conditions (<names>) evaluated as True:")."""
+    from flowlab.ops import array_ops, math_ops
+    from flowlab.ops.check_ops import Assert
+    from flowlab.ops.constant_op import constant
+
+    preds_c = array_ops.stack(list(predicates), name="preds_c")
+    num_true = math_ops.reduce_sum(math_ops.cast(preds_c, "int32"), name="num_true_conds")
+    condition = math_ops.less_equal(num_true, constant(n, name="n_true_conds"))
+    names = ", ".join(getattr(p, "name", "?") for p in predicates)
+    return Assert(condition, [f"{msg}: more than {n} conditions ({names}) evaluated as True:", preds_c],
+                  summarize=len(predicates))
+
+
+def _default_from_last_pair(predicates: list[Tensor], actions: list[Callable[[], Any]]) -> Any:
+    """Without a default, the last pair's fn is it, guarded as TensorFlow guards it: at
+    run time, its predicate must hold and no other may (InvalidArgumentError else)."""
+    from flowlab.ops import array_ops
+    from flowlab.ops.check_ops import Assert
+
+    k = len(predicates) - 1
+    predicate, action = predicates[k], actions[k]
+
+    def default_action() -> Any:
+        others_msg = (f"Implementation error: selected default action #{k} was called, but "
+                      "some of other predicates are True: ")
+        default_msg = ["Input error: None of conditions evaluated as True:",
+                       array_ops.stack(list(predicates), name="preds_c")]
+        g = get_default_graph()
+        with g.control_dependencies([_assert_at_most_n_true(predicates[:k], 0, others_msg),
+                                     Assert(predicate, default_msg)]):
+            return action()
+
+    return default_action, predicates[:k], actions[:k]
+
+
 def case(
     pred_fn_pairs: Any,
     default: Callable[[], Any] | None = None,
@@ -225,40 +264,59 @@ def case(
 
         r = tf.case([(x < 0, lambda: -x), (x > 10, lambda: x / 10)], default=lambda: x)
 
-    Built as nested conds (`case/cond/cond/...`), TensorFlow 1.x's layout.  Without a
-    default the last pair's fn is the default.
+    Built as nested conds (`case/cond/cond/...`), TensorFlow 1.x's layout, with its
+    run-time checks (Asserts, InvalidArgumentError when violated).
 
     Args:
-      pred_fn_pairs: a list of (scalar bool tensor, callable) pairs, or a dict.
-      default: callable for when no pred is true.
-      exclusive: accepted; flowlab does not yet check at run time that at most one
-        pred is true.
+      pred_fn_pairs: a list or tuple of (scalar bool tensor, callable) pairs, or a dict
+        (then ordered by the predicates' names, as TensorFlow orders it, unless it is an
+        OrderedDict).
+      default: callable for when no pred is true.  Without one, the last pair's fn is
+        the default, checked at run time: its pred must be true and no other.
+      exclusive: check at run time that at most one pred is true.
       strict: as for `cond`.
       name: name scope (default "case").
 
     Raises:
-      TypeError: a pair is not (tensor, callable).
+      TypeError: `pred_fn_pairs` is not a list, tuple or dict, a pair is not
+        (bool tensor, callable).
       ValueError: no pairs and no default.
     """
-    pairs = list(pred_fn_pairs.items()) if isinstance(pred_fn_pairs, dict) else list(pred_fn_pairs)
+    if not isinstance(pred_fn_pairs, (list, tuple, dict)):
+        raise TypeError("'pred_fn_pairs' must be a list, tuple, or dict. "
+                        f"Received: {type(pred_fn_pairs)}")
+    if isinstance(pred_fn_pairs, OrderedDict):
+        pairs = list(pred_fn_pairs.items())
+    elif isinstance(pred_fn_pairs, dict):
+        pairs = sorted(pred_fn_pairs.items(), key=lambda item: item[0].name)
+    else:
+        pairs = list(pred_fn_pairs)
     for p in pairs:
         if not isinstance(p, tuple) or len(p) != 2:
-            raise TypeError("Each entry in pred_fn_pairs must be a 2-tuple")
-        if not callable(p[1]):
-            raise TypeError(f"fn for pred {getattr(p[0], 'name', p[0])} must be callable.")
-    if default is None:
-        if not pairs:
-            raise ValueError("not enough values to unpack (expected 2, got 0)")
-        pairs, default = pairs[:-1], pairs[-1][1]
+            raise TypeError(f"Each entry in 'pred_fn_pairs' must be a 2-tuple. Received {p}.")
+        pred, fn = p
+        if not isinstance(pred, Tensor):
+            raise TypeError(f"pred must be a Tensor, got: {pred}")
+        if pred.dtype.base_dtype is not dtypes.bool:
+            raise TypeError(f"pred must be Tensor of type bool: {pred.name}")
+        if not callable(fn):
+            raise TypeError(f"fn for pred {pred.name} must be callable.")
+    if not pairs:
+        raise ValueError("not enough values to unpack (expected 2, got 0)")
+    predicates = [p for p, _ in pairs]
+    actions = [f for _, f in pairs]
     g = get_default_graph()
-    with g.name_scope(name):
-        if not pairs:
-            return default()
+    with g.name_scope(name or "case"):
+        if default is None:
+            default, predicates, actions = _default_from_last_pair(predicates, actions)
 
         def build(i: int) -> Any:
-            if i == len(pairs):
+            if i == len(predicates):
                 return default()
-            p, fn = pairs[i]
-            return cond(p, fn, lambda: build(i + 1), strict=strict)
+            return cond(predicates[i], actions[i], lambda: build(i + 1), strict=strict)
 
+        if exclusive:
+            with g.control_dependencies([_assert_at_most_n_true(
+                    predicates, 1, "Input error: exclusive=True")]):
+                return build(0)
         return build(0)

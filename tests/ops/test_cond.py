@@ -95,7 +95,9 @@ def test_case_without_default_uses_last_pair():
     x = fl.placeholder(fl.float32, [])
     r = fl.case([(x > 5, lambda: x * 2.0), (x > 0, lambda: x + 1.0)])
     assert _run(r, {x: 7.0}) == 14.0
-    assert _run(r, {x: -1.0}) == 0.0  # the last fn runs even though its pred is false
+    assert _run(r, {x: 2.0}) == 3.0
+    with pytest.raises(fl.errors.InvalidArgumentError, match="None of conditions evaluated as True"):
+        _run(r, {x: -1.0})  # the last fn is the default only while its pred holds (tests/ops/test_case.py)
 
 
 def test_cond_with_variables_assigns_only_in_the_taken_branch(tf1):
