@@ -114,6 +114,7 @@ class Graph:
             st.device_stack = []
             st.control_stack = []
             st.colocation_stack = []
+            st.control_flow_context = None
         return st
 
     # --- identity and version -----------------------------------------------------
@@ -332,6 +333,23 @@ class Graph:
                     out.append(c)
         return out
 
+    # --- control-flow context: the hook on op creation ------------------------------
+    def _get_control_flow_context(self) -> Any:
+        """The control-flow context new ops are created in (this thread), or None."""
+        return self._state().control_flow_context
+
+    def _set_control_flow_context(self, ctx: Any) -> None:
+        """Make `ctx` the context of the ops this thread creates from now on.
+
+        The graph does not know what a context is: it only calls `ctx.add_op(op)`
+        for each new op (`Operation._control_flow_post_processing`), once the op is
+        in the graph with its inputs and control inputs (TensorFlow's `AddOp`).  The
+        context may then rewire the op: `_update_input`, `_add_control_input(s)`,
+        `_remove_all_control_inputs`, and create ops of its own (with the context
+        set as it needs for them).
+        """
+        self._state().control_flow_context = ctx
+
     # --- op creation --------------------------------------------------------------
     def _create_op(
         self,
@@ -382,6 +400,7 @@ class Graph:
             for t, s in zip(op._outputs, shapes):
                 t.set_shape(s)
         self._add_op(op)
+        op._control_flow_post_processing()
         return op
 
     def _add_op(self, op: Operation) -> None:

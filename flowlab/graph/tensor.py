@@ -210,6 +210,7 @@ class Operation:
         self._traceback = traceback
         self._outputs = [Tensor(self, i, d) for i, d in enumerate(output_dtypes)]
         self._id = 0
+        self._control_flow_context: Any = None  # the cond branch / loop it was built in
 
     # --- read-only views ----------------------------------------------------------
     @property
@@ -288,6 +289,27 @@ class Operation:
     def _add_control_inputs(self, ops: list[Operation]) -> None:
         for op in ops:
             self._add_control_input(op)
+
+    def _remove_all_control_inputs(self) -> None:
+        """Drop every control input (a control-flow context re-adds the ones it keeps)."""
+        for op in self._control_inputs:
+            op._control_outputs.remove(self)
+        self._control_inputs = []
+        self._graph._bump_version()
+
+    # --- control-flow context (see Graph._set_control_flow_context) ----------------
+    def _get_control_flow_context(self) -> Any:
+        """The cond branch or loop this op belongs to (None at top level)."""
+        return self._control_flow_context
+
+    def _set_control_flow_context(self, ctx: Any) -> None:
+        self._control_flow_context = ctx
+
+    def _control_flow_post_processing(self) -> None:
+        """Hand the new op to the graph's current control-flow context, if any."""
+        ctx = self._graph._get_control_flow_context()
+        if ctx is not None:
+            ctx.add_op(self)
 
     def _update_input(self, index: int, tensor: Tensor) -> None:
         """Rewire one data input (used by graph transformations such as gradients)."""

@@ -12,13 +12,19 @@ makes a branch or a loop body self-contained:
 - an op with no inputs (a constant) gets a control input from the context's *pivot*,
   so that it runs in the branch or iteration and not once outside.
 
-State, per graph (in `graph._scratch`): the context of every op built inside one
-(`_OF`, op -> context; ops built at top level have none) and the stack of contexts
-being built.  The graph layer has no hook on op creation, so a context claims its ops
-when a build phase ends: every op created since the phase began and not claimed by a
-nested context is a member, and its external inputs are rewired then (`_process`).
-Until then an unclaimed op belongs to the innermost context open when it was made
-(op ids grow), so "is this value inside context C?" has an answer at any time.
+State: each op knows its context (`op._get_control_flow_context()`, None at top
+level), and the graph knows, per thread, the context new ops are created in
+(`graph._get_control_flow_context()`).  `building(g, ctx)` makes `ctx` current for a
+build phase (a branch, a loop's cond or body, ops the gradient code adds to a loop).
+The graph hands every op created then to `ctx.add_op` (its hook on op creation,
+TensorFlow's `AddOp`), which records the membership at once -- so "is this value
+inside context C?" has an answer at any time -- and queues the op.  The rewiring of
+the queued ops' external inputs (`_process`) waits for the end of the phase, in
+creation order: that order fixes which op first uses an outside value, hence the
+names of the Switches and Enters made for it, and the names of the graphs flowlab
+built before the hook existed (pinned by tests/ops/test_graph_hook_golden.py).
+A nested cond whose outer branch reads `x` before the inner one does would name
+the outer Switch of `x` after the outer reader if ops were rewired as they are made.
 
 Invariants: an Enter belongs to its loop and an Exit too, but the Exit's *value* is
 in the loop's outer context; a value is rewired into a context at most once per
@@ -39,34 +45,12 @@ from typing import Any
 from flowlab.graph.graph import Graph
 from flowlab.graph.tensor import Operation, Tensor
 
-_OF = "control_flow_context_of"
-_OPEN = "control_flow_open_contexts"
 _LOOPS = "control_flow_loops"
-
-
-def _of(g: Graph) -> dict[Operation, Any]:
-    d = g._scratch.get(_OF)
-    if d is None:
-        d = g._scratch.setdefault(_OF, {})
-    return d
-
-
-def _open(g: Graph) -> list[tuple[Any, int]]:
-    s = g._scratch.get(_OPEN)
-    if s is None:
-        s = g._scratch.setdefault(_OPEN, [])
-    return s
 
 
 def context_of(op: Operation) -> Any:
     """The control-flow context `op` was built in (None at top level)."""
-    d = op.graph._scratch.get(_OF)
-    if d is not None and op in d:
-        return d[op]
-    for ctx, start in reversed(op.graph._scratch.get(_OPEN, ())):
-        if op._id > start:
-            return ctx
-    return None
+    return op._control_flow_context
 
 
 def output_context(op: Operation) -> Any:
@@ -89,8 +73,7 @@ _BRANCH_SWITCH = "control_flow_branch_switches"
 
 def current_context(g: Graph) -> Any:
     """The innermost context being built (where a new op will belong), or None."""
-    s = g._scratch.get(_OPEN)
-    return s[-1][0] if s else None
+    return g._get_control_flow_context()
 
 
 def is_inside(ctx: Any, outer: Any) -> bool:
@@ -117,39 +100,55 @@ def while_context_of_op(op: Operation) -> Any:
     return loop_of(context_of(op))
 
 
+class _Phase:
+    """One `building` block of a context: the pivot and the ops made in it."""
+
+    __slots__ = ("ctx", "pivot", "pending")
+
+    def __init__(self, ctx: Any, pivot: Operation | None) -> None:
+        self.ctx = ctx
+        self.pivot = pivot
+        self.pending: dict[Operation, None] = {}  # ordered: creation order
+
+
 @contextlib.contextmanager
-def building(g: Graph, ctx: Any, pivot: Operation | None = None) -> Iterator[None]:
+def building(g: Graph, ctx: Any, pivot: Operation | None = None,
+             clear_control_dependencies: bool = True) -> Iterator[_Phase]:
     """Ops created in the block belong to `ctx` (None: top level) and are rewired into
-    it when the block ends; input-less ones get a control input from `pivot`.
+    it when the block ends; input-less ones get a control input from `pivot` (which
+    the block may still set: `phase.pivot = op`).
 
     Works for a context being built and for one built earlier (the gradient code adds
-    stack pushes to a finished loop).  Outer control dependencies do not apply."""
-    stack = _open(g)
-    start_index = len(g._ops)
-    entry = (ctx, g._last_id)
-    stack.append(entry)
-    try:
-        with g.control_dependencies(None):
-            yield
-    finally:
-        stack.remove(entry)
-    claim(g, ctx, start_index, pivot)
-
-
-def claim(g: Graph, ctx: Any, start_index: int, pivot: Operation | None) -> list[Operation]:
-    """Make the unclaimed ops created since `start_index` members of `ctx`, rewired."""
-    of = _of(g)
-    new = [op for op in g._ops[start_index:] if op not in of]
-    for op in new:
-        of[op] = ctx
+    stack pushes to a finished loop).  Outer control dependencies do not apply unless
+    `clear_control_dependencies` is False."""
+    phase = _Phase(ctx, pivot)
+    prev = g._get_control_flow_context()
+    saved = ctx._phase if ctx is not None else None
     if ctx is not None:
-        for op in new:
-            ctx._process(op, pivot)
-    return new
+        ctx._phase = phase
+    g._set_control_flow_context(ctx)
+    try:
+        if clear_control_dependencies:
+            with g.control_dependencies(None):
+                yield phase
+        else:
+            yield phase
+    finally:
+        g._set_control_flow_context(prev)
+        if ctx is not None:
+            ctx._phase = saved
+    if ctx is not None:
+        for op in list(phase.pending):
+            ctx._process(op, phase.pivot)
 
 
 def set_context(op: Operation, ctx: Any) -> None:
-    _of(op.graph)[op] = ctx
+    """Place `op` in `ctx` by hand (plumbing, an Exit, a cond's pivot): the context
+    it was created in no longer rewires it."""
+    made_in = op._control_flow_context
+    if made_in is not None and made_in._phase is not None:
+        made_in._phase.pending.pop(op, None)
+    op._set_control_flow_context(ctx)
 
 
 class ControlFlowContext:
@@ -159,6 +158,13 @@ class ControlFlowContext:
         self.graph = graph
         self.outer = outer
         self._external: dict[Tensor, Tensor] = {}
+        self._phase: _Phase | None = None  # the innermost `building` block of this context
+
+    def add_op(self, op: Operation) -> None:
+        """The graph's hook: `op` was just created with this context current."""
+        op._set_control_flow_context(self)
+        if self._phase is not None:
+            self._phase.pending[op] = None
 
     def _process(self, op: Operation, pivot: Operation | None) -> None:
         if op.type in ("Enter", "RefEnter"):
@@ -186,14 +192,14 @@ class ControlFlowContext:
         if got is None:
             g = self.graph
             scope = (consumer.name + "/") if consumer is not None else None
-            entry = (self, g._last_id)
-            stack = _open(g)
-            stack.append(entry)  # the new op is ours even before it is claimed
+            # The plumbing is placed by _make_external itself, not by the hook.
+            prev = g._get_control_flow_context()
+            g._set_control_flow_context(None)
             try:
                 with g.control_dependencies(None), (g.name_scope(scope) if scope else contextlib.nullcontext()):
                     got = self._make_external(t)
             finally:
-                stack.remove(entry)
+                g._set_control_flow_context(prev)
             self._external[t] = got
         return got
 
@@ -291,11 +297,10 @@ class WhileContext(ControlFlowContext):
         external = [c for c in op.control_inputs if not is_inside(context_of(c), self)
                     and op.type not in ("Enter", "RefEnter")]
         if external:
-            for c in external:
-                op._control_inputs.remove(c)
-                c._control_outputs.remove(op)
-            for c in external:
-                op._add_control_input(self._control_proxy(c))
+            kept = [c for c in op.control_inputs if c not in external]
+            op._remove_all_control_inputs()
+            op._add_control_inputs(kept)
+            op._add_control_inputs([self._control_proxy(c) for c in external])
         pivot = pivot if pivot is not None else self.pivot
         if pivot is not None and op.inputs and all(self._is_invariant(t) for t in op.inputs) \
                 and not any(is_inside(context_of(c), self) for c in op.control_inputs):
