@@ -111,11 +111,7 @@ def build_loop(
     else:
         invariants = None
 
-    start = len(g._ops)
-    stack = cfc._open(g)
-    entry = (ctx, g._last_id)
-    stack.append(entry)
-    try:
+    with cfc.building(g, ctx, clear_control_dependencies=False) as phase:
         with g.control_dependencies(None):
             enters = []
             for i, v in enumerate(flat):
@@ -125,6 +121,7 @@ def build_loop(
                     e.set_shape(invariants[i])
                 enters.append(e)
         merges = [merge([e, e])[0] for e in enters]
+        phase.pivot = merges[0].op  # what the cond's input-less ops run after
         ctx.enters, ctx.merges = enters, merges
         packed = pack_sequence_as(original, _from_flows(flat_orig, merges))
         c = cond(*packed) if isinstance(original, (list, tuple)) else cond(packed)
@@ -134,9 +131,6 @@ def build_loop(
         switches = [switch(m, pivot) for m in merges]
         identities = [identity(s[1]) for s in switches]
         ctx.switches, ctx.identities = switches, identities
-    finally:
-        stack.remove(entry)
-    cfc.claim(g, ctx, start, merges[0].op)
     ctx.pivot = identities[0].op
 
     with cfc.building(g, ctx, ctx.pivot):
