@@ -26,7 +26,7 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
 from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.gradient_registry import not_differentiable
-from flowlab.ops.op_def import ArgDef, op_def
+from flowlab.ops.op_def import op_def
 
 __all__ = [
     "switch", "ref_switch", "merge", "ref_merge", "enter", "ref_enter", "exit",
@@ -86,20 +86,19 @@ def _loop_cond_shape(op: Operation) -> list[Any]:
 for _ref in (False, True):
     _t = "Ref(T)" if _ref else "T"
     _p = "Ref" if _ref else ""
+    _nt = "Ref(N * T)" if _ref else "N * T"
     op_def(
         f"{_p}Switch", inputs=[f"data: {_t}", "pred: bool"],
         outputs=[f"output_false: {_t}", f"output_true: {_t}"], attrs=["T: type"],
         shape_fn=_switch_shape, control_flow=True,
         doc="`data` on output_true if `pred`, else on output_false; the other is dead.",
     )
-    _merge_def = op_def(
-        f"{_p}Merge", inputs=["inputs: N * T"],
+    op_def(
+        f"{_p}Merge", inputs=[f"inputs: {_nt}"],
         outputs=[f"output: {_t}", "value_index: int32"], attrs=["T: type", "N: int >= 1"],
         shape_fn=_merge_shape, control_flow=True,
         doc="The one live input and its index; dead only when every input is.",
     )
-    if _ref:  # the spec parser has no "Ref(N * T)": mark the list argument by hand
-        _merge_def.inputs[0] = ArgDef("inputs", type_attr="T", number_attr="N", is_ref=True)
     op_def(
         f"{_p}Enter", inputs=[f"data: {_t}"], outputs=[f"output: {_t}"],
         attrs=["T: type", "frame_name: string", "is_constant: bool = false",

@@ -11,6 +11,7 @@ Argument specs ("name: type"):
     "values: N * T"  N tensors of the same type attr (N an int attr)
     "args: Tlist"    a list of tensors whose dtypes are the list(type) attr Tlist
     "ref: Ref(T)"    a reference (mutable variable) of type T
+    "refs: Ref(N * T)"  N references of the same type attr (RefMerge's inputs)
 Attr specs ("name: kind [= default]"): kind is `type`, a dtype set `{float32, int32}`
 or group (`numeric`, `real`, `floating`, `integer`, `all`), `int`, `int >= 1`, `float`,
 `bool`, `string`, `shape`, `tensor`, `list(type)`, `list(int)`, `list(float)`,
@@ -156,7 +157,7 @@ def parse_arg(spec: str) -> ArgDef:
         raise ValueError(f"bad argument spec {spec!r}")
     name, t = m.group(1), m.group(2)
     is_ref = False
-    rm = re.match(r"^Ref\((\w+)\)$", t)
+    rm = re.match(r"^Ref\(\s*(.+?)\s*\)$", t)
     if rm:
         is_ref, t = True, rm.group(1)
     nm = re.match(r"^(\w+)\s*\*\s*(\w+)$", t)
@@ -165,6 +166,8 @@ def parse_arg(spec: str) -> ArgDef:
         if _is_dtype_name(t):
             return ArgDef(name, fixed_type=dtypes.as_dtype(t), number_attr=number, is_ref=is_ref)
         return ArgDef(name, type_attr=t, number_attr=number, is_ref=is_ref)
+    if not re.match(r"^\w+$", t):
+        raise ValueError(f"bad argument spec {spec!r}")
     if _is_dtype_name(t):
         return ArgDef(name, fixed_type=dtypes.as_dtype(t), is_ref=is_ref)
     return ArgDef(name, type_attr=t, is_ref=is_ref)
