@@ -25,56 +25,19 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from flowlab.graph import dtypes as _dtypes
+from flowlab.graph.default_graph import (  # noqa: F401  (re-exported: old import paths)
+    _default_stack,
+    _eval_function,
+    _eval_hook,
+    get_default_graph,
+    get_name_scope,
+    reset_default_graph,
+)
 from flowlab.graph.device_spec import DeviceSpec, canonical_name
+from flowlab.graph.graph_keys import GraphKeys
 from flowlab.graph.tensor import Operation, Tensor, user_traceback
 
 DEFAULT_GRAPH_SEED = 87654321
-
-
-class GraphKeys:
-    """Standard collection names (TensorFlow 1.x's values)."""
-
-    GLOBAL_VARIABLES = "variables"
-    LOCAL_VARIABLES = "local_variables"
-    METRIC_VARIABLES = "metric_variables"
-    MODEL_VARIABLES = "model_variables"
-    TRAINABLE_VARIABLES = "trainable_variables"
-    SUMMARIES = "summaries"
-    QUEUE_RUNNERS = "queue_runners"
-    TABLE_INITIALIZERS = "table_initializer"
-    ASSET_FILEPATHS = "asset_filepaths"
-    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
-    REGULARIZATION_LOSSES = "regularization_losses"
-    CONCATENATED_VARIABLES = "concatenated_variables"
-    SAVERS = "savers"
-    WEIGHTS = "weights"
-    BIASES = "biases"
-    ACTIVATIONS = "activations"
-    UPDATE_OPS = "update_ops"
-    LOSSES = "losses"
-    SAVEABLE_OBJECTS = "saveable_objects"
-    RESOURCES = "resources"
-    LOCAL_RESOURCES = "local_resources"
-    TRAINABLE_RESOURCE_VARIABLES = "trainable_resource_variables"
-    INIT_OP = "init_op"
-    LOCAL_INIT_OP = "local_init_op"
-    READY_OP = "ready_op"
-    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
-    SUMMARY_OP = "summary_op"
-    GLOBAL_STEP = "global_step"
-    EVAL_STEP = "eval_step"
-    TRAIN_OP = "train_op"
-    COND_CONTEXT = "cond_context"
-    WHILE_CONTEXT = "while_context"
-    VARIABLES = GLOBAL_VARIABLES
-    _STREAMING_MODEL_PORTS = "streaming_model_ports"
-    _SUMMARY_COLLECTION = "_SUMMARY_V2"
-    # Every collection that holds variables (TensorFlow's list, in its order).
-    _VARIABLE_COLLECTIONS = [
-        GLOBAL_VARIABLES, LOCAL_VARIABLES, METRIC_VARIABLES, MODEL_VARIABLES,
-        TRAINABLE_VARIABLES, MOVING_AVERAGE_VARIABLES, CONCATENATED_VARIABLES,
-        TRAINABLE_RESOURCE_VARIABLES,
-    ]
 
 
 class _ControlDependencies:
@@ -598,56 +561,6 @@ def _as_operation(x: Any) -> Operation:
     if hasattr(x, "op") and isinstance(x.op, Operation):
         return x.op
     raise TypeError(f"Expected an Operation, Tensor or Variable, got {x!r}")
-
-
-# --- the default graph -------------------------------------------------------------
-# One global default graph shared by all threads, plus a per-thread stack for
-# `as_default()` blocks (TensorFlow 1.x semantics).
-_global_default_graph: Graph | None = None
-_thread_local = threading.local()
-
-
-def _default_stack() -> list[Graph]:
-    s = getattr(_thread_local, "stack", None)
-    if s is None:
-        s = _thread_local.stack = []
-    return s
-
-
-def get_default_graph() -> Graph:
-    global _global_default_graph
-    s = _default_stack()
-    if s:
-        return s[-1]
-    if _global_default_graph is None:
-        _global_default_graph = Graph()
-    return _global_default_graph
-
-
-def reset_default_graph() -> None:
-    """Clear the global default graph (not allowed inside a `with g.as_default()`)."""
-    global _global_default_graph
-    if _default_stack():
-        raise AssertionError(
-            "Do not use tf.reset_default_graph() to clear nested graphs. If you need a "
-            "cleared graph, exit the nesting and create a new graph."
-        )
-    _global_default_graph = Graph()
-
-
-def get_name_scope() -> str:
-    return get_default_graph().get_name_scope()
-
-
-# Session.run for Tensor.eval()/Operation.run(); the runtime layer installs it, so
-# this layer does not import upward.
-_eval_function: list[Callable[[Any, Any, Any], Any]] = []
-
-
-def _eval_hook(element: Any, feed_dict: Any, session: Any) -> Any:
-    if not _eval_function:
-        raise RuntimeError("flowlab.runtime is not loaded; import flowlab first.")
-    return _eval_function[0](element, feed_dict, session)
 
 
 __all__ = [

@@ -125,7 +125,7 @@ class Tensor:
 
     def eval(self, feed_dict: Any = None, session: Any = None) -> Any:
         """Run this tensor in `session` (default: the default session)."""
-        from flowlab.graph.graph import _eval_hook
+        from flowlab.graph.default_graph import _eval_hook
 
         return _eval_hook(self, feed_dict, session)
 
@@ -330,7 +330,7 @@ class Operation:
         return str(self._traceback[0]) if self._traceback else ""
 
     def run(self, feed_dict: Any = None, session: Any = None) -> None:
-        from flowlab.graph.graph import _eval_hook
+        from flowlab.graph.default_graph import _eval_hook
 
         _eval_hook(self, feed_dict, session)
 
