@@ -3,11 +3,18 @@
 after every step), and inside `fl.profile(sess)` (events recorded, the trace built once
 at the end) -- beside TensorFlow's own FULL_TRACE cost on the same model.
 
-The untraced step takes the straight-line path; a traced one runs on the dataflow
-executor, so the dataflow executor with no listener is measured too, to split the
-cost into "another execution path" and "recording events".
+An untraced step runs the plan's generated straight-line function; a traced one runs
+its recording twin (`Plan.traced_line()`) when every listener takes records (the
+StepStats collector does), and the dataflow executor otherwise.  The dataflow paths
+are measured too (no listener, a do-nothing listener, the collector as a plain
+listener), to split the cost into "another execution path" and "recording".
 
-    python benchmarks/trace_overhead.py [--steps N]
+Every variant runs `--steps` steps per round, the variants taking turns within a round
+(`_rounds.interleaved_ms`), for `--rounds` rounds; each step's wall and CPU time are
+taken.  Ratios are the median over rounds of (variant / untraced `sess.run`) within
+the round, so that a burst of load hits both sides of a ratio alike.
+
+    python benchmarks/trace_overhead.py [--steps N] [--rounds R]
 """
 
 from __future__ import annotations
@@ -22,40 +29,81 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import emit, load_tf1, per_call_us, tf_session_config  # noqa: E402
+from _rounds import interleaved_ms  # noqa: E402
 from mlp_train import build  # noqa: E402
 
 import flowlab as fl  # noqa: E402
 from flowlab.runtime.step_stats import StepStatsCollector  # noqa: E402
 
-
-def _interleaved(fns: dict[str, object], steps: int, rounds: int = 7) -> dict[str, float]:
-    """Median over `rounds` of the mean ms per step of each function, the functions
-    taking turns within a round so that machine noise hits them alike.  CPU time of
-    the process (`time.process_time`; BLAS runs on one thread here), which a busy
-    shared machine disturbs far less than wall time."""
-    samples: dict[str, list[float]] = {k: [] for k in fns}
-    for f in fns.values():
-        f()  # type: ignore[operator]
-    for _ in range(rounds):
-        for k, f in fns.items():
-            t0 = time.process_time()
-            for _ in range(steps):
-                f()  # type: ignore[operator]
-            samples[k].append((time.process_time() - t0) / steps * 1e3)
-    return {k: statistics.median(v) for k, v in samples.items()}
+BASE = "untraced_run"
 
 
-def _replay(events: list[object]) -> None:
+def timed_rounds(fns: dict[str, Callable[[], Any]], steps: int, rounds: int) -> dict[str, Any]:
+    """Per variant: median wall and CPU ms per step over the rounds, and the median over
+    rounds of its ratio to `BASE` in the same round (wall and CPU)."""
+    wall: dict[str, list[float]] = {k: [] for k in fns}
+    cpu: dict[str, list[float]] = {k: [] for k in fns}
+
+    def clocked(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
+        w, c = wall[name], cpu[name]
+
+        def call() -> Any:
+            c0, w0 = time.process_time(), time.perf_counter()
+            r = fn()
+            w.append(time.perf_counter() - w0)
+            c.append(time.process_time() - c0)
+            return r
+
+        return call
+
+    interleaved_ms({k: clocked(k, f) for k, f in fns.items()}, steps, rounds)
+
+    def per_round(samples: list[float]) -> list[float]:
+        samples = samples[1:]  # interleaved_ms calls each once before the rounds
+        return [sum(samples[r * steps:(r + 1) * steps]) / steps * 1e3 for r in range(rounds)]
+
+    out: dict[str, Any] = {}
+    rw = {k: per_round(v) for k, v in wall.items()}
+    rc = {k: per_round(v) for k, v in cpu.items()}
+    for k in fns:
+        out[k] = {
+            "wall_ms": statistics.median(rw[k]), "cpu_ms": statistics.median(rc[k]),
+            "ratio_wall": statistics.median(a / b for a, b in zip(rw[k], rw[BASE])),
+            "ratio_cpu": statistics.median(a / b for a, b in zip(rc[k], rc[BASE])),
+        }
+    return out
+
+
+def _events_only() -> Callable[[Any], None]:
+    """A new collector's listener as a plain function: it gets events, not records."""
     listen = StepStatsCollector().listen
-    for ev in events:
-        listen(ev)
+    return lambda ev: listen(ev)
 
 
-def bench_flowlab(steps: int) -> dict[str, object]:
+class _Capture:
+    """A listener taking records that keeps one step's records, outputs included."""
+
+    def __init__(self) -> None:
+        self.rec: Any = None
+        self.outputs: Any = None
+
+        def listen(ev: Any) -> None:
+            pass
+
+        def take(rec: Any) -> None:
+            self.rec, self.outputs = rec, rec.outputs
+
+        listen.take_records = take  # type: ignore[attr-defined]
+        self.listen = listen
+
+
+def bench_flowlab(steps: int, rounds: int) -> dict[str, Any]:
     from flowlab.runtime.executor import Execution
     from flowlab.runtime.fetches import FetchMapper
     from flowlab.runtime.step import Step
@@ -68,79 +116,77 @@ def bench_flowlab(steps: int) -> dict[str, object]:
     straight = sess.make_callable(fetches, feeds)
     full = fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE)
     off = fl.RunOptions()
-
-    def untraced_callable():
-        return straight(*vals)
-
-    def untraced_run():
-        return sess.run(fetches, feed)
-
-    def no_trace_options():
-        return sess.run(fetches, feed, options=off, run_metadata=fl.RunMetadata())
-
     mapper = FetchMapper(g, fetches)
     plan = sess._plan_for(feeds, mapper.tensors, mapper.targets)
 
-    def dataflow():
-        return Execution(plan, Step(sess), vals).run()
-
-    def dataflow_noop_listener():
-        return Execution(plan, Step(sess), vals, lambda ev: None).run()
-
-    def dataflow_collector():
-        return Execution(plan, Step(sess), vals, StepStatsCollector().listen).run()
-
-    def traced_run():
+    def traced_run() -> Any:
         md = fl.RunMetadata()
         sess.run(fetches, feed, options=full, run_metadata=md)
         return md
 
     prof = fl.profile(sess)
 
-    def in_profile():
+    def in_profile() -> Any:
         with prof:  # entering and leaving only swaps the session's listener
             return sess.run(fetches, feed)
 
-    ms = _interleaved({
-        "untraced_callable_ms": untraced_callable, "untraced_run_ms": untraced_run,
-        "no_trace_options_ms": no_trace_options, "dataflow_no_listener_ms": dataflow,
-        "dataflow_noop_listener_ms": dataflow_noop_listener,
-        "dataflow_collector_ms": dataflow_collector,
-        "traced_run_metadata_ms": traced_run, "in_profile_ms": in_profile,
-    }, steps)
-    # The recording alone, without machine noise: one step's real events replayed
-    # through a collector's listener.
-    events: list[object] = []
+    variants: dict[str, Callable[[], Any]] = {
+        BASE: lambda: sess.run(fetches, feed),
+        "untraced_callable": lambda: straight(*vals),
+        "no_trace_options": lambda: sess.run(fetches, feed, options=off, run_metadata=fl.RunMetadata()),
+        "traced_run_metadata": traced_run,
+        "in_profile": in_profile,
+        # The traced straight-line function with the collector, without the session.
+        "traced_line_collector": lambda: Execution(plan, Step(sess), vals, StepStatsCollector().listen).run(),
+        # The dataflow executor: no listener, one that does nothing, the collector's
+        # events (a plain function: it does not take records).
+        "dataflow_no_listener": lambda: Execution(plan, Step(sess), vals).run(),
+        "dataflow_noop_listener": lambda: Execution(plan, Step(sess), vals, lambda ev: None).run(),
+        "dataflow_collector_events": lambda: Execution(plan, Step(sess), vals, _events_only()).run(),
+    }
+    figures = timed_rounds(variants, steps, rounds)
+    # What recording adds, without machine noise: one step's records handed to a new
+    # collector, and one step's 2 events per op replayed through its listener.
+    cap = _Capture()
+    Execution(plan, Step(sess), vals, cap.listen).run()
+
+    def take_one() -> None:
+        cap.rec.outputs = cap.outputs
+        StepStatsCollector().listen.take_records(cap.rec)  # type: ignore[attr-defined]
+
+    events: list[Any] = []
     Execution(plan, Step(sess), vals, events.append).run()
-    record_us = per_call_us(lambda: _replay(events), 50) / 1.0
+
+    def replay() -> None:
+        listen = StepStatsCollector().listen
+        for ev in events:
+            listen(ev)
+
+    take_us = per_call_us(take_one, 50)
+    replay_us = per_call_us(replay, 50)
     n_steps = len(prof.collector.step_ids())
     t0 = time.perf_counter()
     trace = prof.trace
     build_ms = (time.perf_counter() - t0) * 1e3
-    ops_per_step = len(trace.ops) / max(1, len(trace.steps))
     sess.close()
-    base = ms["untraced_run_ms"]
+    base_ms = figures[BASE]["wall_ms"]
     return {
-        **ms,
-        # all over the untraced sess.run of the same fetches and feeds
-        "ratio_traced_run_metadata": ms["traced_run_metadata_ms"] / base,
-        "ratio_in_profile": ms["in_profile_ms"] / base,
-        "ratio_no_trace_options": ms["no_trace_options_ms"] / base,
-        "ratio_dataflow_no_listener": ms["dataflow_no_listener_ms"] / base,
-        "ratio_untraced_callable": ms["untraced_callable_ms"] / base,
-        "ratio_collector_over_noop_listener": ms["dataflow_collector_ms"] / ms["dataflow_noop_listener_ms"],
-        "record_us_per_step": record_us,
-        "record_fraction_of_untraced_step": record_us / 1e3 / base,
-        "ops_per_step": ops_per_step,
+        "variants": figures,
+        "ratio_traced_run_metadata": {k: figures["traced_run_metadata"][k] for k in ("ratio_wall", "ratio_cpu")},
+        "ratio_in_profile": {k: figures["in_profile"][k] for k in ("ratio_wall", "ratio_cpu")},
+        "take_records_us_per_step": take_us,
+        "take_records_fraction_of_untraced_step": take_us / 1e3 / base_ms,
+        "event_replay_us_per_step": replay_us,
+        "ops_per_step": len(trace.ops) / max(1, len(trace.steps)),
         "profile_steps": n_steps,
         "profile_trace_build_ms_per_step": build_ms / max(1, n_steps),
     }
 
 
-def bench_off(calls: int) -> dict[str, float]:
+def bench_off(calls: int, rounds: int) -> dict[str, float]:
     """Tracing off, on a step small enough that a microsecond shows: a plain run, a
     run with RunOptions(NO_TRACE) and a RunMetadata, and a run on a session that has
-    been through a profile block (µs of CPU per call, interleaved)."""
+    been through a profile block (µs per call, median of interleaved rounds)."""
     g = fl.Graph()
     with g.as_default():
         x = fl.placeholder(fl.float32, [], name="x")
@@ -152,36 +198,47 @@ def bench_off(calls: int) -> dict[str, float]:
     feed = {x: 1.0}
     off = fl.RunOptions()
     md = fl.RunMetadata()
-    ms = _interleaved({
+    ms = interleaved_ms({
         "plain_run_us": lambda: sess.run(y, feed),
         "no_trace_options_us": lambda: sess.run(y, feed, options=off, run_metadata=md),
         "after_profile_block_us": lambda: profiled.run(y, feed),
-    }, calls, rounds=9)
+    }, calls, rounds)
     sess.close()
     profiled.close()
-    return {k: v * 1e3 for k, v in ms.items()}
+    return {k: v["step_ms"] * 1e3 for k, v in ms.items()}
 
 
-def bench_tf(tf, steps: int) -> dict[str, float]:
+def bench_tf(tf: Any, steps: int, rounds: int) -> dict[str, Any]:
     g, init, fetches, feed = build(tf)
     sess = tf.Session(graph=g, config=tf_session_config(tf))
     sess.run(init)
     full = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
-    untraced = per_call_us(lambda: sess.run(fetches, feed), steps, repeats=3) / 1e3
-    traced = per_call_us(lambda: sess.run(fetches, feed, options=full, run_metadata=tf.RunMetadata()),
-                         steps, repeats=3) / 1e3
+    global BASE
+    saved, BASE = BASE, "untraced"
+    try:
+        figures = timed_rounds({
+            "untraced": lambda: sess.run(fetches, feed),
+            "traced": lambda: sess.run(fetches, feed, options=full, run_metadata=tf.RunMetadata()),
+        }, steps, rounds)
+    finally:
+        BASE = saved
     sess.close()
-    return {"untraced_ms": untraced, "traced_ms": traced, "ratio_traced": traced / untraced}
+    return {**figures, "ratio_traced": {k: figures["traced"][k] for k in ("ratio_wall", "ratio_cpu")}}
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--steps", type=int, default=30, help="steps per variant per round")
+    p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--no-tf", action="store_true", help="leave TensorFlow out")
     args = p.parse_args()
-    out: dict[str, object] = {"flowlab": bench_flowlab(args.steps), "tracing_off": bench_off(2000)}
-    tf1 = load_tf1()
+    out: dict[str, Any] = {"steps": args.steps, "rounds": args.rounds, "load_before": os.getloadavg()[0]}
+    out["flowlab"] = bench_flowlab(args.steps, args.rounds)
+    out["tracing_off"] = bench_off(2000, 9)
+    tf1 = None if args.no_tf else load_tf1()
     if tf1 is not None:
-        out["tensorflow"] = bench_tf(tf1, args.steps)
+        out["tensorflow"] = bench_tf(tf1, args.steps, args.rounds)
+    out["load_after"] = os.getloadavg()[0]
     emit("trace_overhead", out)
 
 

@@ -49,7 +49,7 @@ from typing import Any
 from flowlab import errors
 from flowlab.kernels.registry import DEAD
 from flowlab.runtime.fp_errors import enter_quiet, exit_quiet, quietly
-from flowlab.runtime.plan import Plan, PlanNode, fed_fetch_value, fetch_value, op_error
+from flowlab.runtime.plan import Plan, PlanNode, TracedLine, fed_fetch_value, fetch_value, op_error
 from flowlab.runtime.step import Step
 
 
@@ -76,9 +76,33 @@ class ExecEvent:
 Listener = Callable[[ExecEvent], None]
 
 
+@dataclass(slots=True)
+class StepRecords:
+    """A step run by the traced straight-line function (`Plan.traced_line()`), handed
+    whole, after the step, to a listener that takes records: one with a
+    `take_records(records)` attribute (`StepStatsCollector.listen` has one).  Such a
+    listener gets this instead of the two events per op it would get otherwise.
+
+    Op k of `nodes` ran from `times_ns[k]` to `times_ns[k + 1]` (`perf_counter_ns`) on
+    `thread`; its outputs are `outputs[out_start[k]:out_start[k + 1]]` -- a taker must
+    not keep them (they are dropped after the takers ran).  The first `ran` ops
+    finished; when the step failed, op `ran` raised `error` (located) at `error_ns`."""
+
+    step_id: int
+    thread: int
+    nodes: list[PlanNode]
+    times_ns: list[int]
+    out_start: list[int]
+    ran: int
+    outputs: Any = None
+    error: Any = None
+    error_ns: int = 0
+
+
 def chain_listeners(*listeners: Listener | None) -> Listener | None:
     """One listener calling each of `listeners` (Nones dropped) in order; None if none
-    is left, the listener itself if one is."""
+    is left, the listener itself if one is.  When every one takes records, so does
+    the chain."""
     ls = tuple(x for x in listeners if x is not None)
     if not ls:
         return None
@@ -91,13 +115,21 @@ def chain_listeners(*listeners: Listener | None) -> Listener | None:
             a(ev)
             b(ev)
 
-        return both
+        chained: Listener = both
+    else:
+        def each(ev: ExecEvent) -> None:
+            for f in ls:
+                f(ev)
 
-    def each(ev: ExecEvent) -> None:
-        for f in ls:
-            f(ev)
+        chained = each
+    takers = [getattr(f, "take_records", None) for f in ls]
+    if all(t is not None for t in takers):
+        def take_records(rec: StepRecords) -> None:
+            for t in takers:
+                t(rec)  # type: ignore[misc]
 
-    return each
+        chained.take_records = take_records  # type: ignore[attr-defined]
+    return chained
 
 _CANCEL = object()
 
@@ -193,6 +225,12 @@ class Execution:
         token = enter_quiet()
         try:
             self.start()
+            take = getattr(self.listener, "take_records", None)
+            if take is not None and self.error is None and (self.pool is None or self.plan.num_expensive < 2):
+                # Every listener takes records: the straight-line path, recording.
+                traced = self.plan.traced_line()
+                if traced is not None:
+                    return self._run_traced_line(traced, take)
             plain = not self.plan.has_control_flow
             traced = self.listener is not None
             while True:
@@ -209,6 +247,44 @@ class Execution:
             return self.finish()
         finally:
             exit_quiet(token)
+
+    def _run_traced_line(self, traced: TracedLine, take: Callable[[StepRecords], None]) -> list[Any]:
+        """The step through the plan's traced straight-line function; its records go to
+        `take` after the step (on failure too, up to and including the op that failed)."""
+        plan = self.plan
+        step = self.step
+        n = len(traced.order)
+        times = [0] * (n + 1)
+        rec = StepRecords(step.step_id, threading.get_ident(), traced.order, times, traced.out_start, n)
+        try:
+            fetched, rec.outputs = traced.fn(step, [self.values[s] for s in plan.feed_slots], times)
+        except Exception as e:
+            end = time.perf_counter_ns()
+            pos, names = traced.failed_at(e)
+            if pos is None:  # not an op's line (reading a fetched variable, ...): as is
+                error: BaseException = e
+            else:
+                node = traced.order[pos]
+                error = rec.error = op_error(e, node.op, node.ctx.device.name)
+                rec.ran, rec.error_ns = pos, end
+            rec.outputs = tuple(names.get(x) for x in traced.out_names[:traced.out_start[rec.ran]])
+            try:
+                take(rec)
+            finally:
+                rec.outputs = None
+            self.step.get_cancellation().deregister(self._cancel_token)
+            self.step.rollback()
+            if error is e:
+                raise
+            self.error = error  # type: ignore[assignment]
+            raise error from e
+        try:
+            take(rec)
+        finally:
+            rec.outputs = None  # no activation outlives the step
+        self.completed = len(plan.nodes)
+        self.step.get_cancellation().deregister(self._cancel_token)
+        return fetched
 
     def advance(self) -> None:
         """Run ready nodes until none is ready (or an error); never waits."""

@@ -8,7 +8,9 @@ and value *slots* (one per produced or fed tensor).  Two ways run a plan:
   also compiled into a generated Python function with one line per op, in
   topological order (the approach of torch.fx's code generation).  A cached step then
   costs one Python call per kernel and nothing else.  An exception is traced back to
-  its line, hence to its op, at no cost until it happens.
+  its line, hence to its op, at no cost until it happens.  A traced step runs its
+  twin (`Plan.traced_line()`, generated on first use), which also reads the clock
+  once per op and returns every output, for a trace to describe after the step.
 * the dataflow executor (`flowlab.runtime.executor`): pending counts, a ready queue,
   dead values, asynchronous kernels, a pool for expensive kernels, events, and
   driving one op at a time.  Every plan can run this way.
@@ -97,6 +99,8 @@ class Plan:
     line_to_node: dict[int, int] = field(default_factory=dict)
     code: Any = None
     source: str = ""
+    # Its traced twin (`traced_line()`), generated on the first traced step.
+    traced: TracedLine | None = None
     # Facts about the nodes, computed once by compile_plan (a step reads them).
     # Kernels registered as expensive: with two or more, a session with an op pool
     # runs the plan on the dataflow executor so that independent ones overlap.
@@ -132,14 +136,56 @@ class Plan:
 
     def node_for_exception(self, exc: BaseException) -> PlanNode | None:
         """The node whose line of the straight-line function raised `exc`."""
-        tb = exc.__traceback__
-        node = None
-        while tb is not None:
-            if tb.tb_frame.f_code is self.code:
-                i = self.line_to_node.get(tb.tb_lineno)
-                node = None if i is None else self.nodes[i]
-            tb = tb.tb_next
-        return node
+        i = _line_of(exc, self.code, self.line_to_node)[0]
+        return None if i is None else self.nodes[i]
+
+    def traced_line(self) -> TracedLine | None:
+        """The traced straight-line function (None when the plan has no straight-line
+        function), generated on first use: untraced steps never pay for it."""
+        if self.straight_line is None:
+            return None
+        if self.traced is None:
+            generate_straight_line(self, traced=True)
+        return self.traced
+
+
+@dataclass
+class TracedLine:
+    """The straight-line function of a plan, recording when each op ran.
+
+    `fn(step, feeds, t)` takes the feeds already on their devices and a list `t` of
+    `len(order) + 1` slots; it stores `time.perf_counter_ns()` into `t[k]` before the
+    k-th op runs and into `t[len(order)]` after the last, so op k ran from `t[k]` to
+    `t[k + 1]` (one clock read per op: what lies between two ops is one list store).
+    It returns (fetched values, outputs): every output of every op, flat, op k's at
+    `outputs[out_start[k]:out_start[k + 1]]` -- including outputs nobody reads, which
+    the untraced function drops -- so that a trace can describe them after the step.
+    """
+
+    fn: Any
+    code: Any
+    order: list[PlanNode]  # the ops in the order the function runs them
+    out_start: list[int]  # len(order) + 1 offsets into the outputs
+    out_names: list[str]  # the name holding each output (to read a failed step's frame)
+    line_to_pos: dict[int, int]  # source line -> position in `order`
+    source: str = ""
+
+    def failed_at(self, exc: BaseException) -> tuple[int | None, dict[str, Any]]:
+        """(position in `order` of the op whose line raised `exc` or None, the
+        generated function's names at that moment)."""
+        return _line_of(exc, self.code, self.line_to_pos)
+
+
+def _line_of(exc: BaseException, code: Any, line_map: dict[int, int]) -> tuple[int | None, dict[str, Any]]:
+    tb = exc.__traceback__
+    found: int | None = None
+    names: dict[str, Any] = {}
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            found = line_map.get(tb.tb_lineno)
+            names = {**tb.tb_frame.f_globals, **tb.tb_frame.f_locals}
+        tb = tb.tb_next
+    return found, names
 
 
 def fetch_value(x: Any) -> Any:
@@ -216,6 +262,8 @@ def compile_plan(
                 values = [const_value(op.get_attr("value"))]
             values = [device.from_host(v) for v in values]
         kdef = find_kernel(op.type, device.device_type) if values is None else _constant_kernel(op, device, values)
+        if optimization is not None and op.name in optimization.noops:
+            kdef = optimization.noop_kernel(op, device.device_type)  # its outputs are unused
         if kdef is None:
             raise errors.NotFoundError(
                 None, op,
@@ -348,33 +396,48 @@ def input_ref_flags(op: Operation) -> list[bool]:
     return flags
 
 
-def generate_straight_line(plan: Plan) -> None:
-    lines = ["def _step(step, feeds):"]
-    ns: dict[str, Any] = {"_fv": fetch_value}
-    line_to_node: dict[int, int] = {}
+def generate_straight_line(plan: Plan, traced: bool = False) -> None:
+    """Compile `plan` into one Python function with a line per op (`plan.straight_line`);
+    with `traced`, its recording twin instead (`plan.traced`, see `TracedLine`)."""
+    lines = ["def _tstep(step, feeds, t, _c=_c):" if traced else "def _step(step, feeds):"]
+    ns: dict[str, Any] = {"_fv": fetch_value, "_c": time.perf_counter_ns}
+    line_to_node: dict[int, int] = {}  # line -> node index (traced: position in order)
+    out_names: list[str] = []
+    out_start: list[int] = []
     if plan.feed_slots:
         lhs = ", ".join(f"s{s}" for s in plan.feed_slots)
         lines.append(f"    {lhs}, = feeds")
-        for j, move in enumerate(plan.feed_to_device or ()):
+        # The traced function is driven by an Execution, which moved the feeds already.
+        for j, move in enumerate(() if traced else plan.feed_to_device or ()):
             if move is not None:
                 ns[f"_fh{j}"] = move
                 lines.append(f"    s{plan.feed_slots[j]} = _fh{j}(s{plan.feed_slots[j]})")
     ns["_aw"] = await_async
-    for node in _async_last_order(plan.nodes):
+    # Both functions run the ops in one order (a trace shows the step as it runs
+    # untraced).  Not the dataflow executor's first-in-first-out order: on the mlp_train
+    # step that order (all sources first, then layer by layer) cost 2-3% more.
+    order = _line_order(plan.nodes)
+    for k, node in enumerate(order):
         i = node.index
+        key = k if traced else i
+        out_start.append(len(out_names))
+        if traced:
+            lines.append(f"    t[{k}] = _c()")
         if node.constants is not None:
             # A folded op: its stored values, bound once like a Const's.
             for j, slot in enumerate(node.outputs):
+                ns[f"K{i}_{j}"] = node.constants[j]
+                out_names.append(f"s{slot}" if slot >= 0 else f"K{i}_{j}")
                 if slot >= 0:
-                    ns[f"K{i}_{j}"] = node.constants[j]
                     lines.append(f"    s{slot} = K{i}_{j}")
-                    line_to_node[len(lines)] = i
+                    line_to_node[len(lines)] = key
             continue
         if node.op.type == "Const" and node.outputs[0] >= 0:
             # A constant is a value of the generated function, not a call per step.
             ns[f"K{i}"] = const_value(node.op.get_attr("value"))
             lines.append(f"    s{node.outputs[0]} = K{i}")
-            line_to_node[len(lines)] = i
+            line_to_node[len(lines)] = key
+            out_names.append(f"s{node.outputs[0]}")
             continue
         ns[f"k{i}"] = node.kernel.fn
         ns[f"c{i}"] = node.ctx
@@ -386,15 +449,20 @@ def generate_straight_line(plan: Plan) -> None:
             call = f"_aw(step, k{i}, {', '.join(args)})"
         else:
             call = f"k{i}({', '.join(args)})"
-        if node.num_outputs == 0 or all(s < 0 for s in node.outputs):
+        # Traced, an output nobody reads still gets a name: the trace describes it.
+        names = [f"s{s}" if s >= 0 else f"u{i}_{j}" if traced else "_" for j, s in enumerate(node.outputs)]
+        out_names.extend(names)
+        if node.num_outputs == 0 or (not traced and all(s < 0 for s in node.outputs)):
             stmt = call
         elif node.single_output:
-            stmt = f"s{node.outputs[0]} = {call}"
+            stmt = f"{names[0]} = {call}"
         else:
-            names = [f"s{s}" if s >= 0 else "_" for s in node.outputs]
             stmt = f"{', '.join(names)}, = {call}"
         lines.append(f"    {stmt}")
-        line_to_node[len(lines)] = i
+        line_to_node[len(lines)] = key
+    out_start.append(len(out_names))
+    if traced:
+        lines.append(f"    t[{len(order)}] = _c()")
     rets = []
     fed_slots = set(plan.feed_slots)
     ns["_ffv"] = fed_fetch_value
@@ -403,16 +471,34 @@ def generate_straight_line(plan: Plan) -> None:
             rets.append(f"_ffv(s{slot})")
         else:
             rets.append(f"_fv(s{slot}.read())" if ref else f"_fv(s{slot})")
-    lines.append(f"    return [{', '.join(rets)}]")
+    if traced:
+        outs = f"({', '.join(out_names)},)" if out_names else "()"
+        lines.append(f"    return [{', '.join(rets)}], {outs}")
+    else:
+        lines.append(f"    return [{', '.join(rets)}]")
     source = "\n".join(lines) + "\n"
-    filename = f"<flowlab plan {next(_plan_ids)}>"
+    filename = f"<flowlab {'traced ' if traced else ''}plan {next(_plan_ids)}>"
     code = compile(source, filename, "exec")
     exec(code, ns)
-    fn = ns["_step"]
+    fn = ns["_tstep" if traced else "_step"]
+    if traced:
+        plan.traced = TracedLine(fn, fn.__code__, order, out_start, out_names, line_to_node, source)
+        return
     plan.straight_line = fn
     plan.code = fn.__code__
     plan.line_to_node = line_to_node
     plan.source = source
+
+
+def _line_order(nodes: list[PlanNode]) -> list[PlanNode]:
+    """The straight-line functions' order: constants that wait for nothing first (a
+    line each, free; placed first as the dataflow executor does, so that a trace's
+    critical path does not run through them), then `_async_last_order`."""
+    first = [n for n in nodes if not n.deps and (n.constants is not None or n.op.type == "Const")]
+    if not first:
+        return _async_last_order(nodes)
+    hoisted = {n.index for n in first}
+    return first + _async_last_order([n for n in nodes if n.index not in hoisted])
 
 
 def _async_last_order(nodes: list[PlanNode]) -> list[PlanNode]:

@@ -110,6 +110,14 @@ class StepStatsCollector:
                 ev.op,
             ))
 
+        def take_records(rec: Any) -> None:
+            # A whole straight-line step (executor.StepRecords): only its outputs are
+            # described now (so that none is kept); events are made when read.
+            outs, start = rec.outputs, rec.out_start
+            append(("records", rec.step_id, rec,
+                    [_describe(outs[start[k]:start[k + 1]]) for k in range(rec.ran)]))
+
+        listen.take_records = take_records  # type: ignore[attr-defined]
         self.listen = listen
 
     def __call__(self, ev: Any) -> None:
@@ -131,7 +139,7 @@ class StepStatsCollector:
         by_device: dict[str, list[NodeExecStats]] = {}
         threads: dict[str, set[int]] = {}
         last_us = 0.0
-        for e in list(self.events):
+        for e in _expand(list(self.events)):
             if wanted is not None and e[1] not in wanted:
                 continue
             kind, step_id, node, _, device, time_us, thread, frame, it, info, _ = e
@@ -168,6 +176,29 @@ class StepStatsCollector:
         """Give `md.step_stats` the recorded steps.  They are converted when first
         read, not on the step's clock (the events are already small tuples)."""
         md.step_stats = _LazyStepStats(self.step_stats)
+
+
+def _expand(events: list[tuple[Any, ...]]) -> Iterable[tuple[Any, ...]]:
+    """The recorded events, a straight-line step's records turned into the events the
+    dataflow executor would have published (op_start and op_end per op, then op_start
+    and error for the op that failed)."""
+    for e in events:
+        if e[0] != "records":
+            yield e
+            continue
+        _, step_id, rec, descs = e
+        times, thread = rec.times_ns, rec.thread
+        for k in range(rec.ran + (rec.error is not None)):
+            node = rec.nodes[k]
+            op = node.op
+            name, op_type, device = op.name, op.type, node.ctx.device.name
+            yield ("op_start", step_id, name, op_type, device, times[k] / 1000.0, thread, "", 0, None, op)
+            if k < rec.ran:
+                yield ("op_end", step_id, name, op_type, device, times[k + 1] / 1000.0, thread,
+                       "", 0, descs[k], op)
+            else:
+                yield ("error", step_id, name, op_type, device, rec.error_ns / 1000.0, thread,
+                       "", 0, _error_text(rec.error), op)
 
 
 class _LazyStepStats(StepStats):
