@@ -1,6 +1,19 @@
-"""Placement: a device for every op of a pruned graph (white paper section 3.2.1).
+"""Placement: a device for every op, decided for the whole graph once (white paper
+section 3.2.1; TensorFlow's `place_pruned_graph=False`).
 
-In order:
+A session keeps one `GraphPlacement` per graph version: it places every op of
+`graph.get_operations()`, and each step's `place(ops, ..., whole=...)` reads its ops'
+devices from it.  So a stateful op and its colocation group sit on the same device
+in every step whatever the step fetches (a variable with no request whose users pin
+it elsewhere goes where they ask, in its initializer's step too), and the greedy
+strategy never moves state between steps.  When the graph grows, the new version is
+placed again, but ops holding state (`is_stateful`) keep the device an earlier
+version gave them while it is still a candidate, as TensorFlow's
+`GraphExecutionState` restores its stateful placements.  A group no device can take
+is not an error until a step runs one of its ops (TensorFlow fails every step of
+such a graph; here only the steps that need it).
+
+The steps of placing a list of ops, in order:
 
 1. Colocation groups by union-find: explicit `colocate_with`, and every op that takes
    a reference (`Ref(T)`) or resource input joins the group of the op producing it.
@@ -18,8 +31,8 @@ In order:
      session's device order, so an unpinned program on several CPUs runs on /cpu:0
      and `log_device_placement` prints what TensorFlow prints; with TensorFlow's two
      placer heuristics for ops free to move: a generator (no inputs, one output)
-     goes with its consumers when they share a device, and a Shape/Size/Rank goes
-     with its input;
+     goes with its consumers (in the whole graph) when they share a device, and a
+     Shape/Size/Rank goes with its input;
    * "greedy" (opt-in, `ConfigProto(placement_strategy="greedy")`): the white paper's
      simulation.  Ops are visited in topological order; each device has a busy-until
      time; an op's start on a candidate is when its inputs have arrived there (their
@@ -29,6 +42,8 @@ In order:
      variables' initial values) are placed with their first consumer, as TensorFlow's
      placer does for generator nodes, so that a chain is not split by where its
      constants happened to fall.  Estimates come from `flowlab.runtime.cost_model`.
+     The whole graph is simulated once per version and fixes the groups holding
+     state; every step then simulates its own ops for the stateless groups.
 
 The result records why each op went where it did (`Placement.reasons`: "requested
 /device:CPU:1", "colocated with v; requested ...", "only feasible device", "fastest:
@@ -39,7 +54,9 @@ under the greedy strategy, each candidate's estimated finish time
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from flowlab import errors
@@ -47,10 +64,12 @@ from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.graph import Graph
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.kernels.registry import find_kernel
-from flowlab.runtime.cost_model import CostModel, default_inputs
+from flowlab.runtime.cost_model import CostModel
 from flowlab.runtime.device import Device
+from flowlab.runtime.plan import own_inputs
 
 STRATEGIES = ("first", "greedy")
+_ANYWHERE = DeviceSpec()
 
 
 @dataclass
@@ -89,13 +108,171 @@ def short_name(device: Device) -> str:
     return f"/{device.device_type.lower()}:{device.index}"
 
 
+def _holds_state(op: Operation) -> bool:
+    od = op.op_def
+    return od is not None and od.is_stateful
+
+
+class GraphPlacement:
+    """The placement of every op of a list (a whole graph, for a session) on one
+    session's devices: colocation groups, merged requests, candidates, and a device
+    and reason per op.  `update(graph)` re-places a graph whose version changed,
+    keeping the devices of stateful groups (see the module docstring).
+
+    `group_of[op name]` is its group's root; `groups[root]` its members in op order;
+    `candidates[root]` the devices it may use; `failed[root]` the error of a group no
+    device can take (raised by `check` when a step runs one of its ops)."""
+
+    def __init__(
+        self, devices: list[Device], allow_soft_placement: bool = False, strategy: str = "first",
+        cost_model: CostModel | None = None,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"placement_strategy must be one of {STRATEGIES}, got {strategy!r}")
+        self.devices = list(devices)
+        self.soft = allow_soft_placement
+        self.strategy = strategy
+        self.cost_model = cost_model
+        self.graph: Graph | None = None
+        self.version: int | None = None
+        self.builds = 0  # how many times ops were placed (tests count re-placements)
+        self.group_of: dict[str, str] = {}
+        self.groups: dict[str, list[Operation]] = {}
+        self.candidates: dict[str, list[Device]] = {}
+        self.failed: dict[str, errors.OpError] = {}
+        self.stateful: set[str] = set()
+        self.device_of: dict[str, Device] = {}
+        self.reasons: dict[str, str] = {}
+        self.predicted_step_time: float | None = None
+        self.estimates: dict[str, dict[str, float]] = {}
+
+    def update(self, graph: Graph) -> GraphPlacement:
+        """Place `graph` as it is now, unless this version is placed already."""
+        if self.graph is graph and self.version == graph.version:
+            return self
+        version = graph.version
+        previous = (self.device_of, self.reasons) if self.graph is graph else None
+        self.build(graph.get_operations(), strict=False, previous=previous)
+        self.graph, self.version = graph, version
+        return self
+
+    def build(
+        self, ops: list[Operation], inputs_of: Callable[[Operation], list[Tensor]] = own_inputs,
+        strict: bool = True, previous: tuple[dict[str, Device], dict[str, str]] | None = None,
+    ) -> GraphPlacement:
+        """Place `ops` (topologically ordered).  `strict`: raise a group's error at
+        once instead of recording it; `previous`: devices and reasons of an earlier
+        placement whose stateful groups keep their device."""
+        self.builds += 1
+        groups, lenient = _colocation_groups(ops)
+        group_of = {op.name: root for root, members in groups.items() for op in members}
+        candidates: dict[str, list[Device]] = {}
+        base_reason: dict[str, str] = {}
+        anchor: dict[str, str] = {}
+        notes: dict[str, str] = {}
+        failed: dict[str, errors.OpError] = {}
+        old_dev, old_why = previous if previous is not None else ({}, {})
+        kept = {op.name: old_dev[op.name].name for op in ops if op.name in old_dev and _holds_state(op)}
+        # Most groups are one op with no request: their candidates depend only on the
+        # op types and the merged request, so they are computed once per such key.
+        memo: dict[tuple[object, ...], tuple[list[Device], str]] = {}
+        for root, members in groups.items():
+            try:
+                if len(members) == 1 and not members[0].device and members[0].name not in kept:
+                    spec, owner = _ANYWHERE, None
+                else:
+                    spec, owner = _merge_requests(members, lenient, self.soft, notes, kept)
+                key = (spec, owner is not None, tuple(sorted({op.type for op in members})))
+                hit = memo.get(key)
+                if hit is None:
+                    hit = memo[key] = _candidates(members, spec, owner, self.devices, self.soft)
+                cands, why = hit
+            except errors.OpError as e:
+                if strict:
+                    raise
+                failed[root] = e
+                continue
+            candidates[root] = cands
+            base_reason[root] = why
+            anchor[root] = (owner or members[0]).name
+        stateful = {root for root, members in groups.items() if any(_holds_state(op) for op in members)}
+
+        chosen: dict[str, Device] = {}
+        chosen_by: dict[str, str] = {}
+
+        def assign(root: str, dev: Device, why: str, by: str) -> None:
+            chosen[root] = dev
+            base_reason[root] = why
+            chosen_by[root] = by
+
+        for root in stateful & candidates.keys():
+            first_kept = next((op.name for op in groups[root] if op.name in kept), None)
+            if first_kept is not None and old_dev[first_kept] in candidates[root]:
+                assign(root, old_dev[first_kept], old_why.get(first_kept, base_reason[root]), first_kept)
+        live = {root: members for root, members in groups.items() if root not in failed}
+        self.predicted_step_time, self.estimates = None, {}
+        if self.strategy == "first":
+            _first(live, group_of, candidates, base_reason, anchor, assign, chosen, inputs_of)
+        else:
+            placed = [op for op in ops if group_of[op.name] not in failed]
+            self.predicted_step_time, self.estimates = _greedy(
+                placed, live, group_of, candidates, base_reason, anchor, assign, chosen,
+                self.cost_model or CostModel(), inputs_of,
+            )
+        device_of: dict[str, Device] = {}
+        reasons: dict[str, str] = {}
+        for root, members in live.items():
+            dev, why, by = chosen[root], base_reason[root], chosen_by[root]
+            for op in members:
+                device_of[op.name] = dev
+                r = why if (op.name == by or len(members) == 1 or why.startswith("colocated with ")) \
+                    else f"colocated with {by}; {why}"
+                if op.name in notes and notes[op.name] not in r:
+                    r = f"{r} ({notes[op.name]})"
+                reasons[op.name] = r
+        self.group_of, self.groups, self.candidates = group_of, groups, candidates
+        self.failed, self.stateful = failed, stateful
+        self.device_of, self.reasons = device_of, reasons
+        return self
+
+    def covers(self, ops: list[Operation]) -> bool:
+        """Whether every op of `ops` was placed (or failed) here."""
+        return all(op.name in self.group_of and self.groups[self.group_of[op.name]][0].graph is op.graph
+                   for op in ops)
+
+    def check(self, op: Operation) -> None:
+        """Raise the placement error of `op`'s group, if it has one."""
+        err = self.failed.get(self.group_of.get(op.name, ""))
+        if err is not None:
+            raise err
+
+
+# The whole-graph placement a session's step is placed from (see `graph_placement`).
+_ACTIVE: contextvars.ContextVar[GraphPlacement | None] = contextvars.ContextVar(
+    "flowlab_graph_placement", default=None
+)
+
+
+@contextlib.contextmanager
+def graph_placement(whole: GraphPlacement | None) -> Iterator[None]:
+    """Within the block, `place()` calls that get no `whole=` take their devices from
+    `whole` (a session wraps its optimize-and-place stage in this, so that the
+    optimization pass need not carry the argument)."""
+    token = _ACTIVE.set(whole)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
 def place(
     ops: list[Operation],
     devices: list[Device],
     allow_soft_placement: bool = False,
     strategy: str = "first",
     cost_model: CostModel | None = None,
-    inputs_of: Callable[[Operation], list[Tensor]] = default_inputs,
+    inputs_of: Callable[[Operation], list[Tensor]] = own_inputs,
+    whole: GraphPlacement | None = None,
 ) -> Placement:
     """Place `ops` (topologically ordered) on `devices`.
 
@@ -106,6 +283,8 @@ def place(
       strategy: "first" or "greedy" (see the module docstring).
       cost_model: the estimates for "greedy" (default `CostModel()`).
       inputs_of: an op's data inputs as the step will run them (after optimization).
+      whole: the placement of the whole graph these ops come from (default: the one
+        made active by `graph_placement`, else the ops are placed on their own).
 
     Returns:
       A `Placement`.
@@ -116,23 +295,29 @@ def place(
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"placement_strategy must be one of {STRATEGIES}, got {strategy!r}")
-    groups, lenient = _colocation_groups(ops)
-    candidates: dict[str, list[Device]] = {}
+    if whole is None:
+        whole = _ACTIVE.get()
+        if whole is not None and not whole.covers(ops):
+            whole = None
+    if whole is None:
+        whole = GraphPlacement(devices, allow_soft_placement).build(ops, inputs_of)
+    for op in ops:
+        whole.check(op)
+    graph = ops[0].graph if ops else None
+    if strategy == "first":
+        return Placement(
+            {op.name: whole.device_of[op.name] for op in ops},
+            {op.name: whole.reasons[op.name] for op in ops}, {}, "first", None, graph,
+        )
+    # Greedy: the step's own simulation for stateless groups; groups holding state
+    # keep the whole graph's device (the same in every step).
+    groups: dict[str, list[Operation]] = {}
+    for op in ops:
+        groups.setdefault(whole.group_of[op.name], []).append(op)
+    group_of = {op.name: whole.group_of[op.name] for op in ops}
+    candidates = {root: whole.candidates[root] for root in groups}
     base_reason: dict[str, str] = {}
-    anchor: dict[str, str] = {}
-    group_of: dict[str, str] = {}
-    notes: dict[str, str] = {}
-    for root, members in groups.items():
-        for op in members:
-            group_of[op.name] = root
-        spec, owner = _merge_requests(members, lenient, allow_soft_placement, notes)
-        cands, why = _candidates(members, spec, owner, devices, allow_soft_placement)
-        candidates[root] = cands
-        base_reason[root] = why
-        anchor[root] = (owner or members[0]).name
-
-    device_of: dict[str, Device] = {}
-    reasons: dict[str, str] = {}
+    anchor = {root: members[0].name for root, members in groups.items()}
     chosen: dict[str, Device] = {}
     chosen_by: dict[str, str] = {}
 
@@ -141,26 +326,28 @@ def place(
         base_reason[root] = why
         chosen_by[root] = by
 
-    if strategy == "first":
-        _first(groups, group_of, candidates, base_reason, anchor, assign, chosen, inputs_of)
-        predicted = None
-        estimates: dict[str, dict[str, float]] = {}
-    else:
-        predicted, estimates = _greedy(
-            ops, groups, group_of, candidates, base_reason, anchor, assign, chosen,
-            cost_model or CostModel(), inputs_of,
-        )
-
+    for root in groups:
+        if root in whole.stateful or len(candidates[root]) == 1:
+            first = groups[root][0].name
+            assign(root, whole.device_of[first], whole.reasons[first], first)
+        else:
+            base_reason[root] = "default: first feasible device"
+    predicted, estimates = _greedy(
+        ops, groups, group_of, candidates, base_reason, anchor, assign, chosen,
+        cost_model or CostModel(), inputs_of,
+    )
+    device_of: dict[str, Device] = {}
+    reasons: dict[str, str] = {}
     for root, members in groups.items():
         dev, why, by = chosen[root], base_reason[root], chosen_by[root]
+        fixed = root in whole.stateful or len(candidates[root]) == 1
         for op in members:
             device_of[op.name] = dev
-            r = why if (op.name == by or len(members) == 1) else f"colocated with {by}; {why}"
-            if op.name in notes:
-                r = f"{r} ({notes[op.name]})"
-            reasons[op.name] = r
-    return Placement(device_of, reasons, estimates, strategy, predicted,
-                     ops[0].graph if ops else None)
+            if fixed:
+                reasons[op.name] = whole.reasons[op.name]
+            else:
+                reasons[op.name] = why if (op.name == by or len(members) == 1) else f"colocated with {by}; {why}"
+    return Placement(device_of, reasons, estimates, "greedy", predicted, graph)
 
 
 # --- groups and requests ------------------------------------------------------------
@@ -198,19 +385,30 @@ def _colocation_groups(ops: list[Operation]) -> tuple[dict[str, list[Operation]]
 
 
 def _merge_requests(
-    members: list[Operation], lenient: set[str], soft: bool, notes: dict[str, str]
+    members: list[Operation], lenient: set[str], soft: bool, notes: dict[str, str],
+    kept: dict[str, str] | None = None,
 ) -> tuple[DeviceSpec, Operation | None]:
     """The merged request of a group and the op whose request came first.  Ops that
-    joined through a reference edge are merged last and yield on conflict."""
+    joined through a reference edge are merged last and yield on conflict.  `kept`
+    (op name -> device) are the devices an earlier placement gave stateful ops: they
+    merge after the ops' own requests and before the reference edges' (so a new
+    reference user's request yields to where the state already lives), and yield
+    themselves to a conflicting explicit request."""
     spec = DeviceSpec()
     owner: Operation | None = None
-    ordered = [op for op in members if op.name not in lenient] + [op for op in members if op.name in lenient]
-    for op in ordered:
-        if not op.device:
+    kept = kept or {}
+    entries = [(op, op.device, False) for op in members if op.name not in lenient]
+    entries += [(op, kept[op.name], True) for op in members if op.name in kept]
+    entries += [(op, op.device, False) for op in members if op.name in lenient]
+    for op, device, is_kept in entries:
+        if not device:
             continue
-        req = DeviceSpec.from_string(op.device)
+        req = DeviceSpec.from_string(device)
         if not spec.is_compatible_with(req):
             assert owner is not None
+            if is_kept:
+                notes[op.name] = f"moved from {req}: '{owner.name}' requests {spec}"
+                continue
             if op.name in lenient:
                 notes[op.name] = (
                     f"ignoring its request {req}: a reference input ties it to '{owner.name}', "
@@ -305,10 +503,12 @@ def _first(
     """The first candidate, with TensorFlow's placer heuristics for ops free to move:
     (A) a generator (no inputs, one non-reference output) goes with its consumers when
     they all sit on one device it may use; (B) a metadata op (Shape, Size, Rank) goes
-    with its input.  TensorFlow looks at the consumers in the whole graph; here those
-    of the step (the same whenever the step runs every consumer)."""
+    with its input.  The consumers are those of the ops placed (the whole graph, as
+    TensorFlow's, when a session places it)."""
     generators: list[str] = []
     for root, cands in candidates.items():
+        if root in chosen:  # kept from an earlier placement
+            continue
         members = groups[root]
         op = members[0]
         if len(members) == 1 and len(cands) > 1:

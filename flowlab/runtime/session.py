@@ -42,7 +42,7 @@ from flowlab.runtime.partition import (
     partition,
     run_partitioned,
 )
-from flowlab.runtime.placement import Placement, place
+from flowlab.runtime.placement import GraphPlacement, Placement, graph_placement
 from flowlab.runtime.plan import Plan, compile_plan, run_straight_line
 from flowlab.runtime.prune import prune
 from flowlab.runtime.rendezvous import RendezvousManager
@@ -92,6 +92,9 @@ class Session:
         self._listener: Listener | None = None
         self._default_ctx: list[Any] = []
         self._closed_reason = "Attempted to use a closed Session."
+        # The placement of the whole graph (per graph version) that every step's
+        # placement reads; made on the first step, only with several devices.
+        self._whole: GraphPlacement | None = None
 
     # --- properties -----------------------------------------------------------------
     @property
@@ -456,9 +459,8 @@ class Session:
                 if t.graph is not g:
                     raise ValueError(f"Tensor {t.name} is not an element of this session's graph.")
             ops = prune(fetches, targets, feeds)
-            opt, placement = optimize_and_place(ops, feeds, fetches, targets, self._devices, self._config)
-            if len(self._devices) > 1:
-                self._pin_state(ops, placement)
+            with graph_placement(self._graph_placement()):
+                opt, placement = optimize_and_place(ops, feeds, fetches, targets, self._devices, self._config)
             if self._config.log_device_placement:
                 for op in opt.ops:
                     print(f"{op.name}: ({op.type}): {placement.device_of[op.name].name}")
@@ -468,37 +470,17 @@ class Session:
                 self._plans.popitem(last=False)
             return plan
 
-    def _pin_state(self, ops: list[Operation], placement: Placement) -> None:
-        """Keep stateful ops (and the ops taking their references or colocated with
-        something) on the device a whole-graph placement gives them, as TensorFlow places the whole graph once:
-        a variable with no request of its own whose users pin it must live on the
-        same device in every step (its initializer's step included), or its state
-        would be split across devices."""
-        full = self._graph_placement()
-        if full is None:
-            return
-        for op in ops:
-            od = op.op_def
-            if od is None or not (od.is_stateful or op._colocation or any(a.is_ref for a in od.inputs)):
-                continue
-            dev = full.device_of.get(op.name)
-            if dev is not None and op.name in placement.device_of and placement.device_of[op.name] is not dev:
-                placement.device_of[op.name] = dev
-                placement.reasons[op.name] = f"state placed with the whole graph: {full.reasons.get(op.name, '')}"
-
-    def _graph_placement(self) -> Placement | None:
-        """The "first"-strategy placement of every op of the graph (per graph version),
-        or None when the whole graph cannot be placed (then steps keep their own)."""
-        g = self._graph
-        cached = getattr(self, "_full_placement", None)
-        if cached is not None and cached[0] == g.version:
-            return cached[1]
-        try:
-            full: Placement | None = place(g.get_operations(), self._devices, self._config.allow_soft_placement)
-        except errors.OpError:
-            full = None
-        self._full_placement = (g.version, full)
-        return full
+    def _graph_placement(self) -> GraphPlacement | None:
+        """The placement of the whole graph as it is now (None with one device: every
+        op goes there, step by step)."""
+        if len(self._devices) <= 1:
+            return None
+        if self._whole is None:
+            cfg = self._config
+            self._whole = GraphPlacement(
+                self._devices, cfg.allow_soft_placement, cfg.placement_strategy, cfg.cost_model
+            )
+        return self._whole.update(self._graph)
 
     def _compile(
         self, ops: list[Operation], placement: Placement, feeds: list[Tensor], fetches: list[Tensor],

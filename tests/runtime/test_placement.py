@@ -275,3 +275,89 @@ def test_tensorflows_generator_and_metadata_heuristics(tf1):
     assert p.reasons["k"] == "generator: placed with its consumer u"
     assert p.reasons["sh"] == "metadata: placed with its input b"
     assert p.device_of["shared"].name == CPU + "0"
+
+
+# --- the whole graph, once per version ---------------------------------------------------
+def _session(n=4, **kw):
+    return fl.Session(config=ConfigProto(device_count={"CPU": n}, **kw))
+
+
+def test_two_fetch_sets_place_each_variable_identically():
+    v = fl.Variable(1.0, name="v")  # no request: its users' requests decide
+    w = fl.Variable(2.0, name="w")
+    with fl.device("/cpu:2"):
+        inc = fl.assign_add(v, 1.0, name="inc")
+    total = fl.add(v, w, name="total")
+    init = fl.global_variables_initializer()
+    with _session() as s:
+        init_p = s.placement(v.initializer)  # a step that never runs `inc`
+        s.run(init)
+        assert s.run(inc) == 2.0
+        assert s.run(total) == 4.0
+        inc_p, total_p = s.placement(inc), s.placement(total)
+        assert init_p.device_of["v"].name == inc_p.device_of["v"].name == CPU + "2"
+        assert init_p.device_of["v/Assign"].name == CPU + "2"
+        assert total_p.device_of["v"].name == CPU + "2"
+        assert total_p.device_of["w"].name == s.placement(w.initializer).device_of["w"].name == CPU + "0"
+        assert init_p.reasons["v/Assign"] == "colocated with inc; requested /device:CPU:2"
+        # One whole-graph placement served every step of this graph version.
+        assert s._whole is not None and s._whole.builds == 1
+
+
+def test_graph_extended_between_runs_keeps_earlier_assignments():
+    v = fl.Variable(1.0, name="v")
+    with _session() as s:
+        s.run(v.initializer)
+        assert s.placement(v.initializer).device_of["v"].name == CPU + "0"
+        # A new user pinned elsewhere: TensorFlow keeps the variable where it lives
+        # (its stateful placement is restored) and the reference user follows it.
+        with fl.device("/cpu:3"):
+            inc = fl.assign_add(v, 5.0, name="inc")
+        assert s.run(inc) == 6.0
+        p = s.placement(inc)
+        assert p.device_of["v"].name == p.device_of["inc"].name == CPU + "0"
+        assert s._whole.builds == 2
+        # And a later unrelated op leaves them alone too.
+        with fl.device("/cpu:1"):
+            k = fl.constant(3.0, name="k") * 2.0
+        assert s.run(k) == 6.0 and s.run(inc) == 11.0
+        assert s.placement(inc).device_of["v"].name == CPU + "0"
+
+
+def test_same_variable_device_under_greedy_in_every_step():
+    outs = _towers(2, 2, 256)
+    v = fl.Variable(np.ones((256, 256), np.float32), name="v")
+    uses = [fl.matmul(o, v, name=f"use{i}") for i, o in enumerate(outs)]
+    with fl.colocate_with(v):
+        probe = fl.reduce_sum(v, name="probe")
+    with _session(placement_strategy="greedy") as s:
+        s.run(v.initializer)
+        places = [s.placement(f) for f in (v.initializer, uses[0], uses[1], probe)]
+        assert len({p.device_of["v"].name for p in places}) == 1
+        assert places[3].device_of["probe"] is places[3].device_of["v"]
+        assert all(p.strategy == "greedy" for p in places)
+
+
+def test_unplaceable_op_fails_only_the_steps_that_run_it():
+    with fl.device("/cpu:9"):
+        bad = fl.constant(1.0, name="bad")
+    ok = fl.constant(2.0, name="ok")
+    with _session(n=2) as s:
+        assert s.run(ok) == 2.0  # (TensorFlow fails this step too: it places every op)
+        with pytest.raises(fl.errors.InvalidArgumentError, match="Could not satisfy explicit device"):
+            s.run(bad)
+
+
+def test_graph_placement_reasons_and_candidates_for_inspection():
+    from flowlab.runtime.placement import GraphPlacement
+
+    with fl.device("/cpu:1"):
+        a = fl.constant(1.0, name="a")
+    b = fl.square(a, name="b")
+    g = a.graph
+    gp = GraphPlacement(local_devices({"CPU": 2})).update(g)
+    assert gp.device_of["a"].name == CPU + "1" and gp.reasons["a"] == "requested /device:CPU:1"
+    assert gp.device_of["b"].name == CPU + "0"
+    assert gp.update(g) is gp and gp.builds == 1  # same version: nothing to do
+    fl.identity(b, name="c")
+    assert gp.update(g).builds == 2 and gp.device_of["c"].name == CPU + "0"
