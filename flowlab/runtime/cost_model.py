@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from flowlab.graph.tensor import Operation, Tensor
+from flowlab.runtime.plan import own_inputs
 
 # Ops that cost only the per-op overhead (no data moves, or the value already exists).
 _FREE_OPS = frozenset({
@@ -148,15 +149,11 @@ def _itemsize(dt: Any) -> int:
     return size
 
 
-def default_inputs(op: Operation) -> list[Tensor]:
-    return list(op._inputs)
-
-
 def simulate(
     ops: Iterable[Operation],
     device_of: dict[str, Any],
     cost_model: CostModel | None = None,
-    inputs_of: Callable[[Operation], list[Tensor]] = default_inputs,
+    inputs_of: Callable[[Operation], list[Tensor]] = own_inputs,
 ) -> tuple[float, dict[str, float]]:
     """Replay a placement on the cost model: each device runs one op at a time, an op
     starts when its inputs have arrived and its device is free.  Returns (predicted
