@@ -4,7 +4,8 @@ paper's section 5.1, "Common Subexpression Elimination", and constant folding).
 `optimize(ops, feeds, fetches, targets, options)` takes the pruned ops of one step
 signature and returns an `Optimization`: a rewritten *view* of the step.  The user's
 Graph is never touched (no op, name, input or version changes); the session compiles
-the plan from the view.  Three rewrites, in one walk in topological order:
+the plan from the view.  Four rewrites: three in one walk in topological order,
+then a walk back for the fourth:
 
 * constant folding: an op whose data inputs are all constants (a `Const` without
   control inputs, or an op folded before it) and that is stateless, deterministic,
@@ -28,6 +29,20 @@ the plan from the view.  Three rewrites, in one walk in topological order:
   of when its consumer runs, see flowlab.runtime.plan) and not next to control-flow
   ops, is bypassed: its consumers read its input.
 
+* conversion to NoOp (Grappler's dependency optimizer): a stateless op whose outputs
+  nobody in the step reads -- it is only a control input of other ops, like the input
+  gradient of a first layer that `minimize()`'s GATE_OP groups with the weight
+  gradient -- does not run its kernel: it becomes a NoOp whose former data inputs
+  act as control inputs (they still run first, so every ordering the graph asked for
+  holds).  Then ops read only by such NoOps convert too.  Never converted, as in
+  TensorFlow: fetched, fed and target ops, stateful ops, ops taking references,
+  placeholders, queue, Send and control-flow ops, Assert and CheckNumerics, an
+  Identity of a variable, and (flowlab being cautious) ops with an input from a
+  control-flow op and kernels that take the step.  The converted op's run-time
+  errors are the one thing a step no longer shows (as in TensorFlow).  In the plan
+  the op keeps its data inputs (the dependencies) but runs `noop_kernel`, which
+  reads nothing.  A step split across devices runs the op as it is.
+
 Fetched and fed tensors, targets and stateful ops always survive; ops whose last
 consumer went away are dropped.  Results never change.
 
@@ -37,17 +52,20 @@ and `optimization(session, fetches, feed_dict)`):
     `folded`              names of ops now producing stored constants
     `merged`              {removed op: the op it was merged into} (CSE)
     `removed_identities`  names of bypassed Identity ops
+    `noops`               names of ops converted to NoOp (their outputs are unused)
     `dropped`             names of ops no longer needed (folded inputs and the above)
     `graph_def()`         the rewritten step as a GraphDef dict (flowlab.graph.graph_def
                           schema); folded ops become `Const` nodes (an op with several
-                          outputs becomes one `Const` per output, `name/folded_i`)
+                          outputs becomes one `Const` per output, `name/folded_i`);
+                          converted ops become `NoOp` nodes with control inputs
 
 Steps of fewer than `rewrite_options.min_graph_nodes` ops (0: 4, as Grappler) are
 left alone.  Switches (`ConfigProto.graph_options`, TensorFlow's names): `optimizer_options.
-opt_level=L0` turns all three off; with L0, `do_constant_folding` and
+opt_level=L0` turns all four off; with L0, `do_constant_folding` and
 `do_common_subexpression_elimination` turn one back on; `rewrite_options.
 constant_folding / common_subgraph_elimination / dependency_optimization = OFF` or
-`disable_meta_optimizer=True` turn parts off as well.
+`disable_meta_optimizer=True` turn parts off as well (dependency_optimization covers
+identity removal and the NoOp conversion, as in Grappler).
 """
 
 from __future__ import annotations
@@ -61,7 +79,7 @@ import numpy as np
 from flowlab.graph import graph_def as gd
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.tensor import Operation, Tensor
-from flowlab.kernels.registry import find_kernel
+from flowlab.kernels.registry import KernelDef, find_kernel
 from flowlab.ops.const_fold import constant_value
 from flowlab.runtime.device import Device
 from flowlab.runtime.placement import Placement, place
@@ -80,6 +98,12 @@ _NEVER_FOLD = frozenset({
 }) | CONTROL_FLOW_OPS
 _NEVER_MERGE = frozenset({"Placeholder", "PlaceholderWithDefault", "NoOp", "ReadFile", "MatchingFiles"}) | CONTROL_FLOW_OPS
 _SHAPE_OPS = frozenset({"Shape", "Size", "Rank", "ShapeN"})
+# Grappler's do_not_rewrite_ops and IsFreeOfSideEffect exceptions, plus ops that are
+# values of nothing (converting them gains nothing).
+_NEVER_NOOP = frozenset({
+    "Assert", "CheckNumerics", "Const", "NoOp", "Placeholder", "PlaceholderWithDefault",
+    "_Send", "_HostSend", "_Recv", "_HostRecv",
+}) | CONTROL_FLOW_OPS
 
 _FOLD_DEVICE: Device | None = None
 
@@ -100,10 +124,11 @@ class OptimizerSwitches:
     remove_identities: bool = True
     max_folded_bytes: int = DEFAULT_MAX_FOLDED_BYTES
     min_graph_nodes: int = DEFAULT_MIN_GRAPH_NODES
+    convert_to_noops: bool = True
 
     @property
     def any(self) -> bool:
-        return self.constant_folding or self.cse or self.remove_identities
+        return self.constant_folding or self.cse or self.remove_identities or self.convert_to_noops
 
     @classmethod
     def from_graph_options(cls, graph_options: Any) -> OptimizerSwitches:
@@ -128,7 +153,7 @@ class OptimizerSwitches:
         min_nodes = DEFAULT_MIN_GRAPH_NODES
         if ro is not None and ro.min_graph_nodes:
             min_nodes = max(0, int(ro.min_graph_nodes))
-        return cls(fold, cse, ident, cap, min_nodes)
+        return cls(fold, cse, ident, cap, min_nodes, ident)
 
 
 Key = tuple[int, int]
@@ -148,6 +173,7 @@ class Optimization:
     folded: list[str] = field(default_factory=list)
     merged: dict[str, str] = field(default_factory=dict)
     removed_identities: list[str] = field(default_factory=list)
+    noops: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     switches: OptimizerSwitches = field(default_factory=OptimizerSwitches)
 
@@ -170,6 +196,14 @@ class Optimization:
         nodes: list[dict[str, Any]] = []
         for op in self.ops:
             values = self.constants.get(op.name)
+            if op.name in self.noops:
+                node = {"name": op.name, "op": "NoOp", "input": [], "device": op.device, "attr": {}}
+                for src in [out_name.get(_key(t), gd._input_name(t)).split(":")[0] for t in self.inputs_of(op)
+                            ] + [c.name for c in op._control_inputs]:
+                    if "^" + src not in node["input"]:
+                        node["input"].append("^" + src)
+                nodes.append(node)
+                continue
             if values is None:
                 node = gd.node_to_dict(op)
                 node["input"] = [out_name.get(_key(t), gd._input_name(t)) for t in self.inputs_of(op)] + [
@@ -192,13 +226,36 @@ class Optimization:
     @property
     def rewrote(self) -> bool:
         """Whether the step differs from the pruned graph at all."""
-        return bool(self.forward or self.constants or self.dropped)
+        return bool(self.forward or self.constants or self.dropped or self.noops)
 
     def summary(self) -> str:
         return (
             f"{len(self.ops)} ops run; folded {len(self.folded)}, merged {len(self.merged)}, "
-            f"removed {len(self.removed_identities)} identities, dropped {len(self.dropped)}"
+            f"removed {len(self.removed_identities)} identities, converted {len(self.noops)} to NoOp, "
+            f"dropped {len(self.dropped)}"
         )
+
+    def noop_kernel(self, op: Operation, device_type: str) -> KernelDef:
+        """The kernel the plan runs for an op of `noops` (see `noop_kernel`)."""
+        return noop_kernel(op, device_type)
+
+
+def noop_kernel(op: Operation, device_type: str) -> KernelDef:
+    """The kernel a plan runs for an op in `Optimization.noops`: it takes the op's
+    inputs (their producers stay its dependencies) and computes nothing; nobody reads
+    its outputs."""
+    od = op.op_def
+    n = len(op._outputs)
+    if od is not None and len(od.outputs) == 1 and not od.outputs[0].is_list:
+        def fn(ctx: Any, *inputs: Any) -> Any:
+            return None
+    else:
+        nothing = [None] * n
+
+        def fn(ctx: Any, *inputs: Any) -> Any:
+            return nothing
+
+    return KernelDef(op.type, device_type, fn, defined_at="converted to NoOp (dependency optimization)")
 
 
 def optimize(
@@ -339,6 +396,8 @@ class _Pass:
                             res.forward[_key(t)] = r
                         res.merged[op.name] = rep.name
         self.drop_dead()
+        if self.sw.convert_to_noops:
+            self.convert_to_noops()
         return res
 
     def try_fold(self, op: Operation, inputs: list[Tensor]) -> bool:
@@ -440,6 +499,43 @@ class _Pass:
             tuple(op._colocation),
             tuple(sorted(id(c) for c in op._control_inputs)),
         )
+
+    def convert_to_noops(self) -> None:
+        """Grappler's SafeToConvertToNoOp over the live ops, consumers first, so that an
+        op read only by converted ops converts too."""
+        res = self.result
+        fetched = {_key(res.canonical(t)) for t in self.fetches}
+        readers: dict[int, int] = {}  # id(op) -> how many live non-converted ops read it
+        for op in res.ops:
+            for t in res.inputs_of(op):
+                readers[id(t.op)] = readers.get(id(t.op), 0) + 1
+        converted: list[str] = []
+        for op in reversed(res.ops):
+            if readers.get(id(op)) or not self.convertible(op, fetched):
+                continue
+            converted.append(op.name)
+            for t in res.inputs_of(op):  # its data inputs now act as control inputs
+                readers[id(t.op)] -= 1
+        converted.reverse()
+        res.noops = converted
+
+    def convertible(self, op: Operation, fetched: set[Key]) -> bool:
+        od = op.op_def
+        if (
+            od is None or not op._outputs or od.is_stateful or od.is_control_flow
+            or op.type in _NEVER_NOOP or "Queue" in op.type or op.name in self.result.constants
+            or id(op) in self.target_ids
+            or any(arg.is_ref for arg in od.inputs)
+            or any((id(op), i) in fetched or (id(op), i) in self.fed for i in range(len(op._outputs)))
+        ):
+            return False
+        kdef = find_kernel(op.type, "CPU")
+        if kdef is not None and (kdef.needs_step or kdef.asynchronous):
+            return False
+        inputs = self.result.inputs_of(op)
+        if op.type in ("Identity", "IdentityN") and any(_reads_variable(t) for t in inputs):
+            return False  # Grappler's SafeToRemoveIdentity: the read of a variable stays
+        return not any(_is_control_flow(t.op) for t in inputs)
 
     def drop_dead(self) -> None:
         """Keep what the fetches, targets and stateful ops need, through the rewritten

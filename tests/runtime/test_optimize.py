@@ -1,4 +1,5 @@
-"""The graph optimization pass: constant folding, CSE, identity removal.
+"""The graph optimization pass: constant folding, CSE, identity removal, conversion of
+ops whose outputs feed only control edges to NoOps.
 
 Every rewrite is checked twice: what the pass did (`plan.optimization`), and that a
 step gives the values and dtypes of the unoptimized step (and of TensorFlow).
@@ -242,6 +243,164 @@ def test_identity_of_variable_read_under_control_dependency_keeps_its_timing():
         assert s.run([after, r]) == s_off.run([after, r])
 
 
+# --- conversion to NoOp (Grappler's dependency optimizer) -------------------------------
+def _gate_op_program(tf):
+    """A layer trained with minimize()'s GATE_OP: the input gradient of the first
+    MatMul is grouped with the weight gradient, and read by nobody."""
+    x = tf.placeholder(tf.float32, [4, 3], name="x")
+    w = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2) / 10, name="w")
+    loss = tf.reduce_sum(tf.square(tf.matmul(x, w, name="mm")))
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    feed = {x: np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)}
+    return w, loss, train, feed
+
+
+def test_unused_gradient_of_a_gated_matmul_becomes_a_noop():
+    w, loss, train, feed = _gate_op_program(fl)
+    calls = []
+    with fl.Session() as on, fl.Session(config=OFF) as off:
+        for s in (on, off):
+            s.run(w.initializer)
+        for _ in range(3):
+            _same(on.run([train, loss], feed), off.run([train, loss], feed))
+        _same(on.run(w), off.run(w))
+        opt = _opt(on, [train, loss], feed)
+        plan = on._plan_of([train, loss], feed)
+        for node in plan.nodes:
+            if node.op.type == "MatMul":
+                calls.append((node.op.name, node.kernel.defined_at))
+    assert opt.noops == ["gradients/mm_grad/MatMul"]
+    assert "converted 1 to NoOp" in opt.summary()
+    converted = dict(calls)["gradients/mm_grad/MatMul"]
+    assert converted.startswith("converted to NoOp")
+    assert not dict(calls)["gradients/mm_grad/MatMul_1"].startswith("converted")
+    nodes = {n["name"]: n for n in opt.graph_def()["node"]}
+    node = nodes["gradients/mm_grad/MatMul"]
+    assert node["op"] == "NoOp" and all(i.startswith("^") for i in node["input"])
+    gd.validate_graph_def(opt.graph_def())
+
+
+def test_tensorflow_skips_the_same_matmul(tf1):
+    g = tf1.Graph()
+    with g.as_default():
+        w, loss, train, feed = _gate_op_program(tf1)
+        with tf1.Session() as s:
+            s.run(w.initializer)
+            md = tf1.RunMetadata()
+            s.run([train, loss], feed, options=tf1.RunOptions(output_partition_graphs=True), run_metadata=md)
+    ran = {n.name for pg in md.partition_graphs for n in pg.node if n.op == "MatMul"}
+    assert "gradients/mm_grad/MatMul_1" in ran and "gradients/mm_grad/MatMul" not in ran
+
+
+def test_a_chain_read_only_by_converted_ops_converts_and_protected_ops_stay():
+    x = fl.placeholder(fl.float32, [2], name="x")
+    a = fl.exp(x, name="a")  # read only by b
+    b = fl.negative(a, name="b")  # a control input only
+    f = fl.square(x, name="f")  # fetched, and a control input
+    t = fl.abs(x, name="t")  # a target
+    r = fl.random_uniform([2], name="r")  # stateful
+    v = fl.Variable([1.0, 2.0], name="v")
+    vr = fl.identity(v, name="vr")  # reads a variable
+    chk = fl.check_numerics(x, "bad", name="chk")
+    with fl.control_dependencies([b, f, t.op, r, vr, chk]):
+        y = fl.identity(x, name="y")
+    feed = {x: np.array([1.0, 2.0], np.float32)}
+    with fl.Session() as s:
+        s.run(v.initializer)
+        out = s.run([y, f, t.op], feed)
+        opt = _opt(s, [y, f, t.op], feed)
+    np.testing.assert_array_equal(out[0], [1.0, 2.0])
+    assert opt.noops == ["a", "b"]
+    with fl.Session(config=ConfigProto(graph_options=GraphOptions(
+            rewrite_options=RewriterConfig(dependency_optimization=RewriterConfig.OFF)))) as s:
+        s.run(v.initializer)
+        assert _opt(s, [y, f, t.op], feed).noops == []
+
+
+def test_conversion_drops_the_converted_ops_error_as_tensorflow(tf1):
+    def build(tf, off):
+        a = tf.placeholder(tf.float32, [None, None])
+        b = tf.placeholder(tf.float32, [None, None])
+        bad = tf.matmul(a, b)  # 2x3 @ 2x3 fails at run time
+        with tf.control_dependencies([bad]):
+            out = tf.identity(a) * 2.0
+        cfg = tf.ConfigProto()
+        if off:
+            cfg.graph_options.rewrite_options.dependency_optimization = 2  # RewriterConfig.OFF
+        return out, {a: np.ones((2, 3), np.float32), b: np.ones((2, 3), np.float32)}, cfg
+
+    for tf in (fl, tf1):
+        g = tf.Graph()
+        with g.as_default():
+            out, feed, cfg = build(tf, off=False)
+            with tf.Session(config=cfg) as s:
+                assert s.run(out, feed).sum() == 12.0
+            out, feed, cfg = build(tf, off=True)
+            with tf.Session(config=cfg) as s, pytest.raises(tf.errors.InvalidArgumentError):
+                s.run(out, feed)
+
+
+def test_converted_op_keeps_the_order_it_imposed_on_every_path():
+    v = fl.Variable(1.0, name="v")
+    inc = fl.assign_add(v, 1.0, name="inc")
+    y = fl.multiply(inc, 2.0, name="y")  # its value is unused: it converts
+    with fl.control_dependencies([y]):
+        r = fl.identity(v.read_value(), name="r") + 0.0
+    with fl.Session() as s:
+        s.run(v.initializer)
+        assert s.run(r) == 2.0
+        assert _opt(s, r).noops == ["y"]
+        events = []
+        s.set_listener(events.append)  # the dataflow executor
+        assert s.run(r) == 3.0
+        ex, mapper = s.start_execution(r)  # one op at a time
+        ex.start()
+        while not ex.finished:
+            ex.run_one()
+        assert mapper.build(ex.finish()) == 4.0
+    assert any(e.kind == "op_end" and e.op.name == "y" for e in events)
+
+
+def test_converted_op_with_several_outputs_and_an_uninitialized_read():
+    x = fl.placeholder(fl.float32, [2, 2], name="x")
+    parts = fl.unstack(x, name="u")  # Unpack: a list of outputs
+    v = fl.Variable([1.0, 2.0], name="v")
+    with fl.control_dependencies(parts + [fl.add(v, 1.0, name="va")]):
+        y = fl.identity(x, name="y")
+    feed = {x: np.eye(2, dtype=np.float32)}
+    with fl.Session() as s:
+        with pytest.raises(fl.errors.FailedPreconditionError):
+            s.run(y, feed)  # the converted va still reads v, as TensorFlow's v/read runs
+        s.run(v.initializer)
+        np.testing.assert_array_equal(s.run(y, feed), np.eye(2))
+        assert sorted(_opt(s, y, feed).noops) == ["u", "va"]
+        s.set_listener(lambda e: None)
+        np.testing.assert_array_equal(s.run(y, feed), np.eye(2))
+
+
+def test_converted_op_inside_cond_and_across_devices():
+    x = fl.placeholder(fl.float32, [2], name="x")
+    p = fl.placeholder(fl.bool, [], name="p")
+
+    def branch():
+        side = fl.exp(fl.identity(x), name="side")  # not of a Switch itself: it converts
+        with fl.control_dependencies([side]):
+            return fl.identity(x) + 1.0
+
+    y = fl.cond(p, branch, lambda: x - 1.0)
+    feed = {x: np.array([0.0, 1.0], np.float32)}
+    with fl.Session() as s:
+        for flag, want in ((True, [1.0, 2.0]), (False, [-1.0, 0.0])):
+            np.testing.assert_array_equal(s.run(y, {**feed, p: flag}), want)
+        assert any(n.endswith("side") for n in _opt(s, y, {**feed, p: True}).noops)
+    with fl.device("/cpu:1"):
+        e = fl.exp(x, name="e")
+    with fl.control_dependencies([e]):
+        z = fl.identity(x, name="z") * 3.0
+    with fl.Session(config=ConfigProto(device_count={"CPU": 2})) as s:
+        np.testing.assert_array_equal(s.run(z, feed), [0.0, 3.0])
+
+
 # --- switches and the view -------------------------------------------------------------
 def test_switches_follow_tensorflow_names():
     assert OptimizerSwitches.from_graph_options(GraphOptions()) == OptimizerSwitches()
@@ -339,7 +498,7 @@ def _programs(draw):
     n = draw(st.integers(2, 14))
     steps = []
     for i in range(n):
-        kind = draw(st.sampled_from(["const", "unary", "binary", "binary", "cast"]))
+        kind = draw(st.sampled_from(["const", "unary", "binary", "binary", "cast", "after"]))
         a = draw(st.integers(0, max(0, i - 1) + 1))
         b = draw(st.integers(0, max(0, i - 1) + 1))
         steps.append((kind, draw(st.sampled_from(_UNARY)), draw(st.sampled_from(_BINARY)), a, b,
@@ -360,6 +519,10 @@ def _build(tf, program):
             v = tf.constant(np.array([c, c + 1, -c], dtype))
         elif kind == "cast":
             v = tf.cast(tf.cast(p, tf.float64), tdt)
+        elif kind == "after":  # p may end up a control input only: converted to NoOp
+            # (not on x itself: flowlab runs a fed placeholder that is a control input)
+            with tf.control_dependencies([pool[1 + a % (len(pool) - 1)]]):
+                v = tf.identity(q)
         elif kind == "unary":
             if un == "exp_small":
                 v = tf.minimum(p, tf.constant(np.array(5, dtype))) if dtype == np.int32 else tf.exp(tf.minimum(p, 5.0 if dtype != np.int32 else 5))
