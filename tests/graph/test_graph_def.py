@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import flowlab as fl
 from flowlab.graph import graph_def as G
 from flowlab.graph.graph_def import from_json, to_json, write_graph
-from flowlab.ops import importer
+from flowlab.ops import import_plan
 from flowlab.ops.importer import import_graph_def
 from flowlab.ops.op_def import get_op_def, registered_ops
 from tests.difftest import assert_same
@@ -627,8 +627,8 @@ def test_json_parse_errors():
 # --- loops: back edges from NextIteration into Merge --------------------------------
 def test_loop_back_edge_into_merge(monkeypatch):
     # TestingMerge and Identity stand in for Merge and NextIteration.
-    monkeypatch.setattr(importer, "_MERGE_TYPES", {"TestingMerge"})
-    monkeypatch.setattr(importer, "_NEXT_ITERATION_TYPES", {"Identity"})
+    monkeypatch.setattr(import_plan, "_MERGE_TYPES", {"TestingMerge"})
+    monkeypatch.setattr(import_plan, "_NEXT_ITERATION_TYPES", {"Identity"})
     t = {"T": {"type": "DT_FLOAT"}}
     gd = _gd(
         {"name": "next", "op": "Identity", "input": ["merge"], "attr": t},
@@ -642,7 +642,7 @@ def test_loop_back_edge_into_merge(monkeypatch):
     assert [i.name for i in merge.inputs] == ["enter:0", "next:0"]
     assert g.get_tensor_by_name("enter:0").consumers() == [merge]
     # Without the loop exemption the same file is a cycle.
-    monkeypatch.setattr(importer, "_NEXT_ITERATION_TYPES", set())
+    monkeypatch.setattr(import_plan, "_NEXT_ITERATION_TYPES", set())
     with fl.Graph().as_default(), pytest.raises(ValueError, match="2 nodes in a cycle"):
         import_graph_def(gd)
 
