@@ -77,7 +77,7 @@ class _FrameInfo:
     """A frame (loop) of the plan: its nodes, slots and pending-count template."""
 
     __slots__ = ("name", "parent", "entries", "num_slots", "pending", "num_enters",
-                 "parallel_iterations", "roots", "merge_ninputs")
+                 "parallel_iterations", "roots", "merge_ninputs", "fusion")
 
     def __init__(self, name: str, parent: _FrameInfo | None) -> None:
         self.name = name
@@ -89,6 +89,9 @@ class _FrameInfo:
         self.parallel_iterations = 10
         self.roots: list[int] = []
         self.merge_ninputs: dict[int, int] = {}
+        # `loop_fusion.fusion_for`'s verdict, computed on first use: the compiled
+        # loop, or why the frame is not fusible.
+        self.fusion: Any = None
 
 
 class _Analysis:

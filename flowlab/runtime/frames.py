@@ -6,9 +6,9 @@ root frame, or the loop named by the `frame_name` of the Enter ops feeding it
 op's in its own).  At run time a frame has *instances* (one per loop execution: an
 inner loop gets a new instance in each outer iteration) and each instance has
 *iterations*; an `_Iteration` holds that iteration's values, pending counts and dead
-marks, so values are keyed by (frame instance, iteration).
+marks, so values are keyed by (frame instance, iteration) (`frame_state`).
 
-Rules (as in TensorFlow):
+Rules (as in TensorFlow; applied by `frame_state.FramePropagation`):
 * Enter sends its value into iteration 0 of the child instance (creating it); a
   constant Enter's value is given to every iteration, present and future.
 * NextIteration sends its value to iteration i+1 of the same instance, creating it;
@@ -27,6 +27,16 @@ Rules (as in TensorFlow):
 * Each new iteration checks the step's deadline and cancellation, so that a runaway
   loop ends with DeadlineExceededError or CancelledError.
 
+The fused path: a frame of the shape `while_loop` builds, with synchronous ops only
+(`loop_fusion`), runs each instance as one generated function once its Enters have
+all arrived, when no listener watches the step (events and the Stepper need the
+general path), every Enter is live (a loop in an untaken branch is the general
+path's business) and the pool has nothing to overlap (at most one expensive kernel
+per iteration, or no pool).  The instance never makes an `_Iteration`; its Exits'
+values go to the parent iteration when it ends.  An instance still collecting its
+Enters when nothing else can run (nothing ready, nothing in flight) falls back to
+the general path, which can start iteration 0 with some Enters missing.
+
 Kernels registered with `step=True` receive, on this path, a `FrameStep`: the step
 itself plus `frame_name`, `frame_id` (unique per frame instance, e.g.
 "while/ctx;0;inner/ctx") and `iteration`; `flowlab.kernels.registry.frame_of(step)`
@@ -36,8 +46,6 @@ reads them on either path.  Events carry the frame name and the iteration.
 from __future__ import annotations
 
 import itertools
-import threading
-import time
 from collections import deque
 from typing import Any
 
@@ -47,15 +55,12 @@ from flowlab import errors
 from flowlab.kernels.registry import DEAD
 from flowlab.runtime.executor import (
     _CANCEL,
-    ExecEvent,
     Execution,
     Listener,
-    _now_us,
     collect_fetches,
 )
 from flowlab.runtime.fp_errors import enter_quiet, exit_quiet, quietly
 from flowlab.runtime.frame_analysis import (
-    _ENTER,
     _EXIT,
     _INDEX,
     _MERGE,
@@ -67,75 +72,21 @@ from flowlab.runtime.frame_analysis import (
     _FrameInfo,
     analyze,
 )
+from flowlab.runtime.frame_state import FramePropagation, FrameStep, _Frame, _Iteration
+from flowlab.runtime.loop_fusion import FusedLoop, fusion_for
 from flowlab.runtime.plan import Plan, PlanNode, op_error
 from flowlab.runtime.step import Step
 
-
-class FrameStep:
-    """The step as a kernel inside a loop sees it: the `Step` (attributes forwarded)
-    plus where this invocation runs."""
-
-    __slots__ = ("_step", "frame_name", "frame_id", "iteration")
-
-    def __init__(self, step: Step, frame_name: str, frame_id: str, iteration: int) -> None:
-        self._step = step
-        self.frame_name = frame_name
-        self.frame_id = frame_id
-        self.iteration = iteration
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._step, name)
-
-
-# --- run-time state -------------------------------------------------------------------
-class _Frame:
-    """One instance of a frame: a loop execution."""
-
-    __slots__ = ("info", "parent_it", "iterations", "iteration_count", "num_outstanding",
-                 "max_parallel", "num_pending_inputs", "next_roots", "invs", "dead_exits", "fid")
-
-    def __init__(self, info: _FrameInfo, parent_it: _Iteration | None, max_parallel: int) -> None:
-        self.info = info
-        self.parent_it = parent_it
-        self.iterations: dict[int, _Iteration] = {}
-        self.iteration_count = 0
-        self.num_outstanding = 1
-        self.max_parallel = max(1, max_parallel)
-        self.num_pending_inputs = info.num_enters
-        self.next_roots: list[tuple[_Entry, Any]] = []
-        self.invs: list[tuple[_Entry, Any]] = []
-        self.dead_exits: list[_Entry] = []
-        if parent_it is None:
-            self.fid = ""
-        else:
-            pf = parent_it.frame.fid
-            self.fid = f"{pf};{parent_it.num};{info.name}" if pf else f"{parent_it.num};{info.name}"
-        self.iterations[0] = _Iteration(self, 0)
-
-
-class _Iteration:
-    __slots__ = ("frame", "num", "values", "pending", "dead", "merge_in", "mdead",
-                 "outstanding", "outstanding_frames", "children", "entries")
-
-    def __init__(self, frame: _Frame, num: int) -> None:
-        info = frame.info
-        self.frame = frame
-        self.num = num
-        self.values: list[Any] = [None] * info.num_slots
-        self.pending = info.pending[:]
-        self.dead: set[int] | None = None
-        self.merge_in: dict[int, tuple[Any, int]] = {}
-        self.mdead: dict[int, int] | None = None
-        self.outstanding = 0
-        self.outstanding_frames = 0
-        self.children: dict[str, _Frame] | None = None
-        self.entries = info.entries
-
+__all__ = ["FrameExecution", "FrameStep"]
 
 _ids = itertools.count()
 
 
-class FrameExecution(Execution):
+class _Stop(Exception):
+    """A fused loop stops: the step failed (deadline or cancellation) meanwhile."""
+
+
+class FrameExecution(FramePropagation, Execution):
     """An `Execution` of a plan with loops; same driving API (see the executor)."""
 
     def __init__(
@@ -169,6 +120,7 @@ class FrameExecution(Execution):
         self.ready: deque[tuple[_Entry, _Iteration, bool]] = deque()
         self._inflight: dict[int, tuple[_Entry, _Iteration]] = {}
         self._started = False
+        self._fusing: list[_Frame] = []
 
     # --- driving ------------------------------------------------------------------
     def start(self) -> None:
@@ -212,10 +164,16 @@ class FrameExecution(Execution):
             item = next(t for t in self.ready if t[0].index == index)
             self.ready.remove(item)
         self._process(*item)
+        self._unfuse_if_stalled()
         return item[0].node
 
     def advance(self) -> None:
         """Run ready nodes until none is ready (or an error); never waits."""
+        self._advance()
+        while self._unfuse_if_stalled():
+            self._advance()
+
+    def _advance(self) -> None:
         if self.listener is not None:
             while self.ready and self.error is None:
                 self._process(*self.ready.popleft())
@@ -381,6 +339,73 @@ class FrameExecution(Execution):
             if it.outstanding == 0 and it.frame.fid:
                 self._cleanup(it.frame, it)
 
+    # --- fused loops ----------------------------------------------------------------
+    def _fusion(self, info: _FrameInfo) -> FusedLoop | None:
+        """The compiled loop for a new instance of frame `info`, if it may run fused."""
+        fz = info.fusion
+        if fz is None:
+            fz = fusion_for(self.analysis, info)
+        if type(fz) is str or (fz.num_expensive > 1 and self.pool is not None):
+            return None
+        return fz
+
+    def _run_fused(self, frame: _Frame) -> None:
+        """Run the fused instance `frame`, whose Enters have all arrived, to its end;
+        its Exits' values go to the parent iteration and the instance is deleted."""
+        self._fusing.remove(frame)
+        fz = frame.fused
+        args: list[Any] = [None] * len(fz.enter_pos)
+        for e, v in frame.arrived:
+            if v is DEAD:
+                self._unfuse(frame)
+                return
+            args[fz.enter_pos[e.index]] = v
+        frame.arrived = []
+        try:
+            n, exits = fz.fn(self.step, frame.fid, self._chk, *args)
+        except _Stop:
+            return
+        except Exception as exc:
+            x = fz.entry_for(exc)
+            if x is None:  # not an op's line: a fault of the generated code itself
+                self._fail(errors.InternalError(None, None, f"fused loop '{frame.info.name}': {exc!r}"))
+            else:
+                self._fail(op_error(exc, x.node.op, x.ctx.device.name), x.node)
+            return
+        self.completed += fz.ops_cond * (n + 1) + fz.ops_body * n + len(exits)
+        parent_it = frame.parent_it
+        assert parent_it is not None and parent_it.children is not None
+        del parent_it.children[frame.info.name]
+        parent_it.outstanding_frames -= 1
+        for x, v in zip(fz.exits, exits):
+            self._activate1(x, parent_it, v)
+
+    def _chk(self) -> None:
+        """A fused loop's periodic check of the deadline and cancellation."""
+        self._check_alive()
+        if self.error is not None:
+            raise _Stop
+
+    def _unfuse(self, frame: _Frame) -> None:
+        """Hand fused instance `frame` to the general path, with the Enters it has."""
+        if frame in self._fusing:
+            self._fusing.remove(frame)
+        frame.fused = None
+        frame.iterations[0] = _Iteration(frame, 0)
+        arrived, frame.arrived = frame.arrived, []
+        frame.num_pending_inputs += len(arrived)
+        for e, v in arrived:
+            self._enter(frame, e, (v,), v is DEAD)
+
+    def _unfuse_if_stalled(self) -> bool:
+        """Nothing can run and nothing is in flight, yet an instance waits for an
+        Enter: only the general path can go on (it starts iteration 0 without it)."""
+        if not self._fusing or self.ready or self.outstanding or self.error is not None:
+            return False
+        for frame in list(self._fusing):
+            self._unfuse(frame)
+        return True
+
     # --- one node -----------------------------------------------------------------
     def _process(self, e: _Entry, it: _Iteration, dead: bool) -> None:
         listener = self.listener
@@ -409,7 +434,8 @@ class FrameExecution(Execution):
             elif r:
                 v = v.read()
             args.append(v)
-        if dead and kind != _TRIGGER:
+        # A dead _Send still runs: the other device's Recv waits for the dead value.
+        if dead and kind != _TRIGGER and e.node.op.type not in ("_Send", "_HostSend"):
             if listener is not None:
                 listener(self._fevent("op_dead", e, it))
             outs = (DEAD,) * e.nouts
@@ -469,247 +495,9 @@ class FrameExecution(Execution):
                 it.values[e.outs[0]] = r
         elif not self._store(e, it, outs):
             return
-        self._after(e, it, outs, False)
-
-    def _store(self, e: _Entry, it: _Iteration, outs: Any) -> bool:
-        """Write a normal/merge node's outputs into its iteration's values."""
-        if len(outs) != e.nouts:
-            self._fail(op_error(errors.InternalError(
-                None, None, f"kernel returned {len(outs)} outputs, expected {e.nouts}"
-            ), e.node.op, e.ctx.device.name), e.node)
-            return False
-        if e.kind in (_NORMAL, _MERGE, _TRIGGER, _SWITCH):
-            values = it.values
-            for s, v in zip(e.outs, outs):
-                if s >= 0:
-                    values[s] = v
-        return True
-
-    def _after(self, e: _Entry, it: _Iteration, outs: Any, dead: bool) -> None:
-        """Propagate a finished node's outputs (by kind) and account for it."""
-        self.completed += 1
-        kind = e.kind
-        frame = it.frame
-        if kind == _ENTER:
-            child = self._child(e, it)
-            value = outs[0]
-            if e.constant and not dead:
-                child.invs.append((e, value))
-                for cit in list(child.iterations.values()):
-                    self._activate(e, cit, outs, False)
-            else:
-                self._activate(e, child.iterations[0], outs, dead)
-            child.num_pending_inputs -= 1
-            it0 = child.iterations.get(0)
-            if it0 is not None and it0.outstanding == 0:
-                self._cleanup(child, it0)
-        elif kind == _EXIT:
-            if dead:
-                if it.num == frame.iteration_count:
-                    frame.dead_exits.append(e)
-            else:
-                self._activate(e, frame.parent_it, outs, False)  # type: ignore[arg-type]
-        elif kind == _NEXT:
-            if not dead:
-                nxt = frame.iterations.get(it.num + 1)
-                if nxt is not None:
-                    self._activate(e, nxt, outs, False)
-                elif it.num == frame.iteration_count:
-                    if frame.num_outstanding >= frame.max_parallel:
-                        frame.next_roots.append((e, outs[0]))
-                    else:
-                        self._new_iteration(frame)
-                        self._activate(e, frame.iterations[frame.iteration_count], outs, False)
-        else:
-            self._activate(e, it, outs, dead, values_written=True)
-        it.outstanding -= 1
-        if it.outstanding == 0 and frame.fid:
-            self._cleanup(frame, it)
-
-    def _activate(self, e: _Entry, it: _Iteration, outs: Any, dead: bool, values_written: bool = False) -> None:
-        """Deliver `e`'s outputs to its consumers in iteration `it` (of its output frame)."""
-        if not values_written:
-            values = it.values
-            for s, v in zip(e.outs, outs):
-                if s >= 0:
-                    values[s] = v
-        pending = it.pending
-        entries = it.entries
-        ready = self.ready
-        n_ready = 0
-        any_dead = dead
-        if not dead:
-            for o in outs:
-                if o is DEAD:
-                    any_dead = True
-                    break
-        if any_dead:
-            if it.dead is None:
-                it.dead = set()
-            values = it.values
-            for c, slots in e.reader_cons:
-                if dead or any(values[s] is DEAD for s in slots):
-                    it.dead.add(c)
-            if dead:
-                it.dead.update(e.ctrl_cons)
-        for c in e.data_cons:
-            p = pending[c] - 1
-            pending[c] = p
-            if p == 0:
-                ready.append((entries[c], it, c in it.dead if any_dead else False))  # type: ignore[operator]
-                n_ready += 1
-        for c in e.ctrl_cons:
-            p = pending[c] - 1
-            pending[c] = p
-            if p == 0:
-                ready.append((entries[c], it, c in it.dead if any_dead else False))  # type: ignore[operator]
-                n_ready += 1
-        if e.merge_cons:
-            n_ready += self._to_merges(e, it, outs, dead)
-        it.outstanding += n_ready
-
-    def _to_merges(self, e: _Entry, it: _Iteration, outs: Any, dead: bool) -> int:
-        pending = it.pending
-        entries = it.entries
-        n_ready = 0
-        for c, positions, is_ctrl in e.merge_cons:
-            ready_now = False
-            mdead = False
-            for j, s in positions:
-                v = it.values[s]
-                if dead or v is DEAD or v is None:
-                    if it.mdead is None:
-                        it.mdead = {}
-                    cnt = it.mdead.get(c, 0) + 1
-                    it.mdead[c] = cnt
-                    mdead = cnt == it.frame.info.merge_ninputs[c]
-                    ready_now = ready_now or (pending[c] == 1 and mdead)
-                else:
-                    count = pending[c]
-                    if count & 1:
-                        it.merge_in[c] = (v, j)
-                        pending[c] = count & ~1
-                        ready_now = ready_now or count == 1
-            if is_ctrl:
-                pending[c] -= 2
-                count = pending[c]
-                mdead = (it.mdead or {}).get(c, 0) == it.frame.info.merge_ninputs[c]
-                ready_now = ready_now or count == 0 or (count == 1 and mdead)
-            if ready_now:
-                live = c in it.merge_in
-                self.ready.append((entries[c], it, not live))
-                n_ready += 1
-        return n_ready
-
-    # --- frames and iterations ----------------------------------------------------
-    def _child(self, e: _Entry, it: _Iteration) -> _Frame:
-        info = e.out_info
-        children = it.children
-        if children is None:
-            children = it.children = {}
-        child = children.get(info.name)
-        if child is None:
-            child = _Frame(info, it, int(e.node.op.get_attr("parallel_iterations")))
-            children[info.name] = child
-            it.outstanding_frames += 1
-            if self.listener is not None:
-                self.listener(self._fevent("frame_enter", e, child.iterations[0]))
-        return child
-
-    def _new_iteration(self, frame: _Frame) -> _Iteration:
-        n = frame.iteration_count = frame.iteration_count + 1
-        if not n & 15:
-            self._check_alive()
-        new = _Iteration(frame, n)
-        frame.iterations[n] = new
-        frame.num_outstanding += 1
-        if frame.dead_exits:
-            frame.dead_exits = []
-        if frame.next_roots:
-            roots, frame.next_roots = frame.next_roots, []
-            for e, v in roots:
-                self._activate1(e, new, v)
-        for e, v in frame.invs:
-            self._activate1(e, new, v)
-        return new
-
-    def _activate1(self, e: _Entry, it: _Iteration, v: Any) -> None:
-        """`_activate` of one live value (NextIteration, a loop invariant)."""
-        s = e.outs[0]
-        if s >= 0:
-            it.values[s] = v
-        pending = it.pending
-        entries = it.entries
-        append = self.ready.append
-        n_ready = 0
-        for c in e.cons:
-            p = pending[c] - 1
-            pending[c] = p
-            if p == 0:
-                append((entries[c], it, False))
-                n_ready += 1
-        m1 = e.merge1
-        if m1 is not None:
-            # The loop's back edge: a live value into one input of one Merge.
-            c, j = m1
-            count = pending[c]
-            if count & 1:
-                it.merge_in[c] = (v, j)
-                pending[c] = count - 1
-                if count == 1:
-                    append((entries[c], it, False))
-                    n_ready += 1
-        elif e.merge_cons:
-            n_ready += self._to_merges(e, it, None, False)
-        it.outstanding += n_ready
-
-    def _check_alive(self) -> None:
-        cm = self.step.cancellation
-        if cm is not None and cm.cancelled and self.error is None:
-            reason = cm.reason
-            self._fail(reason if isinstance(reason, errors.OpError) else errors.CancelledError(
-                None, None, "The step was cancelled (the session was closed or another op failed)."
-            ))
-        elif self.deadline is not None and time.monotonic() > self.deadline:
-            self._fail(self._deadline_error())
-
-    def _cleanup(self, frame: _Frame, it: _Iteration) -> None:
-        """Delete the finished iterations from `it` on, then the frame if it is done;
-        a finished frame may finish its parent's iteration in turn."""
-        while True:
-            n = it.num
-            iterations = frame.iterations
-            while n <= frame.iteration_count:
-                cur = iterations.get(n)
-                if cur is None or cur.outstanding or cur.outstanding_frames:
-                    break
-                if n == 0:
-                    if frame.num_pending_inputs:
-                        break
-                elif n - 1 in iterations:
-                    break
-                del iterations[n]
-                frame.num_outstanding -= 1
-                n += 1
-                if frame.next_roots:
-                    self._new_iteration(frame)
-            if frame.num_pending_inputs or frame.num_outstanding:
-                return
-            # The frame instance is done: dead exits reach the parent, then it goes.
-            parent_it = frame.parent_it
-            assert parent_it is not None
-            for x in frame.dead_exits:
-                self._activate(x, parent_it, (DEAD,) * x.nouts, True)
-            frame.dead_exits = []
-            del parent_it.children[frame.info.name]  # type: ignore[union-attr]
-            parent_it.outstanding_frames -= 1
-            if self.listener is not None:
-                self.listener(ExecEvent("frame_exit", self.step.step_id, frame.info.name, "",
-                                        "", _now_us(), threading.get_ident(), None,
-                                        frame.info.name, frame.iteration_count))
-            frame, it = parent_it.frame, parent_it
-            if not frame.fid or it.outstanding:
-                return
+        # A Recv of a dead value is dead itself (TensorFlow's is_output_dead): its
+        # control consumers are dead too.
+        self._after(e, it, outs, e.single and r is DEAD and e.kind == _NORMAL)
 
     # --- completions and the end ----------------------------------------------------
     def on_completion(self, item: Any) -> None:
@@ -747,10 +535,3 @@ class FrameExecution(Execution):
             + (f"; still waiting on: {', '.join(waiting[:5])}" if waiting else "") + ".",
         )
 
-    def _fevent(self, kind: str, e: _Entry, it: _Iteration, info: Any = None) -> ExecEvent:
-        node = e.node
-        op = node.op
-        return ExecEvent(
-            kind, self.step.step_id, op.name, op.type, node.ctx.device.name,
-            _now_us(), threading.get_ident(), info, it.frame.info.name, it.num, op,
-        )

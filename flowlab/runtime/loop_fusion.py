@@ -1,0 +1,366 @@
+"""Fused loops: a whole `while_loop` frame run as one generated Python function.
+
+The frame path (`flowlab.runtime.frames`) moves every value of every iteration
+through pending counts and a ready queue: eight queue items per iteration of the
+smallest loop, each a tuple, a dispatch on kind and a consumer walk.  For the loops
+`while_loop` builds, all of that is decided statically: every iteration runs the
+same ops in the same order, and only the loop predicate picks between "run the body,
+start the next iteration" and "leave".  `fusion_for(analysis, info)` recognises such
+a frame and compiles it, once per plan, into straight-line Python (as
+`plan.generate_straight_line` does for plain plans):
+
+    def _loop(step, fid, chk, e0, e1, ...):   # the values of the frame's Enters
+        v4 = e1                              # constant Enters: loop invariants
+        m0, i0 = e0, 0                       # each Merge: iteration 0 takes its Enter
+        n = 0
+        while True:
+            v1 = m0 ...                       # Merges, then the condition's ops
+            if not v3: break                  # the LoopCond
+            v6 = v1 ...                       # Switches' true outputs, then the body
+            m0, i0 = v9, 1                    # NextIterations feed the Merges
+            n += 1
+            if not n & 15: chk()              # deadline and cancellation
+        return n, (v1, ...)                   # iterations run, what the Exits carry out
+
+A frame is fusible when it is exactly that shape (`_shape` says why not):
+* every op in it is synchronous, and none is a nested frame's Enter, a Send/Recv
+  or another op that handles dead values itself (a ControlTrigger is allowed where
+  whatever waits on it is in the body anyway: the gradient's push/pop syncs);
+* one LoopCond; every Switch is a loop Switch (its predicate is the LoopCond, its
+  data is not behind another Switch, its false side feeds only Exits, its true side
+  no Exit, no control edge out of it); every Merge has two data inputs, one
+  non-constant Enter and one NextIteration, and no control input; every NextIteration
+  is in the body and feeds one Merge; every Exit reads a Switch's false side;
+* the frame's non-constant Enters feed only their Merge, its constant Enters no Merge.
+A `cond` inside the body (a Switch on another predicate) is not this shape: such a
+frame takes the general path.
+
+Then no value inside the frame can be dead except all at once (the body when the
+predicate is false), so iterations need no pending counts, dead marks or iteration
+objects.  Iterations run one after the other, a schedule the general path may also
+take (as with parallel_iterations=1); since every kernel is synchronous, overlapping
+iterations would buy nothing on one thread.  What the frame path guarantees still
+holds: kernels registered with `step=True` get a `FrameStep` with the frame id and
+iteration; the deadline and cancellation are checked every 16 iterations; an error
+names the op (the failing line of the generated code maps to it) and the step's
+undo log rolls back; nothing of an iteration outlives it.  When to use it (no
+listener, every Enter live, the pool policy) is the executor's call.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from typing import Any
+
+from flowlab.runtime.frame_analysis import (
+    _ENTER,
+    _EXIT,
+    _INDEX,
+    _MERGE,
+    _NEXT,
+    _NORMAL,
+    _SWITCH,
+    _TRIGGER,
+    _Analysis,
+    _Entry,
+    _FrameInfo,
+)
+from flowlab.runtime.plan import const_value
+
+_FORWARD = frozenset({"Identity", "LoopCond"})
+_fusion_ids = itertools.count()
+
+
+class FusedLoop:
+    """A fusible frame compiled: `fn(step, fid, chk, *enter_values)` runs the whole
+    loop and returns the number of iterations that continued and the Exits' values
+    (in `exits` order)."""
+
+    __slots__ = ("fn", "code", "source", "line_to_entry", "enter_pos", "exits",
+                 "num_expensive", "ops_cond", "ops_body")
+
+    fn: Any
+    code: Any
+    source: str
+    line_to_entry: dict[int, _Entry]
+    enter_pos: dict[int, int]  # plan index of an Enter into the frame -> argument position
+    exits: tuple[_Entry, ...]
+    num_expensive: int
+    ops_cond: int  # ops run in every iteration (before the predicate decides)
+    ops_body: int  # ops run in iterations that continue
+
+    def entry_for(self, exc: BaseException) -> _Entry | None:
+        """The op whose line of the generated function raised `exc`."""
+        tb = exc.__traceback__
+        found = None
+        while tb is not None:
+            if tb.tb_frame.f_code is self.code:
+                found = self.line_to_entry.get(tb.tb_lineno)
+            tb = tb.tb_next
+        return found
+
+
+def fusion_for(analysis: _Analysis, info: _FrameInfo) -> FusedLoop | str:
+    """The compiled loop of frame `info`, or why it cannot be fused (cached on `info`)."""
+    got = info.fusion
+    if got is None:
+        got = _compile(analysis, info)
+        info.fusion = got
+    return got
+
+
+def _compile(analysis: _Analysis, info: _FrameInfo) -> FusedLoop | str:
+    shape = _shape(analysis, info)
+    if isinstance(shape, str):
+        return shape
+    return _generate(info, *shape)
+
+
+# --- recognising the shape --------------------------------------------------------------
+def _producers(analysis: _Analysis) -> dict[int, tuple[int, int]]:
+    """Global value slot -> (plan index of its producer, output index)."""
+    got = {}
+    for e in analysis.entries:
+        for k, s in enumerate(e.node.outputs):
+            if s >= 0:
+                got[s] = (e.index, k)
+    return got
+
+
+def _shape(analysis: _Analysis, info: _FrameInfo) -> Any:
+    entries = analysis.entries
+    frame = info.entries
+    producer = _producers(analysis)
+    enters = [e for e in entries if e.kind == _ENTER and e.out_info is info]
+    loop_conds = [e for e in frame if e.node.op.type == "LoopCond"]
+    if len(loop_conds) != 1:
+        return f"{len(loop_conds)} LoopCond ops"
+    cond = loop_conds[0]
+    pred_slot = cond.node.outputs[0]
+    for e in frame:
+        node = e.node
+        if e.kind not in (_NORMAL, _MERGE, _SWITCH, _EXIT, _NEXT, _TRIGGER):
+            return f"{node.op.type} '{e.name}' in the frame"
+        if node.kernel.asynchronous:
+            return f"asynchronous {node.op.type} '{e.name}'"
+        od = node.op.op_def
+        if e.kind == _NORMAL and e is not cond and od is not None and od.is_control_flow:
+            return f"{node.op.type} '{e.name}' handles dead values itself"
+    switches = [e for e in frame if e.kind == _SWITCH]
+    if not switches:
+        return "no Switch on the loop predicate"
+    merges = [e for e in frame if e.kind == _MERGE]
+    for e in switches:
+        node = e.node
+        if node.inputs[1][0] != pred_slot:
+            return f"Switch '{e.name}' is not on the loop predicate"
+        out0, out1 = node.outputs
+        for c in node.consumers:
+            ce = entries[c]
+            reads = {k for k, s in ((0, out0), (1, out1)) if s >= 0 and any(cs == s for cs, _ in ce.node.inputs)}
+            if not reads:
+                return f"control edge out of Switch '{e.name}'"
+            if reads != ({0} if ce.kind == _EXIT else {1}):
+                return f"Switch '{e.name}' output feeds '{ce.name}'"
+    for e in merges:
+        node = e.node
+        if len(node.inputs) != 2 or len(node.deps) != 2 or info.pending[e.local] != 1:
+            return f"Merge '{e.name}' is not a loop Merge"
+        kinds = []
+        for s, _ in node.inputs:
+            pe = entries[producer[s][0]]
+            kinds.append(pe.kind if pe.kind != _ENTER or not pe.constant else -1)
+        if sorted(kinds) != sorted([_ENTER, _NEXT]):
+            return f"Merge '{e.name}' is not a loop Merge"
+    for e in enters:
+        cons = [entries[c] for c in e.node.consumers]
+        if e.constant:
+            if any(c.kind == _MERGE for c in cons):
+                return f"constant Enter '{e.name}' feeds a Merge"
+        elif len(cons) != 1 or cons[0].kind != _MERGE:
+            return f"Enter '{e.name}' feeds more than its Merge"
+    for e in frame:
+        if e.kind == _NEXT:
+            cons = [entries[c] for c in e.node.consumers]
+            if len(cons) != 1 or cons[0].kind != _MERGE:
+                return f"NextIteration '{e.name}' feeds more than its Merge"
+        elif e.kind == _EXIT:
+            deps = e.node.deps
+            if len(deps) != 1 or entries[deps[0]].kind != _SWITCH or producer[e.node.inputs[0][0]][1] != 0:
+                return f"Exit '{e.name}' does not read a loop Switch"
+    # The body: everything downstream of a Switch's true side (Exits aside).
+    local = {e.index for e in frame}
+    body: set[int] = set()
+    todo = deque(c for sw in switches for c in sw.node.consumers if entries[c].kind != _EXIT)
+    while todo:
+        c = todo.popleft()
+        if c in body or c not in local:
+            continue
+        body.add(c)
+        if entries[c].kind != _NEXT:  # the back edge leads to the next iteration
+            todo.extend(entries[c].node.consumers)
+    for e in frame:
+        if e.index in body and e.kind in (_SWITCH, _MERGE):
+            return f"{e.node.op.type} '{e.name}' is inside the body"
+        if e.kind == _NEXT and e.index not in body:
+            return f"NextIteration '{e.name}' does not depend on the loop predicate"
+    if cond.index in body:
+        return "the LoopCond depends on the body"
+    order = _topological(entries, frame, local)
+    if order is None:
+        return "a cycle inside an iteration"
+    # A ControlTrigger runs even when its inputs are dead, so in the last iteration
+    # (the body dead) the general path runs it, and what waits on it alone too.  The
+    # fused loop skips the whole body then: fine while those ops do nothing visible.
+    live_at_end: set[int] = set()
+    for e in order:
+        if e.index in body and (e.kind == _TRIGGER or all(
+            d in live_at_end or (d not in body and entries[d].kind != _SWITCH) for d in e.node.deps
+        )):
+            if e.kind != _TRIGGER and e.node.op.type not in ("Const", "NoOp"):
+                return f"{e.node.op.type} '{e.name}' in the body runs off a ControlTrigger alone"
+            live_at_end.add(e.index)
+    # ControlTriggers do nothing but order: the generated code's order is enough.
+    cond_ops = [e for e in order if e.index not in body and e.kind == _NORMAL]
+    body_ops = [e for e in order if e.index in body and e.kind != _TRIGGER]
+    exits = tuple(e for e in frame if e.kind == _EXIT)
+    return enters, merges, cond, switches, cond_ops, body_ops, exits, producer, entries
+
+
+def _topological(entries: list[_Entry], frame: list[_Entry], local: set[int]) -> list[_Entry] | None:
+    """Frame ops (Merges aside: they start an iteration) in an order that respects
+    every edge inside an iteration."""
+    pend = {}
+    for e in frame:
+        if e.kind != _MERGE:
+            pend[e.index] = sum(1 for d in e.node.deps if d in local and entries[d].kind != _MERGE)
+    ready = deque(i for i, p in pend.items() if p == 0)
+    order = []
+    while ready:
+        i = ready.popleft()
+        order.append(entries[i])
+        for c in entries[i].node.consumers:
+            if c in pend:
+                pend[c] -= 1
+                if pend[c] == 0:
+                    ready.append(c)
+    return order if len(order) == len(pend) else None
+
+
+# --- generating the function ------------------------------------------------------------
+def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond: _Entry,
+              switches: list[_Entry], cond_ops: list[_Entry], body_ops: list[_Entry],
+              exits: tuple[_Entry, ...], producer: dict[int, tuple[int, int]],
+              entries: list[_Entry]) -> FusedLoop:
+    from flowlab.runtime.frame_state import FrameStep
+
+    ns: dict[str, Any] = {"FS": FrameStep, "NAME": info.name}
+    lines = ["def _loop(step, fid, chk" + "".join(f", e{j}" for j in range(len(enters))) + "):"]
+    line_to_entry: dict[int, _Entry] = {}
+
+    def emit(text: str, indent: int, e: _Entry | None = None) -> None:
+        lines.append("    " * indent + text)
+        if e is not None:
+            line_to_entry[len(lines)] = e
+
+    def arg(slot: int, read: bool) -> str:
+        return f"v{slot}.read()" if read else f"v{slot}"
+
+    needs_step = any(e.needs_step for e in cond_ops + body_ops)
+    enter_pos = {e.index: j for j, e in enumerate(enters)}
+    # Each Merge: m{k} is its value in the coming iteration, i{k} its value_index.
+    merge_of_next: dict[int, int] = {}
+    first_index, later_index = [], []
+    for k, m in enumerate(merges):
+        for j, (s, _) in enumerate(m.node.inputs):
+            pe = entries[producer[s][0]]
+            if pe.kind == _ENTER:
+                emit(f"m{k} = e{enter_pos[pe.index]}", 1)
+                first_index.append(j)
+            else:
+                merge_of_next[pe.index] = k
+                later_index.append(j)
+    for e in enters:
+        if e.constant and e.outs[0] >= 0:
+            emit(f"v{e.outs[0]} = e{enter_pos[e.index]}", 1)
+    for k, m in enumerate(merges):
+        if m.outs[1] >= 0:
+            ns[f"I{k}"], ns[f"J{k}"] = _INDEX[first_index[k]], _INDEX[later_index[k]]
+            emit(f"i{k} = I{k}", 1)
+    emit("n = 0", 1)
+    emit("while True:", 1)
+    if needs_step:
+        emit("fs = FS(step, NAME, fid, n)", 2)
+    for k, m in enumerate(merges):
+        if m.outs[0] >= 0:
+            emit(f"v{m.outs[0]} = m{k}", 2)
+        if m.outs[1] >= 0:
+            emit(f"v{m.outs[1]} = i{k}", 2)
+    for e in cond_ops:
+        _emit_op(e, ns, emit, arg)
+    emit(f"if not v{cond.outs[0]}:", 2, cond)
+    emit("break", 3)
+    for sw in switches:
+        if sw.outs[1] >= 0:
+            emit(f"v{sw.outs[1]} = {arg(sw.in_slots[0], bool(sw.reads and sw.reads[0]))}", 2, sw)
+    for e in body_ops:
+        if e.kind == _NEXT:
+            k = merge_of_next[e.index]
+            emit(f"m{k} = {arg(e.in_slots[0], bool(e.reads))}", 2, e)
+            if merges[k].outs[1] >= 0:
+                emit(f"i{k} = J{k}", 2)
+        else:
+            _emit_op(e, ns, emit, arg)
+    emit("n += 1", 2)
+    emit("if not n & 15:", 2)
+    emit("chk()", 3)
+    rets = []
+    for x in exits:
+        sw = entries[x.node.deps[0]]
+        rets.append(arg(sw.in_slots[0], bool(sw.reads and sw.reads[0])))
+    emit(f"return n, ({''.join(r + ', ' for r in rets)})", 1, exits[0] if exits else None)
+    source = "\n".join(lines) + "\n"
+    code = compile(source, f"<flowlab loop {info.name} {next(_fusion_ids)}>", "exec")
+    exec(code, ns)
+    fz = FusedLoop()
+    fz.fn = ns["_loop"]
+    fz.code = fz.fn.__code__
+    fz.source = source
+    fz.line_to_entry = line_to_entry
+    fz.enter_pos = enter_pos
+    fz.exits = exits
+    fz.num_expensive = sum(1 for e in cond_ops + body_ops if e.node.kernel.expensive)
+    fz.ops_cond = len(merges) + len(cond_ops)
+    fz.ops_body = len(switches) + len(body_ops)
+    return fz
+
+
+def _emit_op(e: _Entry, ns: dict[str, Any], emit: Any, arg: Any) -> None:
+    """One op of the loop as a line: a bound constant, a forwarded input, or a call."""
+    node = e.node
+    i = e.index
+    outs = e.outs
+    if node.op.type == "Const" and not e.needs_step and node.constants is None:
+        if outs[0] >= 0:
+            ns[f"K{i}"] = const_value(node.op.get_attr("value"))
+            emit(f"v{outs[0]} = K{i}", 2, e)
+        return
+    if node.op.type in _FORWARD and len(e.in_slots) == 1 and e.single:
+        if outs[0] >= 0:
+            emit(f"v{outs[0]} = {arg(e.in_slots[0], bool(e.reads))}", 2, e)
+        return
+    ns[f"k{i}"], ns[f"c{i}"] = e.fn, e.ctx
+    args = [f"c{i}"]
+    if e.needs_step:
+        args.append("fs")
+    reads = e.reads or (False,) * len(e.in_slots)
+    args.extend(arg(s, r) for s, r in zip(e.in_slots, reads))
+    call = f"k{i}({', '.join(args)})"
+    if e.single:
+        emit(f"v{outs[0]} = {call}" if outs[0] >= 0 else call, 2, e)
+    elif not e.nouts or all(s < 0 for s in outs):
+        emit(call, 2, e)
+    else:
+        names = ", ".join(f"v{s}" if s >= 0 else "_" for s in outs)
+        emit(f"{names}, = {call}", 2, e)
