@@ -1,14 +1,23 @@
 """The Stepper: one step of a session, run one op at a time (tfdbg, for a notebook).
 
-A Stepper drives one `Execution` of the session's compiled plan for (fetches, feeds)
-through the executor's single-op interface (`Session.start_execution`: `start`,
-`ready_nodes`, `run_one`, `wait_one`, `finish`) and listens to its events.  Nothing
-is simulated: kernels run for real, variables keep the values the ops actually wrote,
-asynchronous ops (queues, Recv) complete through the executor as in a normal step.
+A Stepper drives the executions of one step (`flowlab.debug.drive`) through the
+executor's single-op interface (`start`, `ready_nodes`, `run_one`, completions,
+`finish`) and listens to their events.  Nothing is simulated: kernels run for real,
+variables keep the values the ops actually wrote, asynchronous ops (queues, Recv)
+complete through the executor as in a normal step.
 
-State: the execution (values, pending counts, ready queue), what has run (in order),
-the outputs of every op as produced (so `value("op:i")` works for outputs nobody
-consumes), dead ops, the breakpoints and watches, and why the last command stopped.
+A step placed on several devices is driven per partition by default: one Execution
+per device with the partitions' `_Send`/`_Recv` ops, as a session runs it.  `ready()`
+then lists every device's ready ops (`ready_by_device()` groups them), `step(device=)`
+advances one partition, and a `_Recv` becomes ready once its `_Send` ran (`waiting()`
+lists those whose Send has not), so each transfer shows as two steps.
+`Stepper(..., partitioned=False)` steps the placed ops as one queue instead, without
+the pairs.
+
+State: the executions (values, pending counts, ready queues), what has run (in
+order), the outputs of every op as produced (so `value("op:i")` works for outputs
+nobody consumes), dead ops, the breakpoints and watches, and why the last command
+stopped.
 
 Commands stop at the first of: the step's end, an error (the step then rolls back its
 variable writes and `result()` raises it), a breakpoint (checked *before* the op runs:
@@ -18,113 +27,36 @@ condition holds or, with `stop_on_nan_or_inf`, an op that produced a NaN or an I
 stopped before runs first on the next command, so `continue_()` never stops twice in
 the same place.  `abort()` cancels the step and undoes its variable writes.
 
-The next op to run is the head of the ready queue (the executor's FIFO order);
-`step(op="name")` runs another ready op instead.  A step whose plan spans several
-partitions is one execution per partition; this Stepper drives single-partition
-(single-executor) plans, which is every plan of the local session today.
+The next op to run is the head of a ready queue (the executor's FIFO order); with
+several partitions the devices take turns, one op each.  `step(op="name")` runs
+another ready op instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from flowlab import errors
+from flowlab.debug.drive import Drive
+from flowlab.debug.stops import (
+    Breakpoint,
+    Stop,
+    Watch,
+    error_op,
+    fed_values,
+    has_nan_or_inf,
+    op_name,
+    plain,
+    snapshot,
+    tensor_name,
+)
 from flowlab.kernels.registry import DEAD
-from flowlab.kernels.resources import VariableState
 from flowlab.runtime.fp_errors import enter_quiet, exit_quiet
 
-__all__ = ["Stepper", "Stop", "Watch", "DEAD"]
-
-
-@dataclass(frozen=True)
-class Stop:
-    """Why a command stopped: `kind` is one of "start", "step", "breakpoint", "watch",
-    "nan_or_inf", "run_to", "finished", "error", "aborted"; `op` the op it concerns
-    (the op about to run for a breakpoint, the op that ran otherwise)."""
-
-    kind: str
-    op: str | None
-    message: str
-
-    def __str__(self) -> str:
-        return self.message
-
-
-@dataclass
-class _Breakpoint:
-    id: int
-    name: str | None
-    op_type: str | None
-    when: Callable[[Any], bool] | None
-
-    def matches(self, op: Any) -> bool:
-        if self.name is not None:
-            if self.name.endswith("/"):
-                if not op.name.startswith(self.name):
-                    return False
-            elif op.name != self.name:
-                return False
-        if self.op_type is not None and op.type != self.op_type:
-            return False
-        if self.when is not None and not self.when(op):
-            return False
-        return True
-
-    def __str__(self) -> str:
-        parts = []
-        if self.name is not None:
-            parts.append(f"scope '{self.name}'" if self.name.endswith("/") else f"op '{self.name}'")
-        if self.op_type is not None:
-            parts.append(f"type {self.op_type}")
-        if self.when is not None:
-            parts.append(f"when {getattr(self.when, '__name__', 'predicate')}")
-        return f"#{self.id} " + " and ".join(parts)
-
-
-class Watch:
-    """A watched tensor: every value it took in this step (`values`, newest last), and an
-    optional condition that stops the Stepper when it holds for a new value."""
-
-    def __init__(self, tensor: str, condition: Callable[[Any], bool] | None) -> None:
-        self.tensor = tensor
-        self.condition = condition
-        self.values: list[Any] = []
-
-    @property
-    def value(self) -> Any:
-        """The latest value (None before the tensor is produced)."""
-        return self.values[-1] if self.values else None
-
-    def __repr__(self) -> str:
-        cond = f", stops when {getattr(self.condition, '__name__', 'condition')}" if self.condition else ""
-        return f"<Watch {self.tensor}: {len(self.values)} value(s){cond}>"
-
-
-def has_nan_or_inf(value: Any) -> tuple[int, int]:
-    """(number of NaNs, number of Infs) in a float or complex value; (0, 0) otherwise."""
-    if isinstance(value, VariableState):
-        value = value.value
-    dt = getattr(value, "dtype", None)
-    if dt is None or dt.kind not in "fc":
-        return 0, 0
-    if dt.kind == "f":
-        # One pass and no temporary: a finite sum means every element is finite (an
-        # overflowing sum falls through to the exact count, quietly).
-        token = enter_quiet()
-        try:
-            if np.isfinite(np.add.reduce(value, axis=None)):
-                return 0, 0
-        finally:
-            exit_quiet(token)
-    finite = np.isfinite(value)
-    if finite.all():
-        return 0, 0
-    nan = int(np.count_nonzero(np.isnan(value)))
-    return nan, int(np.size(value)) - int(np.count_nonzero(finite)) - nan
+__all__ = ["Stepper", "Stop", "Watch", "DEAD", "has_nan_or_inf"]
 
 
 class Stepper:
@@ -141,34 +73,45 @@ class Stepper:
       sess: a flowlab Session.
       fetches, feed_dict: the step, as `Session.run` takes them.
       stop_on_nan_or_inf: stop after any op whose float output has a NaN or an Inf.
+      partitioned: step a multi-device step partition by partition, with its
+        Send/Recv pairs (the default when the step has several partitions); False:
+        its placed ops as one queue.
     """
 
     def __init__(self, sess: Any, fetches: Any, feed_dict: dict[Any, Any] | None = None,
-                 *, stop_on_nan_or_inf: bool = False) -> None:
+                 *, stop_on_nan_or_inf: bool = False, partitioned: bool | None = None) -> None:
         self._sess = sess
-        self._exec, self._mapper = sess.start_execution(fetches, feed_dict, listener=self._on_event)
-        plan = self._exec.plan
-        self._plan = plan
-        self._node_of = {n.op.name: n for n in plan.nodes}
-        self._fed = _fed_values(sess.graph, feed_dict)
+        drive = None
+        if partitioned is not False:
+            drive = Drive.per_partition(sess, fetches, feed_dict, self._on_event)
+            if drive is None and partitioned:
+                raise ValueError("partitioned=True: this step runs on one device (one partition).")
+        if drive is None:
+            drive = Drive.one_queue(sess, fetches, feed_dict, self._on_event)
+        self._drive = drive
+        self._mapper = drive.mapper
+        self._node_of = {name: n for name, (_, n) in drive.node_of.items()}
+        self._has_control_flow = any(ex.plan.has_control_flow for ex in drive.execs)
+        self._turn = 0  # with several devices: the device whose op runs next
+        self._fed = fed_values(sess.graph, feed_dict)
         self._outputs: dict[str, tuple[Any, ...]] = {}
         self._ran: list[str] = []
         self._dead: list[str] = []
         self._frame: tuple[str, int] = ("", 0)
-        self._breakpoints: list[_Breakpoint] = []
+        self._breakpoints: list[Breakpoint] = []
         self._next_bp_id = 1
         self._watches: dict[str, Watch] = {}
         self.stop_on_nan_or_inf = stop_on_nan_or_inf
         self._bad: dict[tuple[str, int], bool] = {}  # (op, output) -> has NaN/Inf, as last seen
         self._hit: Stop | None = None  # set by the listener when an op's output stops us
-        self._skip_break: int | None = None  # node we stopped before: runs first next time
+        self._skip_break: str | None = None  # op we stopped before: runs first next time
         self._status = "running"  # running, finished, failed, aborted
         self._values: list[Any] | None = None
         self._error: errors.OpError | None = None
-        self.stop = Stop("start", None, f"not started: {len(plan.nodes)} ops to run")
+        self.stop = Stop("start", None, f"not started: {len(self._node_of)} ops to run")
         token = enter_quiet()
         try:
-            self._exec.start()
+            drive.start()
         finally:
             exit_quiet(token)
         self._check_end()
@@ -203,7 +146,7 @@ class Stepper:
                 continue
             w = self._watches.get(f"{name}:{i}")
             if w is not None:
-                w.values.append(_snapshot(v))
+                w.values.append(snapshot(v))
                 if w.condition is not None and self._hit is None and w.condition(w.values[-1]):
                     self._hit = Stop("watch", name, f"stopped after '{name}': watch on {w.tensor} "
                                      f"({getattr(w.condition, '__name__', 'condition')}) holds")
@@ -215,14 +158,16 @@ class Stepper:
                     self._hit = Stop(
                         "nan_or_inf", name,
                         f"stopped after '{name}' ({node.op.type} on {node.ctx.device.name}): output "
-                        f"{name}:{i} has {nan} NaN and {inf} Inf of {np.size(_plain(v))} values; "
+                        f"{name}:{i} has {nan} NaN and {inf} Inf of {np.size(plain(v))} values; "
                         "its inputs had none",
                     )
 
     def _reads_nan_or_inf(self, name: str) -> bool:
         """Whether an input of op `name` (as last produced or fed) has a NaN or Inf: an
-        op that only passes one on is not where it came from."""
-        for t in self._node_of[name].op.inputs:
+        op that only passes one on is not where it came from.  A Recv's input is its
+        Send's."""
+        send = self._drive.send_of.get(name)
+        for t in self._node_of[send if send is not None else name].op.inputs:
             key = (t.op.name, t.value_index)
             b = self._bad.get(key)
             if b is None:
@@ -249,13 +194,13 @@ class Stepper:
         if name is None and op_type is None and when is None:
             raise ValueError("add_breakpoint needs a name, an op_type or a when= predicate.")
         if name is not None:
-            name = _op_name(name)
+            name = op_name(name)
             if name.endswith("/"):
                 if not any(n.startswith(name) for n in self._node_of):
                     raise ValueError(f"No op of this step is in name scope '{name}'.")
             else:
                 self._require_op(name)
-        bp = _Breakpoint(self._next_bp_id, name, op_type, when)
+        bp = Breakpoint(self._next_bp_id, name, op_type, when)
         self._next_bp_id += 1
         self._breakpoints.append(bp)
         return bp.id
@@ -276,7 +221,7 @@ class Stepper:
     def watch(self, tensor: Any, condition: Callable[[Any], bool] | None = None) -> Watch:
         """Record every value `tensor` ("op:i", a Tensor) takes in this step; with
         `condition`, stop after the op that produced a value for which it is true."""
-        name = _tensor_name(tensor)
+        name = tensor_name(tensor)
         op, _, idx = name.rpartition(":")
         node = self._require_op(op)
         if int(idx) >= node.num_outputs:
@@ -285,7 +230,7 @@ class Stepper:
         if w is None or condition is not None:
             w = self._watches[name] = Watch(name, condition)
         if op in self._outputs and not w.values and self._outputs[op][int(idx)] is not DEAD:
-            w.values.append(_snapshot(self._outputs[op][int(idx)]))
+            w.values.append(snapshot(self._outputs[op][int(idx)]))
         return w
 
     @property
@@ -293,31 +238,34 @@ class Stepper:
         return dict(self._watches)
 
     # --- commands -------------------------------------------------------------------
-    def step(self, n: int = 1, *, op: Any = None) -> Stop:
+    def step(self, n: int = 1, *, op: Any = None, device: str | None = None) -> Stop:
         """Run the next `n` ops (stopping early at a breakpoint, a watch, an error or
-        the end), or, with `op`, run that ready op now.  Returns why it stopped."""
+        the end), or, with `op`, run that ready op now.  With `device` ("/cpu:1", or a
+        full device name), only that device's ops run: the command stops ("waiting")
+        when none of them is ready.  Returns why it stopped."""
+        dev = self._device(device) if device is not None else None
         if op is not None:
-            name = _op_name(op)
-            node = self._require_op(name)
-            if node.index not in (n.index for n in self._exec.ready_nodes()):
+            name = op_name(op)
+            self._require_op(name)
+            if name not in self.ready():
                 raise ValueError(f"Op '{name}' is not ready; ready: {', '.join(self.ready()) or 'none'}.")
-            return self._drive(1, target=node.index)
+            return self._advance(1, target=name)
         if n < 1:
             raise ValueError(f"step(n) needs n >= 1, got {n}.")
-        return self._drive(n)
+        return self._advance(n, device=dev)
 
     def continue_(self) -> Stop:
         """Run until a breakpoint, a watch, an error or the end of the step."""
-        return self._drive(None)
+        return self._advance(None)
 
     def run_to(self, op: Any) -> Stop:
         """Run until `op` (a name like "scope/op", an Operation or a Tensor) has run
         (or was found dead); breakpoints and watches met on the way stop earlier."""
-        name = _op_name(op)
+        name = op_name(op)
         self._require_op(name)
-        if name in self._outputs and not self._plan.has_control_flow:
+        if name in self._outputs and not self._has_control_flow:
             raise ValueError(f"Op '{name}' has already run in this step.")
-        return self._drive(None, until=name)
+        return self._advance(None, until=name)
 
     def result(self) -> Any:
         """Finish the step (ignoring breakpoints and watches) and return the fetched
@@ -328,7 +276,7 @@ class Stepper:
           CancelledError after `abort()`.
         """
         if self._status == "running":
-            self._drive(None, ignore_stops=True)
+            self._advance(None, ignore_stops=True)
         if self._status == "aborted":
             raise errors.CancelledError(None, None, "The step was aborted by the Stepper.")
         if self._error is not None:
@@ -339,20 +287,16 @@ class Stepper:
         """Cancel the step: blocked ops give up and variable writes are undone."""
         if self._status != "running":
             return
-        ex = self._exec
-        cm = ex.step.get_cancellation()
-        cm.deregister(ex._cancel_token)
-        cm.cancel(errors.CancelledError(None, None, "The step was aborted by the Stepper."))
-        ex.step.rollback()
+        self._drive.abort(errors.CancelledError(None, None, "The step was aborted by the Stepper."))
         self._status = "aborted"
         self.stop = Stop("aborted", None, f"aborted after {len(self._ran)} ops; variable writes undone")
 
     # --- the loop -------------------------------------------------------------------
-    def _drive(self, n: int | None, target: int | None = None, until: str | None = None,
-               ignore_stops: bool = False) -> Stop:
+    def _advance(self, n: int | None, target: str | None = None, until: str | None = None,
+               ignore_stops: bool = False, device: str | None = None) -> Stop:
         if self._status != "running":
             return self.stop
-        ex = self._exec
+        drive = self._drive
         ran = 0
         token = enter_quiet()
         try:
@@ -361,29 +305,29 @@ class Stepper:
                     last = self._ran[-1] if self._ran else None
                     self.stop = Stop("step", last, f"stepped {ran} op{'s' if ran != 1 else ''}; last: '{last}'")
                     break
-                if ex.ready:
-                    # The head of the ready queue (a node index, or with loop frames a
-                    # node in some iteration: the public view is ready_nodes()).
-                    head = ex.ready[0]
-                    idx = target if target is not None else (
-                        head if type(head) is int else ex.ready_nodes()[0].index)
-                    if self._breakpoints and not ignore_stops and idx != self._skip_break and target is None:
-                        bp = self._breakpoint_for(idx)
+                pick = self._next(target, device)
+                if pick is not None:
+                    k, node = pick
+                    name = node.op.name
+                    if self._breakpoints and not ignore_stops and name != self._skip_break and target is None:
+                        bp = self._breakpoint_for(node.op)
                         if bp is not None:
-                            self._skip_break = idx
-                            node = self._plan.nodes[idx]
-                            self.stop = Stop("breakpoint", node.op.name,
-                                             f"stopped before '{node.op.name}' ({node.op.type}): breakpoint {bp}")
+                            self._skip_break = name
+                            self.stop = Stop("breakpoint", name,
+                                             f"stopped before '{name}' ({node.op.type}): breakpoint {bp}")
                             break
                     self._skip_break = None
-                    ex.run_one(idx)  # an asynchronous op may complete later, in wait_one
+                    drive.run(k, node)  # an asynchronous op may complete later (pump)
                     target = None
                     ran += 1
-                elif ex.outstanding:
+                elif drive.outstanding:
                     done_before = len(self._ran)
-                    ex.wait_one()
+                    drive.pump(block=True)
                     ran += len(self._ran) - done_before
-                if ex.error is not None or (not ex.ready and not ex.outstanding):
+                elif device is not None and not drive.done:
+                    self.stop = self._waiting_stop(device)
+                    break
+                if drive.done:
                     self._check_end()
                     break
                 if self._hit is not None:
@@ -398,27 +342,68 @@ class Stepper:
             exit_quiet(token)
         return self.stop
 
-    def _breakpoint_for(self, idx: int) -> _Breakpoint | None:
-        op = self._plan.nodes[idx].op
+    def _next(self, target: str | None, device: str | None) -> tuple[int, Any] | None:
+        """(execution, op) to run next: `target`, or the head of a device's ready ops
+        (`device`'s, or the devices in turn), or None when nothing may run now."""
+        runnable = self._drive.runnable()
+        if target is not None:
+            return next((kn for kn in runnable if kn[1].op.name == target), None)
+        if device is not None:
+            return next((kn for kn in runnable if kn[1].ctx.device.name == device), None)
+        if not runnable:
+            return None
+        devices = self._drive.devices
+        if len(devices) > 1:
+            heads: dict[str, tuple[int, Any]] = {}
+            for kn in runnable:
+                heads.setdefault(kn[1].ctx.device.name, kn)
+            for i in range(len(devices)):
+                d = devices[(self._turn + i) % len(devices)]
+                if d in heads:
+                    self._turn = (self._turn + i + 1) % len(devices)
+                    return heads[d]
+        return runnable[0]
+
+    def _waiting_stop(self, device: str) -> Stop:
+        waits = [r for r in self._drive.waiting() if r.ctx.device.name == device]
+        if waits:
+            sends = self._drive.send_of
+            why = "; ".join(f"'{r.op.name}' waits for '{sends[r.op.name]}' on "
+                            f"{_short(self._node_of[sends[r.op.name]].ctx.device.name)}" for r in waits[:3])
+            return Stop("waiting", None, f"no op of {_short(device)} is ready: {why}")
+        return Stop("waiting", None, f"no op of {_short(device)} is ready: its ops ran or wait for other devices")
+
+    def _device(self, spec: str) -> str:
+        """The full name of the step's device `spec` names ("/cpu:1", "CPU:1", ...)."""
+        devices = self._drive.devices
+        if spec in devices:
+            return spec
+        tail = spec.strip("/").lower().replace("device:", "")
+        for d in devices:
+            if d.lower().endswith("/device:" + tail) or d.lower().endswith("/" + tail):
+                return d
+        raise ValueError(f"No op of this step runs on '{spec}'; devices: {', '.join(devices)}.")
+
+    def _breakpoint_for(self, op: Any) -> Breakpoint | None:
         for bp in self._breakpoints:
             if bp.matches(op):
                 return bp
         return None
 
     def _check_end(self) -> None:
-        ex = self._exec
-        if ex.error is None and (ex.ready or ex.outstanding):
+        drive = self._drive
+        if not drive.done:
             return
         hit, self._hit = self._hit, None
         try:
-            self._values = ex.finish()
+            self._values = drive.finish()
         except errors.OpError as e:
             self._error = e
             self._status = "failed"
-            self.stop = Stop("error", _error_op(e), f"failed: {type(e).__name__}: {e.message}")
+            self.stop = Stop("error", error_op(e), f"failed: {type(e).__name__}: {e.message}")
             return
         self._status = "finished"
-        msg = f"finished: all {len(self._plan.nodes)} ops ran"
+        msg = f"finished: all {len(self._node_of)} ops ran"
         if hit is not None:
             msg = f"{hit.message}; the step has finished"
         self.stop = Stop("finished" if hit is None else hit.kind, hit.op if hit else None, msg)
@@ -433,9 +418,35 @@ class Stepper:
     def finished(self) -> bool:
         return self._status != "running"
 
-    def ready(self) -> list[str]:
-        """Names of the ops in the ready queue, the next to run first."""
-        return [n.op.name for n in self._exec.ready_nodes()]
+    def ready(self, device: str | None = None) -> list[str]:
+        """Names of the ops that may run now (`device`'s only, when given), per device
+        the next to run first; a Recv whose Send has not run is not among them."""
+        dev = self._device(device) if device is not None else None
+        return [n.op.name for _, n in self._drive.runnable() if dev is None or n.ctx.device.name == dev]
+
+    def ready_by_device(self) -> dict[str, list[str]]:
+        """Per device of the step (full names), its ops that may run now."""
+        out: dict[str, list[str]] = {d: [] for d in self._drive.devices}
+        for _, n in self._drive.runnable():
+            out[n.ctx.device.name].append(n.op.name)
+        return out
+
+    def waiting(self) -> dict[str, str]:
+        """Recv -> its Send, for the Recvs that wait for a Send that has not run."""
+        return {n.op.name: self._drive.send_of[n.op.name] for n in self._drive.waiting()}
+
+    def devices(self) -> list[str]:
+        """The devices the step's ops run on (full names)."""
+        return list(self._drive.devices)
+
+    @property
+    def partitioned(self) -> bool:
+        """Whether the step is stepped partition by partition (with Send/Recv ops)."""
+        return self._drive.partitioned
+
+    def device_of(self, op: Any) -> str:
+        """The device op `op` runs on in this step."""
+        return str(self._require_op(op_name(op)).ctx.device.name)
 
     def ran(self) -> list[str]:
         """Names of the ops that ran (or were found dead), in order."""
@@ -462,9 +473,9 @@ class Stepper:
         Raises:
           ValueError: the op is not part of this step or has not run yet.
         """
-        name = _tensor_name(tensor)
+        name = tensor_name(tensor)
         if name in self._fed:
-            return _snapshot(self._fed[name])
+            return snapshot(self._fed[name])
         op, _, idx = name.rpartition(":")
         node = self._require_op(op)
         i = int(idx)
@@ -475,7 +486,7 @@ class Stepper:
                 f"'{op}' has not run yet; ready: {', '.join(self.ready()[:5]) or 'none'} "
                 f"({len(self._ran)} of {len(self._node_of)} ops ran)."
             )
-        return _snapshot(self._outputs[op][i])
+        return snapshot(self._outputs[op][i])
 
     def _require_op(self, name: str) -> Any:
         node = self._node_of.get(name)
@@ -493,7 +504,7 @@ class Stepper:
     # --- display --------------------------------------------------------------------
     def __repr__(self) -> str:
         total = len(self._node_of)
-        if self._plan.has_control_flow and len(self._ran) > len(set(self._ran)):
+        if self._has_control_flow and len(self._ran) > len(set(self._ran)):
             done = f"{len(self._ran)} op executions ({len(set(self._ran))} of {total} ops)"
         else:
             done = f"{len(self._ran)} of {total} ops run"
@@ -505,10 +516,18 @@ class Stepper:
             last = self._ran[-5:]
             more = f"... ({len(self._ran) - 5} more) " if len(self._ran) > 5 else ""
             lines.append("  last run: " + more + ", ".join(f"{n} ({self._node_of[n].op.type})" for n in last))
-        ready = self.ready()
-        if ready:
-            shown = ", ".join(f"{n} ({self._node_of[n].op.type})" for n in ready[:6])
-            lines.append(f"  ready ({len(ready)}): {shown}{', ...' if len(ready) > 6 else ''}")
+        if len(self._drive.devices) > 1:
+            for dev, ready in self.ready_by_device().items():
+                lines.append(f"  ready on {_short(dev)} ({len(ready)}): " + (_listed(ready, self._node_of) or "-"))
+            waiting = self.waiting()
+            if waiting:
+                lines.append(f"  waiting ({len(waiting)}): "
+                             + ", ".join(f"{r} for {s}" for r, s in list(waiting.items())[:4])
+                             + (", ..." if len(waiting) > 4 else ""))
+        else:
+            ready = self.ready()
+            if ready:
+                lines.append(f"  ready ({len(ready)}): {_listed(ready, self._node_of)}")
         dead = self.dead()
         if dead:
             lines.append(f"  dead ({len(dead)}): {', '.join(dead[:6])}{', ...' if len(dead) > 6 else ''}")
@@ -524,9 +543,9 @@ class Stepper:
         """The step's ops colored by device, outlined by state (flowlab.viz)."""
         from flowlab.viz.model import from_ops
 
-        placement = self._plan.placement
-        ops = [n.op for n in self._plan.nodes]
-        pic = from_ops(ops, placement.device_of if placement is not None else None,
+        nodes = list(self._node_of.values())
+        ops = [n.op for n in nodes]
+        pic = from_ops(ops, {n.op.name: n.ctx.device.name for n in nodes},
                        title=f"step: {len(self._ran)} of {len(ops)} ops run")
         done = set(self._ran)
         dead = set(self._dead)
@@ -537,7 +556,8 @@ class Stepper:
             elif n.name in done:
                 n.state = "done"
         for i, name in enumerate(ready):
-            pic.by_name[name].state = "next" if i == 0 else "ready"
+            if name in pic.by_name:
+                pic.by_name[name].state = "next" if i == 0 else "ready"
         if self.stop.op is not None and self.stop.op in pic.by_name:
             pic.by_name[self.stop.op].state = "error" if self.stop.kind == "error" else "stopped"
         return pic
@@ -546,49 +566,11 @@ class Stepper:
         return {"text/plain": repr(self)}
 
 
-def _snapshot(v: Any) -> Any:
-    """A value as the user sees it: a variable's current array; arrays copied so that
-    editing them cannot change the step."""
-    if isinstance(v, VariableState):
-        v = v.value
-    if isinstance(v, np.ndarray):
-        return v.copy()
-    return v
+def _short(device: str) -> str:
+    """"CPU:1" of "/job:localhost/replica:0/task:0/device:CPU:1"."""
+    return device.rsplit("/device:", 1)[-1]
 
 
-def _plain(v: Any) -> Any:
-    return v.value if isinstance(v, VariableState) else v
-
-
-def _op_name(x: Any) -> str:
-    """An op's name from a name, an Operation, a Tensor or a Variable."""
-    if isinstance(x, str):
-        return x
-    op = getattr(x, "op", None)
-    return str(op.name if op is not None else x.name)
-
-
-def _tensor_name(x: Any) -> str:
-    """"op:i" from "op:i", "op" (output 0), a Tensor or a Variable."""
-    name = x if isinstance(x, str) else str(x.name)
-    _, sep, idx = name.rpartition(":")
-    return name if sep and idx.isdigit() else f"{name}:0"
-
-
-def _fed_values(graph: Any, feed_dict: Any) -> dict[str, Any]:
-    """Fed tensor name -> the value as fed (in the tensor's dtype)."""
-    out: dict[str, Any] = {}
-    for key, value in (feed_dict or {}).items():
-        if hasattr(key, "_feed_parts"):
-            pairs = list(zip(key._feed_parts(), key._split_feed_value(value)))
-        else:
-            pairs = [(graph.as_graph_element(key, allow_tensor=True, allow_operation=False), value)]
-        for t, v in pairs:
-            dt = t.dtype.base_dtype
-            out[t.name] = np.asarray(v, dtype=object if dt.name == "string" else dt.as_numpy_dtype)
-    return out
-
-
-def _error_op(e: errors.OpError) -> str | None:
-    op = getattr(e, "op", None)
-    return getattr(op, "name", None)
+def _listed(names: list[str], node_of: dict[str, Any], most: int = 6) -> str:
+    shown = ", ".join(f"{n} ({node_of[n].op.type})" for n in names[:most])
+    return shown + (", ..." if len(names) > most else "")
