@@ -28,7 +28,9 @@ TensorArrays key their state by it.
 
 Rules: kernels never modify their inputs in place (values are shared between
 consumers and with variables), and raise `flowlab.errors` classes for bad input.
-Placement reads `supported_device_types(op_type)` to know where an op can run.
+Placement reads `supported_device_types(op_type)` to know where an op can run;
+`host_memory_indices(kdef, op)` turns a kernel's `host_memory` argument names into
+input and output positions (flowlab.runtime.memory_types).
 """
 
 from __future__ import annotations
@@ -123,6 +125,47 @@ def supported_device_types(op_type: str) -> list[str]:
 
 def registered_kernels() -> dict[tuple[str, str], KernelDef]:
     return dict(_KERNELS)
+
+
+def host_memory_indices(kdef: KernelDef, op: Any) -> tuple[frozenset[int], frozenset[int]]:
+    """The positions among `op`'s data inputs and among its outputs of the arguments
+    `kdef` keeps in host memory (`host_memory` names arguments; a list argument
+    covers all its positions).  Unknown names are ignored."""
+    names = kdef.host_memory
+    od = getattr(op, "op_def", None)
+    if not names or od is None:
+        return frozenset(), frozenset()
+    key = (kdef.op_type, kdef.device_type, _arity(op, od.inputs), _arity(op, od.outputs))
+    hit = _HOST_INDICES.get(key)
+    if hit is None:
+        hit = _HOST_INDICES[key] = (_positions(op, od.inputs, names), _positions(op, od.outputs, names))
+    return hit
+
+
+_HOST_INDICES: dict[tuple[Any, ...], tuple[frozenset[int], frozenset[int]]] = {}
+
+
+def _arg_len(op: Any, arg: Any) -> int:
+    if arg.number_attr is not None:
+        return int(op._attrs[arg.number_attr])
+    if arg.type_list_attr is not None:
+        return len(op._attrs[arg.type_list_attr])
+    return 1
+
+
+def _arity(op: Any, args: Any) -> tuple[int, ...]:
+    return tuple(_arg_len(op, a) for a in args)
+
+
+def _positions(op: Any, args: Any, names: tuple[str, ...]) -> frozenset[int]:
+    out: set[int] = set()
+    i = 0
+    for a in args:
+        n = _arg_len(op, a)
+        if a.name in names:
+            out.update(range(i, i + n))
+        i += n
+    return frozenset(out)
 
 
 def frame_of(step: Any) -> tuple[str, int]:

@@ -5,7 +5,9 @@ A `GpuDevice` is a `Device` whose array module is `cupy`: kernels registered for
 device they compute with CuPy arrays in device memory.  The host boundary is explicit:
 `to_host` is `cupy.asnumpy` (a device-to-host copy, counted), `from_host` is
 `cupy.asarray` (a host-to-device copy, counted).  `_Send`/`_Recv` between a CPU and a
-GPU device transfer through these two.
+GPU device transfer through these two; `_HostSend`/`_HostRecv` carry tensors that stay
+in host memory on the GPU (shapes, indices: see flowlab.runtime.memory_types) and copy
+nothing.
 
 CuPy is optional (the `gpu` extra in pyproject) and imported lazily: importing
 flowlab never imports cupy, and `gpu_devices()` returns [] when cupy is missing, fails
@@ -155,7 +157,26 @@ def _gpu_recv(ctx: Any, step: Any, done: Any) -> None:
     step_rendezvous(step).recv(_key(ctx.attrs, step), arrived)
 
 
-for _op in ("_Send", "_HostSend"):
-    kernel(_op, devices=GPU, step=True)(_gpu_send)
-for _op in ("_Recv", "_HostRecv"):
-    kernel(_op, devices=GPU, asynchronous=True)(_gpu_recv)
+def _gpu_host_recv(ctx: Any, step: Any, done: Any) -> None:
+    """`_HostRecv` on a GPU: the tensor stays in host memory (a shape, an index), so
+    nothing is copied in; a device array that arrives is moved to the host."""
+    device = ctx.device
+
+    def arrived(value: Any, error: BaseException | None) -> None:
+        if error is not None:
+            done(error=error)
+            return
+        if value is not DEAD:
+            value = device.to_host(value)
+            device.note_transfer(int(getattr(value, "nbytes", 0)), 0)
+        done(value)
+
+    step_rendezvous(step).recv(_key(ctx.attrs, step), arrived)
+
+
+kernel("_Send", devices=GPU, step=True)(_gpu_send)
+kernel("_Recv", devices=GPU, asynchronous=True)(_gpu_recv)
+# The host-memory pair: the runtime hands `_HostSend` a host value (its input is
+# declared host memory) and `_HostRecv`'s output stays on the host.
+kernel("_HostSend", devices=GPU, step=True, host_memory=("tensor",))(_send)
+kernel("_HostRecv", devices=GPU, asynchronous=True, host_memory=("tensor",))(_gpu_host_recv)

@@ -41,6 +41,7 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.kernels.registry import KernelDef, find_kernel
 from flowlab.runtime.device import Device
 from flowlab.runtime.fp_errors import enter_quiet, exit_quiet
+from flowlab.runtime.memory_types import ensure_memory_types
 from flowlab.runtime.step import Step
 
 
@@ -257,10 +258,10 @@ def compile_plan(
         device = device_of[op.name]
         values = folded.get(op.name)
         if device.xp is not np and (values is not None or op.type == "Const"):
-            # A constant on an accelerator is copied there once, here, not per step.
+            # A constant on an accelerator: memory_types copies it there once (where
+            # its readers compute on the device), not per step.
             if values is None:
                 values = [const_value(op.get_attr("value"))]
-            values = [device.from_host(v) for v in values]
         kdef = find_kernel(op.type, device.device_type) if values is None else _constant_kernel(op, device, values)
         if optimization is not None and op.name in optimization.noops:
             kdef = optimization.noop_kernel(op, device.device_type)  # its outputs are unused
@@ -337,24 +338,11 @@ def compile_plan(
         has_control_flow=any(n.op.op_def is not None and n.op.op_def.is_control_flow for n in nodes),
         initial_pending=tuple(len(n.deps) for n in nodes),
     )
-    plan.feed_to_device = _feed_transfers(nodes, feed_slots)
+    # Host and device memories agree on every edge (no-op for CPU-only plans).
+    plan.feed_to_device = ensure_memory_types(nodes, feed_slots, _constant_kernel)
     if straight_line and n_async <= 1 and not plan.has_control_flow:
         generate_straight_line(plan)
     return plan
-
-
-def _feed_transfers(nodes: list[PlanNode], feed_slots: list[int]) -> list[Any] | None:
-    """Where a fed value is read on an accelerator (GPU), the step copies it there
-    once, before any op runs (TensorFlow's feeds also arrive in host memory)."""
-    reader: dict[int, Device] = {}
-    for node in nodes:
-        for slot, _ in node.inputs:
-            reader.setdefault(slot, node.ctx.device)
-    moves = [
-        dev.from_host if (dev := reader.get(slot)) is not None and dev.xp is not np else None
-        for slot in feed_slots
-    ]
-    return moves if any(m is not None for m in moves) else None
 
 
 def own_inputs(op: Operation) -> list[Tensor]:

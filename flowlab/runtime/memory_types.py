@@ -1,0 +1,223 @@
+"""Memory types: which values of a compiled step live in host memory on an accelerator
+(TensorFlow's `MemoryTypesForNode` and `EnsureMemoryTypes`).
+
+A kernel declares the inputs and outputs it keeps in host memory by argument name
+(`@kernel("Reshape", host_memory=("shape",))`): shapes, axes, indices, sizes, which
+the kernel reads on the host (TensorFlow registers its GPU kernels the same way,
+e.g. `HostMemory("shape")`, and Shape's output is in host memory).  Strings,
+resource and variant handles are always host values.  On a CPU every value is in
+host memory.
+
+`ensure_memory_types(nodes, feed_slots, make_constant_kernel)` runs when a plan with
+an accelerator op is compiled and makes every edge agree:
+
+* each value slot gets a memory: a kernel's output by the declarations above, a
+  feed in host memory unless a reader wants it on its device (then the step copies it
+  there once, before any op runs: `Plan.feed_to_device`), a constant (a `Const` or a
+  folded op on an accelerator) where its readers want it -- copied to the device once,
+  here, unless every reader wants it on the host;
+* an input whose value is in the other memory gets a conversion on the consumer's
+  side (the kernel function is wrapped): `to_host` before a host-memory input or a
+  CPU op, `from_host` before a device input.  Outputs a kernel declares host-memory
+  are moved to the host if the kernel produced a device array.
+
+Values coming out of control-flow ops (Switch, Merge, Enter, ...) may be either: their
+consumers convert whatever arrives (both conversions pass a value already in the
+right memory through).  Control-flow kernels themselves are never wrapped (the frame
+executor handles some of them inline), and an input taken by reference (the variable
+itself) is never converted.  Plans on CPU devices only are untouched: no wrapper, no
+cost.
+
+Where TensorFlow differs: its GPU kernels for int32 keep every int32 tensor in host
+memory; here int32 math runs on the device like any other dtype, so an int32 value
+crosses only where a kernel declares a host-memory argument.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from flowlab.graph import dtypes
+from flowlab.graph.tensor import Operation
+from flowlab.kernels.registry import DEAD, KernelDef, host_memory_indices
+from flowlab.runtime.device import Device
+
+# TensorFlow's DataTypeAlwaysOnHost.
+_HOST_DTYPES = frozenset({dtypes.string, dtypes.resource, dtypes.variant})
+
+
+def on_host(device: Device) -> bool:
+    """Whether `device` computes in host memory (a CPU)."""
+    return device.xp is np
+
+
+def memory_types(op: Operation, kdef: KernelDef | None, device: Device) -> tuple[list[bool], list[bool]]:
+    """Per data input and per output of `op` placed on `device`: True where the value is
+    in host memory."""
+    n_in, n_out = len(op._inputs), len(op._outputs)
+    if on_host(device):
+        return [True] * n_in, [True] * n_out
+    ins, outs = host_memory_indices(kdef, op) if kdef is not None else (frozenset(), frozenset())
+    in_host = [i in ins or t.dtype.base_dtype in _HOST_DTYPES for i, t in enumerate(op._inputs)]
+    out_host = [i in outs or t.dtype.base_dtype in _HOST_DTYPES for i, t in enumerate(op._outputs)]
+    return in_host, out_host
+
+
+def _is_control_flow(op: Operation) -> bool:
+    od = op.op_def
+    return od is not None and od.is_control_flow
+
+
+def to_host_any(value: Any) -> Any:
+    """A device array copied to the host; anything else as it is."""
+    if hasattr(value, "__cuda_array_interface__") and type(value) is not np.ndarray:
+        out = value.get()
+        return out[()] if getattr(out, "ndim", 1) == 0 else out
+    return value
+
+
+def _host_converter(device: Device | None) -> Callable[[Any], Any]:
+    """To host memory, counted on `device` when it is the accelerator that held it."""
+    if device is not None and not on_host(device):
+        return device.to_host
+    return to_host_any
+
+
+def _device_converter(device: Device) -> Callable[[Any], Any]:
+    """Host arrays and NumPy scalars into `device`'s memory; anything else (device
+    arrays, handles, DEAD) as it is."""
+    from_host = device.from_host
+
+    def to_device(value: Any) -> Any:
+        if isinstance(value, (np.ndarray, np.generic)) and value.dtype != object:
+            return from_host(value)
+        return value
+
+    return to_device
+
+
+def ensure_memory_types(
+    nodes: list[Any],
+    feed_slots: list[int],
+    make_constant_kernel: Callable[[Operation, Device, list[Any]], KernelDef],
+) -> list[Any] | None:
+    """Make the memories of `nodes` (a plan's PlanNodes, inputs resolved) agree; see the
+    module docstring.  Returns the plan's `feed_to_device` (None: no feed moves)."""
+    if all(on_host(n.ctx.device) for n in nodes):
+        return None
+    from flowlab.runtime.plan import input_ref_flags  # plan imports this module
+
+    types = [memory_types(n.op, n.kernel, n.ctx.device) for n in nodes]
+    takes_ref = [input_ref_flags(n.op) for n in nodes]
+    # Who reads each slot: (node, input index, wants host memory).
+    readers: dict[int, list[tuple[Any, int, bool]]] = {}
+    for n, (in_host, _), refs in zip(nodes, types, takes_ref):
+        for k, (slot, _read) in enumerate(n.inputs):
+            if not refs[k]:
+                readers.setdefault(slot, []).append((n, k, in_host[k]))
+
+    # Where each slot's value lives: (in host memory, the device holding it).
+    where: dict[int, tuple[bool, Device | None]] = {}
+    moves: list[Any] = []
+    for slot in feed_slots:
+        dev = next((n.ctx.device for n, _, host in readers.get(slot, ()) if not host), None)
+        moves.append(None if dev is None else _device_converter(dev))
+        where[slot] = (dev is None, dev)
+    unknown: set[int] = set()  # slots a control-flow op fills: either memory
+    for n, (_, out_host) in zip(nodes, types):
+        device = n.ctx.device
+        for j, slot in enumerate(n.outputs):
+            if slot < 0:
+                continue
+            if n.constants is not None and not on_host(device):
+                host = all(h for _, _, h in readers.get(slot, ())) if readers.get(slot) else True
+                where[slot] = (host, device)
+            else:
+                where[slot] = (out_host[j], device)
+            if _is_control_flow(n.op):
+                unknown.add(slot)
+        if n.constants is not None and not on_host(device):
+            # A constant on an accelerator: copied to the device once, here, for the
+            # outputs whose readers compute there.
+            values = [
+                v if slot < 0 or where[slot][0] else device.from_host(v)
+                for v, slot in zip(n.constants, n.outputs)
+            ]
+            n.constants = values
+            n.kernel = make_constant_kernel(n.op, device, values)
+
+    for n, (in_host, _), refs in zip(nodes, types, takes_ref):
+        if _is_control_flow(n.op) or n.constants is not None:
+            continue
+        device = n.ctx.device
+        convert: list[tuple[int, Callable[[Any], Any]]] = []
+        for k, (slot, read) in enumerate(n.inputs):
+            if refs[k]:
+                continue
+            have_host, holder = where.get(slot, (True, None))
+            if read and holder is not None:  # a variable's array lives on its device
+                have_host = on_host(holder)
+            if slot in unknown or have_host != in_host[k]:
+                convert.append((k, _host_converter(holder) if in_host[k] else _device_converter(device)))
+        out_convert: list[int] = []
+        if not on_host(device):
+            _, declared = host_memory_indices(n.kernel, n.op)
+            out_convert = [j for j in sorted(declared) if j < len(n.outputs) and n.outputs[j] >= 0]
+        if convert or out_convert:
+            n.kernel = _converting_kernel(n.kernel, convert, out_convert, device, n.single_output)
+    return moves if any(m is not None for m in moves) else None
+
+
+def _converting_kernel(
+    kdef: KernelDef, convert: list[tuple[int, Callable[[Any], Any]]], out_convert: list[int],
+    device: Device, single: bool,
+) -> KernelDef:
+    """`kdef` with its inputs converted before the call and its host-memory outputs
+    moved to the host after it."""
+    fn = kdef.fn
+    offset = 2 if kdef.asynchronous else (1 if kdef.needs_step else 0)
+    ins = tuple((offset + 1 + k, c) for k, c in convert)  # +1: the NodeContext
+    to_host = device.to_host
+
+    def outputs(r: Any) -> Any:
+        if single:
+            return to_host(r) if r is not DEAD else r
+        r = list(r)
+        for j in out_convert:
+            if j < len(r) and r[j] is not DEAD:
+                r[j] = to_host(r[j])
+        return r
+
+    if kdef.asynchronous:
+        def run_async(*args: Any) -> Any:
+            a = list(args)
+            for i, c in ins:
+                a[i] = c(a[i])
+            if out_convert:
+                done = a[2]
+
+                def converted_done(result: Any = None, error: BaseException | None = None) -> None:
+                    if error is not None:
+                        done(error=error)
+                    else:
+                        done(outputs(result))
+
+                a[2] = converted_done
+            return fn(*a)
+
+        return dataclasses.replace(kdef, fn=run_async)
+
+    def run(*args: Any) -> Any:
+        if ins:
+            a = list(args)
+            for i, c in ins:
+                a[i] = c(a[i])
+            args = tuple(a)
+        r = fn(*args)
+        return outputs(r) if out_convert else r
+
+    return dataclasses.replace(kdef, fn=run)

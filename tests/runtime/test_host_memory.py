@@ -1,0 +1,232 @@
+"""Host memory on an accelerator (flowlab.runtime.memory_types): shapes, axes and indices
+reach GPU kernels as host values, Shape's output is a host value, constants live where
+their readers want them, and values equal the CPU's.
+
+The GPU is the fake of tests/runtime/fake_gpu.py (its arrays are a distinct type, and
+its `xp` rejects host arrays as CuPy does); with `FLOWLAB_REAL_GPU=1` the same steps
+run on CuPy's GPU.  Spies replace a GPU kernel in the registry to see what it is given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+import numpy as np
+import pytest
+
+import flowlab as fl
+import flowlab.runtime.session as session_mod
+from flowlab.kernels import registry
+from flowlab.runtime import gpu
+from flowlab.runtime.device import local_devices
+from flowlab.runtime.memory_types import memory_types, to_host_any
+from flowlab.runtime.plan import compile_plan, run_straight_line
+from flowlab.runtime.prune import prune
+from flowlab.runtime.step import Step
+from tests.runtime.fake_gpu import fake_gpu_device
+
+REAL = os.environ.get("FLOWLAB_REAL_GPU") == "1"
+
+
+@pytest.fixture
+def devices(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Sessions made in the test get /cpu:0 and /gpu:0 (fake, or CuPy's with
+    FLOWLAB_REAL_GPU=1); the list fills with the devices made."""
+    made: list[Any] = []
+    if REAL:
+        if gpu.gpu_count() == 0:
+            pytest.skip("no CuPy GPU")
+        real = session_mod.local_devices
+
+        def devs_real(count: Any = None, job: str = "localhost", task: int = 0) -> list[Any]:
+            out = real({**(count or {}), "GPU": 1}, job, task)
+            made.extend(out)
+            return out
+
+        monkeypatch.setattr(session_mod, "local_devices", devs_real)
+        return made
+
+    def devs(count: Any = None, job: str = "localhost", task: int = 0) -> list[Any]:
+        out = [*local_devices({**(count or {}), "GPU": 0}, job, task), fake_gpu_device(0, job, task)]
+        made.extend(out)
+        return out
+
+    monkeypatch.setattr(session_mod, "local_devices", devs)
+    return made
+
+
+def _is_host(v: Any) -> bool:
+    return isinstance(v, (np.ndarray, np.generic)) and not hasattr(v, "__cuda_array_interface__")
+
+
+@pytest.fixture
+def spy(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`spy("Reshape")`: the GPU kernel of that op records, per call, whether each input
+    was a host value (a list of bools per call, in `spy.calls[op_type]`)."""
+    calls: dict[str, list[list[bool]]] = {}
+
+    def install(op_type: str) -> None:
+        kdef = registry.find_kernel(op_type, "GPU")
+        assert kdef is not None
+        offset = 2 if kdef.asynchronous else (1 if kdef.needs_step else 0)
+        fn = kdef.fn
+
+        def watched(ctx: Any, *args: Any) -> Any:
+            calls.setdefault(op_type, []).append([_is_host(a) for a in args[offset:]])
+            return fn(ctx, *args)
+
+        monkeypatch.setitem(registry._KERNELS, (op_type, "GPU"), dataclasses.replace(kdef, fn=watched))
+
+    install.calls = calls  # type: ignore[attr-defined]
+    return install
+
+
+def _both(build: Any, feed: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    """Run `build(scope)` on /cpu:0 and on /gpu:0 in fresh graphs: (cpu, gpu) values."""
+    out = []
+    for scope in ("/cpu:0", "/gpu:0"):
+        g = fl.Graph()
+        with g.as_default():
+            fetches, feeds = build(scope)
+            with fl.Session(graph=g) as sess:
+                out.append(sess.run(fetches, {feeds[k]: v for k, v in (feed or {}).items()}))
+    return out[0], out[1]
+
+
+# --- declarations --------------------------------------------------------------------
+def test_memory_types_follow_the_kernel_declarations() -> None:
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.placeholder(fl.float32, [None, 3])
+        r = fl.reshape(x, fl.shape(x))
+        c = fl.concat([x, x], axis=1)
+    cpu, dev = local_devices({"CPU": 1})[0], fake_gpu_device()
+    k = registry.find_kernel("Reshape", "GPU")
+    assert memory_types(r.op, k, dev) == ([False, True], [False])
+    assert memory_types(r.op.inputs[1].op, registry.find_kernel("Shape", "GPU"), dev) == ([False], [True])
+    # ConcatV2's "values" is a list: the axis is its third input here.
+    assert memory_types(c.op, registry.find_kernel("ConcatV2", "GPU"), dev) == ([False, False, True], [False])
+    assert memory_types(r.op, k, cpu) == ([True, True], [True])  # a CPU is host memory
+
+
+# --- a step on the GPU ---------------------------------------------------------------
+def test_shape_input_from_a_gpu_op_reaches_reshape_on_the_host(devices: Any, spy: Any) -> None:
+    spy("Reshape")
+    spy("Shape")
+
+    def build(scope: str) -> Any:
+        x = fl.placeholder(fl.float32, [None, 6], name="x")
+        with fl.device(scope):
+            s = fl.shape(x)  # host int32 on the GPU
+            twice = s * fl.constant([2, 1], fl.int32) // fl.constant([1, 2], fl.int32)  # device int32
+            y = fl.reshape(x * 2.0, twice)
+        return [y, s], {"x": x}
+
+    X = np.arange(12, dtype=np.float32).reshape(2, 6)
+    (want_y, want_s), (got_y, got_s) = _both(build, {"x": X})
+    np.testing.assert_array_equal(got_y, want_y)
+    assert got_y.shape == (4, 3) and got_y.dtype == np.float32
+    np.testing.assert_array_equal(got_s, want_s)
+    assert type(got_s) is np.ndarray and got_s.dtype == np.int32
+    # Reshape got its tensor on the device and its shape on the host.
+    assert spy.calls["Reshape"] == [[False, True]]
+    assert spy.calls["Shape"] == [[False]]
+
+
+def test_axes_multiples_and_sizes_from_gpu_ops_are_host_values(devices: Any, spy: Any) -> None:
+    for op_type in ("Sum", "Slice", "ConcatV2", "Tile", "Fill", "ExpandDims", "Transpose"):
+        spy(op_type)
+
+    def build(scope: str) -> Any:
+        x = fl.placeholder(fl.float32, [None, 3], name="x")
+        with fl.device(scope):
+            # An int32 computed on the device from the data (nothing folds it).
+            one = fl.cast(fl.reduce_min(x) * 0.0 + 1.0, fl.int32)
+            s = fl.reduce_sum(x, axis=one)
+            sl = fl.slice(x, fl.stack([0, one]), fl.stack([2, one + 1]))
+            cat = fl.concat([x, x], axis=one)
+            tiled = fl.tile(x, fl.stack([one, one + 1]))
+            filled = fl.fill(fl.shape(x), fl.constant(7.0))
+            ex = fl.expand_dims(x, one)
+            tr = fl.transpose(x, fl.stack([one, one - 1]))
+        return [s, sl, cat, tiled, filled, ex, tr], {"x": x}
+
+    X = np.arange(6, dtype=np.float32).reshape(2, 3)
+    want, got = _both(build, {"x": X})
+    for w, v in zip(want, got):
+        np.testing.assert_array_equal(v, w)
+        assert type(v) is np.ndarray and v.dtype == w.dtype
+    assert spy.calls["Sum"] == [[False, True]]
+    assert spy.calls["Slice"] == [[False, True, True]]
+    assert spy.calls["ConcatV2"] == [[False, False, True]]
+    assert spy.calls["Tile"] == [[False, True]]
+    assert spy.calls["Fill"] == [[True, False]]  # dims on the host, the value on the device
+    assert spy.calls["ExpandDims"] == [[False, True]]
+    assert spy.calls["Transpose"] == [[False, True]]
+
+
+def test_constants_live_where_their_readers_want_them(devices: Any) -> None:
+    if REAL:
+        pytest.skip("counts the fake device's transfers")
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.placeholder(fl.float32, [None, 4], name="x")
+        with fl.device("/gpu:0"):
+            shape = fl.constant([2, 2], fl.int32, name="shape")  # read only as a shape
+            y = fl.reshape(x, shape) + fl.constant(1.0, name="one")  # 1.0: on the device
+    with fl.Session(graph=g) as sess:
+        X = np.arange(4, dtype=np.float32).reshape(1, 4)
+        got = sess.run(y, {x: X})
+        gpu_dev = next(d for d in devices if d.device_type == "GPU")
+        before = gpu_dev.memory_stats()["bytes_from_host"]
+        again = sess.run(y, {x: X})
+        moved = gpu_dev.memory_stats()["bytes_from_host"] - before
+    np.testing.assert_array_equal(got, X.reshape(2, 2) + 1.0)
+    np.testing.assert_array_equal(again, got)
+    assert moved == X.nbytes  # per step only the feed goes over; the shape never does
+
+
+def test_host_and_device_values_agree_inside_one_placed_plan(devices: Any) -> None:
+    """A plan spanning the CPU and the GPU without Send/Recv (a loop across devices,
+    or the Stepper): a CPU op reading a GPU value gets a host copy and the reverse."""
+    g = fl.Graph()
+    with g.as_default():
+        with fl.device("/gpu:0"):
+            a = fl.constant(np.arange(6, dtype=np.float32).reshape(2, 3), name="a")
+            b = fl.square(a, name="b")
+        with fl.device("/cpu:0"):
+            c = fl.reduce_sum(b, axis=1, name="c")
+            n = fl.size(b, name="n")
+        with fl.device("/gpu:0"):
+            d = fl.multiply(c, 2.0, name="d")
+            e = fl.cast(n, fl.float32, name="e")
+    with fl.Session(graph=g) as sess:
+        by_type = {dv.device_type: dv for dv in sess.devices}
+        ops = prune([d, e], [], [])
+        device_of = {op.name: by_type["CPU" if op.name in ("c", "n", "c/reduction_indices") else "GPU"]
+                     for op in ops}
+        plan = compile_plan(ops, device_of, [], [d, e], g.version)
+        got_d, got_e = run_straight_line(plan, Step(sess), [])
+    np.testing.assert_array_equal(got_d, 2 * (np.arange(6, dtype=np.float32).reshape(2, 3) ** 2).sum(1))
+    assert got_e == np.float32(6)
+
+
+def test_cpu_only_plans_are_untouched() -> None:
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.placeholder(fl.float32, [None, 3])
+        y = fl.reshape(x, fl.shape(x))
+    with fl.Session(graph=g) as sess:
+        plan = sess._plan_of(y, {x: 0})
+        assert plan.feed_to_device is None
+        assert all(n.kernel is registry.find_kernel(n.op.type, "CPU") for n in plan.nodes)
+
+
+def test_to_host_any_passes_host_values_through() -> None:
+    d = fake_gpu_device()
+    v = np.arange(3)
+    assert to_host_any(v) is v and to_host_any(np.int32(2)) == 2
+    back = to_host_any(d.from_host(v))
+    assert type(back) is np.ndarray and back.tolist() == [0, 1, 2]
