@@ -48,6 +48,7 @@ from flowlab.ops import losses  # kernels: importing registers every kernel
 from flowlab.ops.array_ops import *  # noqa: F401,F403
 from flowlab.ops.builder import convert_to_tensor, register_tensor_conversion_function
 from flowlab.ops.check_ops import *  # noqa: F401,F403 - Assert, Print, check_numerics, assert_*
+from flowlab.ops.clip_ops import *  # noqa: F401,F403 - norm, clip_by_norm, clip_by_global_norm, ...
 from flowlab.ops.cond import *  # noqa: F401,F403
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import *  # noqa: F401,F403
@@ -61,6 +62,7 @@ from flowlab.ops.init_ops import *  # noqa: F401,F403
 from flowlab.ops.io_ops import *
 from flowlab.ops.math_ops import *  # noqa: F401,F403
 from flowlab.ops.random_ops import *  # noqa: F401,F403
+from flowlab.ops.segment_ops import *  # noqa: F401,F403 - segment_sum, unsorted_segment_sum, ...
 from flowlab.ops.sequence_ops import *  # noqa: F401,F403 - reverse_sequence
 from flowlab.ops.state_ops import *  # noqa: F401,F403
 from flowlab.ops.variable_scope import *  # noqa: F401,F403
@@ -142,8 +144,9 @@ def _namespace(name: str, *modules: _types.ModuleType, extra: dict | None = None
 
 # `tf.math.log`, `tf.math.equal`, ...: the math builders under TensorFlow's namespace.
 from flowlab.ops import math_ops as _math_ops  # noqa: E402
+from flowlab.ops import segment_ops as _segment_ops  # noqa: E402
 
-math = _namespace("math", _math_ops, extra={"softmax": nn.softmax, "log_softmax": nn.log_softmax})
+math = _namespace("math", _math_ops, _segment_ops, extra={"softmax": nn.softmax, "log_softmax": nn.log_softmax})
 
 from flowlab.ops import data_flow_ops as _data_flow_ops  # noqa: E402
 from flowlab.ops import io_ops as _io_ops  # noqa: E402
