@@ -43,7 +43,7 @@ import numpy as np
 
 from flowlab.graph import dtypes
 from flowlab.graph.tensor import Operation
-from flowlab.kernels.registry import DEAD, KernelDef, host_memory_indices
+from flowlab.kernels.registry import DEAD, KernelDef, find_kernel, host_memory_indices
 from flowlab.runtime.device import Device
 
 # TensorFlow's DataTypeAlwaysOnHost.
@@ -221,3 +221,33 @@ def _converting_kernel(
         return outputs(r) if out_convert else r
 
     return dataclasses.replace(kdef, fn=run)
+
+
+# --- cross-device edges ----------------------------------------------------------------
+def _declared_host(op: Operation, device: Device, index: int, output: bool) -> bool:
+    """Whether the kernel of `op` on `device`'s type declares argument `index` (an output
+    when `output`) host memory, or its dtype always lives on the host."""
+    t = op._outputs[index] if output else op._inputs[index]
+    if t.dtype.base_dtype in _HOST_DTYPES:
+        return True
+    kdef = find_kernel(op.type, device.device_type)
+    if kdef is None:
+        return False
+    ins, outs = host_memory_indices(kdef, op)
+    return index in (outs if output else ins)
+
+
+def send_recv_types(
+    producer: Operation, output: int, src: Device, consumer: Operation, input_index: int, dst: Device,
+) -> tuple[str, str]:
+    """The op types of the pair carrying `producer:output` (on `src`) to input
+    `input_index` of `consumer` (on `dst`), by TensorFlow's rule (graph_partition.cc):
+    `_HostSend` when the sender's output is declared host memory, `_HostRecv` when the
+    receiver's input is -- on any device type, as TensorFlow's CPU kernels declare
+    them too (a Shape feeding a Reshape's shape on another CPU crosses as
+    `_HostSend`/`_HostRecv`; a float tensor as `_Send`/`_Recv`).  A receiver that
+    wants host memory and one that does not need separate Recvs (TensorFlow keys its
+    Recvs by (tensor, device, host memory))."""
+    host_send = _declared_host(producer, src, output, output=True)
+    host_recv = _declared_host(consumer, dst, input_index, output=False)
+    return ("_HostSend" if host_send else "_Send", "_HostRecv" if host_recv else "_Recv")

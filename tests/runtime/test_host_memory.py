@@ -230,3 +230,58 @@ def test_to_host_any_passes_host_values_through() -> None:
     assert to_host_any(v) is v and to_host_any(np.int32(2)) == 2
     back = to_host_any(d.from_host(v))
     assert type(back) is np.ndarray and back.tolist() == [0, 1, 2]
+
+
+# --- which pair crosses devices ------------------------------------------------------------
+def _cross_edges(tf: Any) -> tuple[list[Any], dict[str, Any]]:
+    with tf.device("/cpu:0"):
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        s64 = tf.shape(x, out_type=tf.int64, name="s64")
+        s32 = tf.shape(x, name="s32")
+        n = tf.placeholder(tf.int32, [], name="n")
+        a = tf.add(n, 1, name="a")
+        b = tf.cast(n, tf.bool, name="b")
+    with tf.device("/cpu:1"):
+        y = tf.reshape(x, s64, name="y")
+        y2 = tf.reshape(x, s32, name="y2")
+        z = tf.add(a, 2, name="z")
+        q = tf.logical_not(b, name="q")
+        f = tf.fill(s32, 1.5, name="f")
+    return [y, y2, z, q, f], {x: np.ones((1, 3), np.float32), n: 3}
+
+
+def test_send_recv_types_follow_tensorflows_partitions(tf1: Any) -> None:
+    """TensorFlow's partition graphs (two CPUs): `_HostSend`/`_HostRecv` exactly where
+    the sender's output / the receiver's input is declared host memory."""
+    from flowlab.runtime.memory_types import send_recv_types
+
+    g = tf1.Graph()
+    with g.as_default():
+        fetches, feed = _cross_edges(tf1)
+        md = tf1.RunMetadata()
+        with tf1.Session(config=tf1.ConfigProto(device_count={"CPU": 2})) as s:
+            s.run(fetches, feed, options=tf1.RunOptions(output_partition_graphs=True), run_metadata=md)
+    nodes = [nd for gd in md.partition_graphs for nd in gd.node]
+    send_of = {nd.input[0].split(":")[0]: nd.op for nd in nodes if nd.op in ("_Send", "_HostSend")}
+    recv_into = {nd.name: nd.op for nd in nodes if nd.op in ("_Recv", "_HostRecv")}
+    # consumer op name -> {input index: recv type}
+    tf_recv: dict[tuple[str, int], str] = {}
+    for nd in nodes:
+        for k, inp in enumerate(nd.input):
+            if inp.split(":")[0] in recv_into:
+                tf_recv[(nd.name, k)] = recv_into[inp.split(":")[0]]
+
+    with fl.Graph().as_default() as fg:
+        _cross_edges(fl)
+        cpus = local_devices({"CPU": 2})
+        dev = {op.name: cpus[1 if op.device.endswith("CPU:1") else 0] for op in fg.get_operations()}
+        checked = 0
+        for op in fg.get_operations():
+            for k, t in enumerate(op.inputs):
+                if dev[op.name] is dev[t.op.name] or t.op.name not in send_of:
+                    continue  # same device, or fed (TensorFlow sends an _Arg)
+                send, recv = send_recv_types(t.op, t.value_index, dev[t.op.name], op, k, dev[op.name])
+                assert send == send_of[t.op.name], (t.name, op.name)
+                assert recv == tf_recv[(op.name, k)], (t.name, op.name, k)
+                checked += 1
+    assert checked >= 5
