@@ -61,6 +61,9 @@ def task_of(device: str) -> str:
 
 
 _ARRAYS = (np.ndarray, np.generic)
+# Types described by their own shape, dtype and nbytes (what most outputs are).
+_PLAIN = frozenset({np.ndarray, np.float32, np.float64, np.float16, np.int32, np.int64,
+                    np.int8, np.int16, np.uint8, np.bool_, np.complex64, np.complex128})
 
 
 def _describe(outs: Any) -> tuple[Any, ...]:
@@ -112,10 +115,11 @@ class StepStatsCollector:
 
         def take_records(rec: Any) -> None:
             # A whole straight-line step (executor.StepRecords): only its outputs are
-            # described now (so that none is kept); events are made when read.
-            outs, start = rec.outputs, rec.out_start
-            append(("records", rec.step_id, rec,
-                    [_describe(outs[start[k]:start[k + 1]]) for k in range(rec.ran)]))
+            # described now (so that none is kept), flat; events are made when read.
+            append(("records", rec.step_id, rec, [
+                (o.shape, o.dtype, o.nbytes, False) if type(o) in _PLAIN else _describe((o,))[0]
+                for o in rec.outputs
+            ]))
 
         listen.take_records = take_records  # type: ignore[attr-defined]
         self.listen = listen
@@ -187,7 +191,7 @@ def _expand(events: list[tuple[Any, ...]]) -> Iterable[tuple[Any, ...]]:
             yield e
             continue
         _, step_id, rec, descs = e
-        times, thread = rec.times_ns, rec.thread
+        times, thread, start = rec.times_ns, rec.thread, rec.out_start
         for k in range(rec.ran + (rec.error is not None)):
             node = rec.nodes[k]
             op = node.op
@@ -195,7 +199,7 @@ def _expand(events: list[tuple[Any, ...]]) -> Iterable[tuple[Any, ...]]:
             yield ("op_start", step_id, name, op_type, device, times[k] / 1000.0, thread, "", 0, None, op)
             if k < rec.ran:
                 yield ("op_end", step_id, name, op_type, device, times[k + 1] / 1000.0, thread,
-                       "", 0, descs[k], op)
+                       "", 0, tuple(descs[start[k]:start[k + 1]]), op)
             else:
                 yield ("error", step_id, name, op_type, device, rec.error_ns / 1000.0, thread,
                        "", 0, _error_text(rec.error), op)
@@ -310,10 +314,7 @@ def session_resolver(session: Any, plan: Any = None) -> Resolver:
     state = {"plan": plan, "searched_cache": False}
 
     def add_plan(p: Any) -> None:
-        for n in getattr(p, "nodes", ()) or ():
-            table.setdefault(n.op.name, n.op)
-        for sub in getattr(p, "partitions", ()) or ():
-            add_plan(getattr(sub, "plan", sub))
+        _add_plan(table, p)
 
     def resolve(name: str) -> Any:
         if state["plan"] is not None:
@@ -332,3 +333,12 @@ def session_resolver(session: Any, plan: Any = None) -> Resolver:
         return op
 
     return resolve
+
+
+def _add_plan(table: dict[str, Any], p: Any) -> None:
+    """Every op of plan `p` (and of its partitions' plans) into `table` by name.  Not a
+    recursive closure: that would be a reference cycle per traced step."""
+    for n in getattr(p, "nodes", ()) or ():
+        table.setdefault(n.op.name, n.op)
+    for sub in getattr(p, "partitions", ()) or ():
+        _add_plan(table, getattr(sub, "plan", sub))
