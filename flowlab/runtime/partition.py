@@ -54,6 +54,13 @@ from flowlab.ops import sendrecv_ops
 from flowlab.ops.op_def import get_op_def
 from flowlab.runtime.device import Device, value_bytes
 from flowlab.runtime.executor import Execution, Listener, run_executions
+from flowlab.runtime.partition_control_flow import (
+    ControlLoops,
+    analyze_frames,
+    colocate_control_flow,
+    loop_spans_devices,
+    needs_unpartitioned,
+)
 from flowlab.runtime.plan import (
     Plan,
     compile_plan,
@@ -65,7 +72,7 @@ from flowlab.runtime.plan import (
 
 __all__ = [
     "SendRecvPair", "DevicePartition", "PartitionedGraph", "Partitions", "PartitionedPlan",
-    "partition", "compile_partitions", "run_partitioned", "loop_spans_devices",
+    "partition", "compile_partitions", "run_partitioned", "loop_spans_devices", "needs_unpartitioned",
 ]
 
 
@@ -187,6 +194,9 @@ class _Partitioner:
         self.taken = {op.name for op in ops}
         self.counter = 0
         self.sequence: list[Operation] = []
+        # Loops across devices (partition_control_flow): set by `partition`.
+        self.loops: ControlLoops | None = None
+        self.new_ops: dict[int, tuple[Device, str]] = {}  # id -> (device, frame) of ops made here
 
     def part(self, device: Device) -> DevicePartition:
         p = self.parts.get(device.name)
@@ -259,10 +269,12 @@ class _Partitioner:
                 return n, send, recv
 
     def transfer(
-        self, value: Tensor, src: Device, dst: Device, carried: str, dtype: dtypes.DType, consumer: str
+        self, value: Tensor, src: Device, dst: Device, carried: str, dtype: dtypes.DType, consumer: str,
+        frame: str = "",
     ) -> Operation:
         """A Send of `value` on `src` and its Recv on `dst` (for `consumer`, the first
-        op there that needs it); returns the Recv op."""
+        op there that needs it); returns the Recv op.  Inside loop `frame` the Recv
+        runs under the frame's control op on `dst`, once per iteration."""
         n, send_name, recv_name = self.fresh_names(value.op.name)
         base_name = carried.lstrip("^").rsplit(":", 1)[0]
         tensor_name = f"edge_{n}_{base_name}"
@@ -284,6 +296,9 @@ class _Partitioner:
         recv._outputs[0]._shape = value.shape
         self.add(self.part(src), send)
         self.add(self.part(dst), recv)
+        if frame and self.loops is not None:
+            self.loops.participate(frame, src)
+            recv._control_inputs = [self.loops.control_of(frame, dst)]
         key = sendrecv_kernels.make_key(src.name, src.incarnation, dst.name, tensor_name)
         shape = value.shape.as_tuple() if value.shape.ndims is not None else None
         self.pairs.append(SendRecvPair(
@@ -308,11 +323,32 @@ class _Partitioner:
                 f"'{consumer.name}' is on {dst.name} and '{t.op.name}' on {src.name}; placement "
                 "must colocate an op with the state it references.",
             )
+        return self.value_on(t, dst, consumer.name)
+
+    def value_on(self, t: Tensor, dst: Device, consumer: str, frame: str | None = None) -> Tensor:
+        """Tensor `t` (of the step, or made here) as available on `dst`: itself, or
+        the one Recv per (tensor, device) of it; `frame`: the frame `t` is in (by
+        default, its op's output frame)."""
         key = (id(t.op), t.value_index, dst.name)
         r = self.recv_of.get(key)
-        if r is None:
-            recv = self.transfer(produced, src, dst, t.name, t.dtype.base_dtype, consumer.name)
-            r = self.recv_of[key] = recv._outputs[0]
+        if r is not None:
+            return r
+        made = self.new_ops.get(id(t.op))
+        if made is None:
+            src = self.device_of[t.op.name]
+            self.clone(t.op)
+            produced = self.out_of[(id(t.op), t.value_index)]
+            if frame is None:
+                frame = self.loops.out_frame(t.op) if self.loops is not None else ""
+        else:
+            src, made_frame = made
+            produced = t
+            if frame is None:
+                frame = made_frame
+        if src is dst:
+            return produced
+        recv = self.transfer(produced, src, dst, t.name, t.dtype.base_dtype, consumer, frame)
+        r = self.recv_of[key] = recv._outputs[0]
         return r
 
     def control_input(self, consumer: Operation, c: Operation) -> Operation:
@@ -333,8 +369,9 @@ class _Partitioner:
             )
             dummy._outputs[0]._shape = TensorShape([])
             self.add(self.part(src), dummy)
+            frame = self.loops.out_frame(c) if self.loops is not None else ""
             r = self.ctrl_recv_of[key] = self.transfer(
-                dummy._outputs[0], src, dst, "^" + c.name, dtypes.float32, consumer.name
+                dummy._outputs[0], src, dst, "^" + c.name, dtypes.float32, consumer.name, frame
             )
         return r
 
@@ -360,11 +397,18 @@ def partition(
     Raises:
       InternalError: a reference or resource edge crosses devices.
     """
-    p = _Partitioner(ops, device_of, feeds, optimization)
     inputs_of = optimization.inputs_of if optimization is not None else own_inputs
+    frames = analyze_frames(ops, inputs_of)
+    if frames is not None:
+        device_of = colocate_control_flow(ops, device_of, inputs_of)
+    p = _Partitioner(ops, device_of, feeds, optimization)
+    if frames is not None:
+        p.loops = ControlLoops(p, frames, ops, inputs_of)
     for op in ops:
         c = p.clone(op)
         part = p.part(device_of[op.name])
+        if p.loops is not None:
+            p.loops.participate(p.loops.op_frame(op), part.device)
         ref_flags = input_ref_flags(op)
         c._inputs = [p.data_input(op, k, t, ref_flags[k]) for k, t in enumerate(inputs_of(op))]
         controls: list[Operation] = []
@@ -374,6 +418,8 @@ def partition(
                 controls.append(r)
         c._control_inputs = controls
         p.add(part, c)
+    if p.loops is not None:
+        p.loops.finish()
     fed_fetches: list[tuple[int, int]] = []
     all_fetches: list[Tensor] = []
     for i, t in enumerate(fetches):
@@ -398,49 +444,6 @@ def partition(
     return PartitionedGraph(
         parts, p.pairs, fed_fetches, len(fetches), p.sequence, list(feeds), all_fetches
     )
-
-
-def loop_spans_devices(ops: list[Operation], device_of: Mapping[str, Device], optimization: Any = None) -> bool:
-    """Whether a value inside a while loop crosses devices (or a loop's op takes one
-    from another device).  Such a step would need a control-loop skeleton on every
-    device the loop touches (the paper's section 3.4), which partitioning does not
-    build yet: the session then runs the step as one placed plan, without Send/Recv
-    (every op still runs on its device; in one process the values are the same).
-
-    Frames as the executor sees them: an Enter's outputs are in its child frame
-    (`frame_name`), an Exit's in the parent of the frame it runs in, any other op runs
-    in the frame of its first input (or control input) and its outputs stay there."""
-    if not any(op.type in _ENTER_TYPES for op in ops):
-        return False
-    inputs_of = optimization.inputs_of if optimization is not None else own_inputs
-    op_frame: dict[int, str] = {}
-    out_frame: dict[int, str] = {}
-    parent: dict[str, str] = {"": ""}
-    members = {id(op) for op in ops}
-    for op in ops:
-        sources = [t.op for t in inputs_of(op)] + list(op._control_inputs)
-        here = next((out_frame[id(o)] for o in sources if id(o) in out_frame), "")
-        op_frame[id(op)] = here
-        if op.type in _ENTER_TYPES:
-            child = op.get_attr("frame_name")
-            parent.setdefault(child, here)
-            out_frame[id(op)] = child
-        elif op.type in _EXIT_TYPES:
-            out_frame[id(op)] = parent.get(here, "")
-        else:
-            out_frame[id(op)] = here
-    for op in ops:
-        dst = device_of[op.name]
-        for src_op in [t.op for t in inputs_of(op)] + list(op._control_inputs):
-            if id(src_op) not in members or device_of[src_op.name] is dst:
-                continue
-            if out_frame[id(src_op)] or op_frame[id(op)]:
-                return True
-    return False
-
-
-_ENTER_TYPES = frozenset({"Enter", "RefEnter"})
-_EXIT_TYPES = frozenset({"Exit", "RefExit"})
 
 
 # --- compiled form and one step of it ------------------------------------------------------

@@ -38,7 +38,7 @@ from flowlab.runtime.partition import (
     PartitionedPlan,
     Partitions,
     compile_partitions,
-    loop_spans_devices,
+    needs_unpartitioned,
     partition,
     run_partitioned,
 )
@@ -487,11 +487,12 @@ class Session:
         version: int, opt: Optimization | None = None,
     ) -> Plan | PartitionedPlan:
         """A Plan when the step uses one device (keeping the straight-line and
-        make_callable fast paths), else one Plan per device joined by Send/Recv --
-        except for a while loop spanning devices, which runs as one placed Plan
-        (see `partition.loop_spans_devices`)."""
+        make_callable fast paths), else one Plan per device joined by Send/Recv (loops
+        across devices get control-loop skeletons) -- except for a hand-built loop
+        without a LoopCond spanning devices, which runs as one placed Plan (see
+        `partition.needs_unpartitioned`)."""
         used = {id(d) for d in placement.device_of.values()}
-        if len(used) <= 1 or loop_spans_devices(ops, placement.device_of, opt):
+        if len(used) <= 1 or needs_unpartitioned(ops, placement.device_of, opt):
             plan = compile_plan(ops, placement.device_of, feeds, fetches, version, optimization=opt)
             plan.placement = placement
             plan.optimization = opt
