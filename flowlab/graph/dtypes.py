@@ -134,21 +134,19 @@ class DType:
 
     @property
     def min(self) -> Any:
-        b = self._base
-        if b.is_floating:
-            return np.finfo(b._np).min
-        if b.is_integer:
-            return np.iinfo(b._np).min
-        raise TypeError(f"cannot find minimum value of {self.name}")
+        return self._limit("min")
 
     @property
     def max(self) -> Any:
+        return self._limit("max")
+
+    def _limit(self, end: str) -> Any:
         b = self._base
         if b.is_floating:
-            return np.finfo(b._np).max
+            return getattr(np.finfo(b._np), end)
         if b.is_integer:
-            return np.iinfo(b._np).max
-        raise TypeError(f"cannot find maximum value of {self.name}")
+            return getattr(np.iinfo(b._np), end)
+        raise TypeError(f"cannot find {end}imum value of {self.name}")
 
     def is_compatible_with(self, other: Any) -> builtins.bool:
         """Whether a value of type `other` may be used where `self` is expected:
