@@ -236,7 +236,7 @@ def in_top_k(ctx: Any, predictions: Any, targets: Any, k: Any) -> Any:
     return valid & finite & (better < int(k))
 
 
-@kernel("TopKV2")
+@kernel("TopKV2", host_memory=("k",))
 def top_k(ctx: Any, x: Any, k: Any) -> Any:
     xp = ctx.xp
     if x.ndim < 1:

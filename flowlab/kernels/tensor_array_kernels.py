@@ -178,7 +178,7 @@ def _host_ints(x: Any) -> list[int]:
     return [int(i) for i in np.asarray(x).reshape(-1)]
 
 
-@kernel("TensorArrayV3")
+@kernel("TensorArrayV3", host_memory=("size", "handle"))
 def tensor_array(ctx: Any, size: Any) -> Any:
     a = ctx.attrs
     n = int(size)
@@ -190,14 +190,14 @@ def tensor_array(ctx: Any, size: Any) -> Any:
     return state, _FLOW
 
 
-@kernel("TensorArrayGradV3")
+@kernel("TensorArrayGradV3", host_memory=("handle", "grad_handle"))
 def tensor_array_grad(ctx: Any, ta: TensorArrayState, flow: Any) -> Any:
     with ta.lock:
         ta.check_open()
         return ta.make_grad(ctx.attrs["source"]), _FLOW
 
 
-@kernel("TensorArrayWriteV3")
+@kernel("TensorArrayWriteV3", host_memory=("handle", "index"))
 def tensor_array_write(ctx: Any, ta: TensorArrayState, index: Any, value: Any, flow: Any) -> Any:
     ta.check_dtype(value)
     with ta.lock:
@@ -206,7 +206,7 @@ def tensor_array_write(ctx: Any, ta: TensorArrayState, index: Any, value: Any, f
     return flow
 
 
-@kernel("TensorArrayReadV3")
+@kernel("TensorArrayReadV3", host_memory=("handle", "index"))
 def tensor_array_read(ctx: Any, ta: TensorArrayState, index: Any, flow: Any) -> Any:
     with ta.lock:
         ta.check_open()
@@ -233,7 +233,7 @@ def _stack(ctx: Any, ta: TensorArrayState, values: list[Any], empty_shape: Any, 
     return xp.stack([xp.asarray(v) for v in values]).astype(ta.dtype, copy=False)
 
 
-@kernel("TensorArrayGatherV3")
+@kernel("TensorArrayGatherV3", host_memory=("handle", "indices"))
 def tensor_array_gather(ctx: Any, ta: TensorArrayState, indices: Any, flow: Any) -> Any:
     idx = _host_ints(indices)
     with ta.lock:
@@ -244,7 +244,7 @@ def tensor_array_gather(ctx: Any, ta: TensorArrayState, indices: Any, flow: Any)
     return _stack(ctx, ta, values, es, "packing")
 
 
-@kernel("TensorArrayScatterV3")
+@kernel("TensorArrayScatterV3", host_memory=("handle", "indices"))
 def tensor_array_scatter(ctx: Any, ta: TensorArrayState, indices: Any, value: Any, flow: Any) -> Any:
     ta.check_dtype(value)
     idx = _host_ints(indices)
@@ -265,7 +265,7 @@ def tensor_array_scatter(ctx: Any, ta: TensorArrayState, indices: Any, value: An
     return flow
 
 
-@kernel("TensorArrayConcatV3")
+@kernel("TensorArrayConcatV3", host_memory=("handle", "lengths"))
 def tensor_array_concat(ctx: Any, ta: TensorArrayState, flow: Any) -> Any:
     xp = ctx.xp
     with ta.lock:
@@ -298,7 +298,7 @@ def tensor_array_concat(ctx: Any, ta: TensorArrayState, flow: Any) -> Any:
     return xp.concatenate([xp.asarray(v) for v in values]).astype(ta.dtype, copy=False), lengths
 
 
-@kernel("TensorArraySplitV3")
+@kernel("TensorArraySplitV3", host_memory=("handle", "lengths"))
 def tensor_array_split(ctx: Any, ta: TensorArrayState, value: Any, lengths: Any, flow: Any) -> Any:
     ta.check_dtype(value)
     lens = _host_ints(lengths)
@@ -326,14 +326,14 @@ def tensor_array_split(ctx: Any, ta: TensorArrayState, value: Any, lengths: Any,
     return flow
 
 
-@kernel("TensorArraySizeV3")
+@kernel("TensorArraySizeV3", host_memory=("handle", "size"))
 def tensor_array_size(ctx: Any, ta: TensorArrayState, flow: Any) -> Any:
     with ta.lock:
         ta.check_open()
         return np.int32(len(ta.elements))
 
 
-@kernel("TensorArrayCloseV3")
+@kernel("TensorArrayCloseV3", host_memory=("handle",))
 def tensor_array_close(ctx: Any, ta: TensorArrayState) -> None:
     with ta.lock:
         ta.closed = True

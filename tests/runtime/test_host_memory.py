@@ -232,6 +232,37 @@ def test_to_host_any_passes_host_values_through() -> None:
     assert type(back) is np.ndarray and back.tolist() == [0, 1, 2]
 
 
+
+def test_while_loop_with_a_tensor_array_on_the_gpu(devices: Any, spy: Any) -> None:
+    """Loop counters are device int32 on the GPU; TensorArray indices, sizes and
+    TopKV2's k arrive on the host (TensorFlow's HostMemory registrations)."""
+    spy("TensorArrayWriteV3")
+    spy("TopKV2")
+
+    def build(scope: str) -> Any:
+        x = fl.placeholder(fl.float32, [None, 3], name="x")
+        with fl.device(scope):
+            n = fl.shape(x)[0]
+            ta = fl.TensorArray(fl.float32, size=n)
+
+            def body(i: Any, ta: Any) -> Any:
+                return i + 1, ta.write(i, x[i] * fl.cast(i, fl.float32))
+
+            _, ta = fl.while_loop(lambda i, ta: i < n, body, [fl.constant(0), ta])
+            y = ta.stack()
+            z = fl.reduce_sum(y, axis=0)
+            k = fl.nn.top_k(z, k=fl.size(z) - 1).values
+        return [y, k], {"x": x}
+
+    want, got = _both(build, {"x": np.arange(12, dtype=np.float32).reshape(4, 3)})
+    for w, v in zip(want, got):
+        np.testing.assert_array_equal(v, w)
+    # (handle, index, value, flow): the index on the host, the value on the device.
+    calls = spy.calls["TensorArrayWriteV3"]
+    assert len(calls) == 4 and all(c[1] and not c[2] for c in calls)
+    assert spy.calls["TopKV2"] == [[False, True]]
+
+
 # --- which pair crosses devices ------------------------------------------------------------
 def _cross_edges(tf: Any) -> tuple[list[Any], dict[str, Any]]:
     with tf.device("/cpu:0"):
