@@ -346,6 +346,11 @@ class Stepper:
         """(execution, op) to run next: `target`, or the head of a device's ready ops
         (`device`'s, or the devices in turn), or None when nothing may run now."""
         runnable = self._drive.runnable()
+        if target is None and self._skip_break is not None:
+            # The op the last command stopped before runs first (on its device's command).
+            held = next((kn for kn in runnable if kn[1].op.name == self._skip_break), None)
+            if held is not None and (device is None or held[1].ctx.device.name == device):
+                return held
         if target is not None:
             return next((kn for kn in runnable if kn[1].op.name == target), None)
         if device is not None:

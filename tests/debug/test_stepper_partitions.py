@@ -167,3 +167,14 @@ def test_close_cancels_a_partitioned_step_being_stepped():
     sess.close()
     with pytest.raises(errors.CancelledError):
         st.result()
+
+
+def test_the_op_a_breakpoint_stopped_before_runs_first_on_the_next_command():
+    sess, x, w, y, bump = _model()
+    st = Stepper(sess, [y, bump], {x: FEED})
+    st.add_breakpoint("a")  # on cpu:1
+    assert st.continue_().op == "a"
+    assert len([d for d, ops in st.ready_by_device().items() if ops]) > 1  # others could run
+    st.step()
+    assert st.ran()[-1] == "a"
+    assert st.continue_().kind == "finished"
