@@ -139,7 +139,8 @@ def building(g: Graph, ctx: Any, pivot: Operation | None = None,
             ctx._phase = saved
     if ctx is not None:
         for op in list(phase.pending):
-            ctx._process(op, phase.pivot)
+            if g._by_name.get(op.name) is op:  # not discarded since (a failed import)
+                ctx._process(op, phase.pivot)
 
 
 def set_context(op: Operation, ctx: Any) -> None:

@@ -99,3 +99,26 @@ def test_while_body_ops_belong_to_the_loop_and_an_outside_control_input_is_proxi
         assert cfc.context_of(r.op) is ctx and cfc.output_context(r.op) is None
         with tf.Session() as sess:
             assert sess.run(r) == 3
+
+
+def test_ops_imported_into_a_branch_are_rewired_into_it() -> None:
+    src = tf.Graph()
+    with src.as_default():
+        a = tf.placeholder(tf.float32, [], name="a")
+        tf.multiply(a, 3.0, name="triple")
+    gd = src.as_graph_def()
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [], name="x")
+
+        def true_fn() -> tf.Tensor:
+            (y,) = tf.import_graph_def(gd, input_map={"a:0": x}, return_elements=["triple:0"])
+            return y
+
+        r = tf.cond(x > 0, true_fn, lambda: x)
+        triple = g.get_operation_by_name("cond/import/triple")
+        assert isinstance(cfc.context_of(triple), cfc.CondContext)
+        assert triple.inputs[0].op.type == "Switch"  # x enters the branch through a Switch
+        with tf.Session() as sess:
+            assert sess.run(r, {x: 2.0}) == 6.0
+            assert sess.run(r, {x: -1.0}) == -1.0

@@ -103,9 +103,11 @@ def dump(program) -> dict[str, dict]:
 def test_built_graph_is_pinned(name: str) -> None:
     want = json.loads(GOLDEN.read_text())[name]
     got = json.loads(json.dumps(dump(PROGRAMS[name])))
-    assert sorted(got) == sorted(want), "node names differ"
+    again = (" (a deliberate change of the built graphs? regenerate with "
+             "`.venv/bin/python tests/ops/test_graph_hook_golden.py --write`)")
+    assert sorted(got) == sorted(want), "node names differ" + again
     for n in sorted(want):
-        assert got[n] == want[n], f"node {n} differs"
+        assert got[n] == want[n], f"node {n} differs" + again
 
 
 if __name__ == "__main__" and "--write" in sys.argv:
