@@ -4,14 +4,16 @@ Run on a machine with a CUDA GPU and `pip install -e .[gpu]`:
 
     python benchmarks/gpu_check.py [--steps 20] [--no-tests]
 
-It (1) runs tests/runtime/test_gpu_kernels.py and test_gpu_device.py with
-FLOWLAB_REAL_GPU=1, so that every GPU kernel runs on CuPy against the CPU session,
-and (2) times an MLP step (784-512-512-10, batch 256) with variables and math on
-/gpu:0 beside the same step on /cpu:0, printing one JSON object.  The training step
-needs the core to copy GPU constants to the device (docs/notes/gpu.md); when it
-fails, its error is reported and the forward step is timed instead.
+It (1) runs tests/runtime/test_gpu_kernels.py, test_gpu_device.py and
+test_host_memory.py with FLOWLAB_REAL_GPU=1, so that every GPU kernel runs on CuPy
+against the CPU session and the host-memory steps run against real CuPy arrays, and
+(2) runs an MLP training step (784-512-512-10, batch 256) with variables and math on
+/gpu:0 beside the same step on /cpu:0: the losses of the first and last steps must
+match the CPU's (`losses_match`, rtol 1e-3), and both are timed.  One JSON object is
+printed; a failure of one part is reported in it and the others still run.
 
-Without CuPy or a GPU it prints {"gpu": false, "message": ...} and exits 0.
+Without CuPy or a GPU it prints {"gpu": false, "message": ...} and exits 0.  The exit
+status is 0 when every part passed, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -85,37 +87,54 @@ def time_step(scope: str, steps: int, train_step: bool) -> dict[str, Any]:
 def run_tests() -> dict[str, Any]:
     env = dict(os.environ, FLOWLAB_REAL_GPU="1")
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           "tests/runtime/test_gpu_kernels.py", "tests/runtime/test_gpu_device.py"]
+           "tests/runtime/test_gpu_kernels.py", "tests/runtime/test_gpu_device.py",
+           "tests/runtime/test_host_memory.py"]
     r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     lines = r.stdout.strip().splitlines()
     failed = [ln for ln in lines if ln.startswith("FAILED")]
     return {"returncode": r.returncode, "summary": lines[-1] if lines else r.stderr[-500:], "failed": failed[:50]}
 
 
-def main() -> None:
+def _device_name(cp: Any) -> str:
+    try:
+        name = cp.cuda.runtime.getDeviceProperties(0)["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+    except Exception as e:  # noqa: BLE001 -- a detail of the CuPy build: reported, not fatal
+        return f"unknown ({type(e).__name__})"
+
+
+def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--no-tests", action="store_true")
     args = p.parse_args()
-    if gpu.load_cupy() is None:
+    cp = gpu.load_cupy()
+    if cp is None:
         emit("gpu_check", {"gpu": False, "message": "CuPy is not installed or finds no CUDA device: "
                            "nothing to check (pip install -e .[gpu] on a machine with a GPU)."})
-        return
-    cp = gpu.load_cupy()
-    out: dict[str, Any] = {"gpu": True, "cupy": cp.__version__,
-                           "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
-                           "mlp": {"sizes": SIZES, "batch": BATCH}}
+        return 0
+    out: dict[str, Any] = {"gpu": True, "cupy": getattr(cp, "__version__", "?"),
+                           "device": _device_name(cp), "mlp": {"sizes": SIZES, "batch": BATCH}}
+    ok = True
     if not args.no_tests:
         out["tests"] = run_tests()
+        ok = out["tests"]["returncode"] == 0
     for kind, train_step in (("train", True), ("forward", False)):
         try:
-            out[kind] = {"gpu": time_step("/gpu:0", args.steps, train_step),
-                         "cpu": time_step("/cpu:0", args.steps, train_step)}
-            out[kind]["cpu_over_gpu"] = round(out[kind]["cpu"]["step_ms"] / out[kind]["gpu"]["step_ms"], 2)
+            fig = out[kind] = {"gpu": time_step("/gpu:0", args.steps, train_step),
+                               "cpu": time_step("/cpu:0", args.steps, train_step)}
+            fig["cpu_over_gpu"] = round(fig["cpu"]["step_ms"] / fig["gpu"]["step_ms"], 2)
+            fig["losses_match"] = bool(np.allclose(
+                [fig["gpu"]["first_loss"], fig["gpu"]["last_loss"]],
+                [fig["cpu"]["first_loss"], fig["cpu"]["last_loss"]], rtol=1e-3))
+            ok = ok and fig["losses_match"]
         except Exception as e:  # noqa: BLE001 -- reported, the check goes on
             out[kind] = {"error": f"{type(e).__name__}: {str(e)[:500]}"}
+            ok = False
+    out["ok"] = ok
     emit("gpu_check", out)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
