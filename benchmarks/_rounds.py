@@ -1,6 +1,11 @@
 """Interleaved timing for benchmarks whose peers are slow enough to be hit by the load
 of a shared machine: each round times `calls` calls of every peer in turn, so that a
-burst of load is spread over all peers instead of falling on one of them."""
+burst of load is spread over all peers instead of falling on one of them.
+
+Each round also reads the process's CPU time: on a loaded machine wall time is mostly
+waiting for a core, while CPU time is the work a peer did (all its threads: with one
+BLAS / intra-op thread each it compares like with like; a peer that spins threads pays
+for them)."""
 
 from __future__ import annotations
 
@@ -14,28 +19,36 @@ from typing import Any
 
 def interleaved_ms(steps: dict[str, Callable[[], Any]], calls: int, rounds: int
                    ) -> dict[str, dict[str, float]]:
-    """{peer: {"step_ms": median over rounds, "best_step_ms": fastest round}} of the
-    mean ms per call of each peer's step."""
+    """{peer: {"step_ms": median over rounds, "best_step_ms": fastest round,
+    "cpu_step_ms": median process CPU time}} of the mean ms per call of each peer's
+    step."""
     for fn in steps.values():
         fn()
     samples: dict[str, list[float]] = {name: [] for name in steps}
+    cpu: dict[str, list[float]] = {name: [] for name in steps}
     for _ in range(rounds):
         for name, fn in steps.items():
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             for _ in range(calls):
                 fn()
             samples[name].append((time.perf_counter() - t0) / calls * 1e3)
-    return {name: {"step_ms": statistics.median(s), "best_step_ms": min(s)}
+            cpu[name].append((time.process_time() - c0) / calls * 1e3)
+    return {name: {"step_ms": statistics.median(s), "best_step_ms": min(s),
+                   "cpu_step_ms": statistics.median(cpu[name])}
             for name, s in samples.items()}
 
 
 def ratios(out: dict[str, Any], peers: list[str], ours: str = "flowlab") -> None:
-    """Add ratio_<ours>_over_<peer> (medians) and best_ratio_... (fastest rounds)."""
+    """Add ratio_<ours>_over_<peer> (medians), best_ratio_... (fastest rounds) and
+    cpu_ratio_... (median CPU times)."""
     for peer in peers:
         if peer in out:
             out[f"ratio_{ours}_over_{peer}"] = out[ours]["step_ms"] / out[peer]["step_ms"]
             out[f"best_ratio_{ours}_over_{peer}"] = (out[ours]["best_step_ms"]
                                                      / out[peer]["best_step_ms"])
+            if "cpu_step_ms" in out[ours] and "cpu_step_ms" in out[peer]:
+                out[f"cpu_ratio_{ours}_over_{peer}"] = (out[ours]["cpu_step_ms"]
+                                                        / out[peer]["cpu_step_ms"])
 
 
 def compare_training_steps(
@@ -60,9 +73,16 @@ def compare_training_steps(
     p.add_argument("--steps", type=int, default=steps, help="steps per peer per round")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=threads, help="BLAS / intra-op threads of each")
+    p.add_argument("--ablate", action="store_true",
+                   help="also flowlab without the dependency optimization (flowlab_no_dep_opt)")
     args = p.parse_args()
     threadpool_limits(args.threads)  # NumPy's BLAS (flowlab and the NumPy step)
     peers: dict[str, Callable[[], float]] = {"flowlab": graph_step(fl, None), "numpy": numpy_step()}
+    if args.ablate:
+        from flowlab.runtime.config import ConfigProto, GraphOptions, RewriterConfig
+
+        no_dep = GraphOptions(rewrite_options=RewriterConfig(dependency_optimization=RewriterConfig.OFF))
+        peers["flowlab_no_dep_opt"] = graph_step(fl, ConfigProto(graph_options=no_dep))
     tf1 = load_tf1()
     if tf1 is not None:
         cfg = tf_session_config(tf1)
@@ -77,5 +97,5 @@ def compare_training_steps(
     for name, fn in peers.items():
         out[name].update(first_loss=first[name], loss_after=fn())
     out["load_after"] = os.getloadavg()[0]
-    ratios(out, ["numpy", "tensorflow", "pytorch"])
+    ratios(out, ["numpy", "tensorflow", "pytorch", "flowlab_no_dep_opt"])
     emit(benchmark, out)
