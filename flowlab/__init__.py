@@ -64,6 +64,7 @@ from flowlab.ops.math_ops import *  # noqa: F401,F403
 from flowlab.ops.random_ops import *  # noqa: F401,F403
 from flowlab.ops.segment_ops import *  # noqa: F401,F403 - segment_sum, unsorted_segment_sum, ...
 from flowlab.ops.sequence_ops import *  # noqa: F401,F403 - reverse_sequence
+from flowlab.ops.special_math_ops import *  # noqa: F401,F403 - asinh, xlogy, divide_no_nan, reduce_std, ...
 from flowlab.ops.state_ops import *  # noqa: F401,F403
 from flowlab.ops.variable_scope import *  # noqa: F401,F403
 from flowlab.ops.variables import *  # noqa: F401,F403
@@ -145,8 +146,11 @@ def _namespace(name: str, *modules: _types.ModuleType, extra: dict | None = None
 # `tf.math.log`, `tf.math.equal`, ...: the math builders under TensorFlow's namespace.
 from flowlab.ops import math_ops as _math_ops  # noqa: E402
 from flowlab.ops import segment_ops as _segment_ops  # noqa: E402
+from flowlab.ops import special_math_ops as _special_math_ops  # noqa: E402
 
-math = _namespace("math", _math_ops, _segment_ops, extra={"softmax": nn.softmax, "log_softmax": nn.log_softmax})
+_NN_IN_MATH = ("softmax", "log_softmax", "softplus", "softsign", "l2_normalize", "in_top_k", "top_k")
+math = _namespace("math", _math_ops, _segment_ops, _special_math_ops,
+                  extra={**{n: getattr(nn, n) for n in _NN_IN_MATH}, "invert_permutation": invert_permutation})  # noqa: F405
 
 from flowlab.ops import data_flow_ops as _data_flow_ops  # noqa: E402
 from flowlab.ops import io_ops as _io_ops  # noqa: E402
