@@ -182,3 +182,153 @@ def test_unpinned_variable_updated_by_a_pinned_op(tf1):
         return [out], None
 
     assert_same_on_devices(tf1, build, steps=3)
+
+
+# --- loops whose ops span devices (control-loop skeletons) -------------------------------
+def test_gradients_of_a_loop_spanning_devices(tf1):
+    # (With colocate_gradients_with_ops TensorFlow 2.21 refuses these programs: a
+    # gradient accumulator's Const is pinned to one device and colocated with another;
+    # tests/runtime/test_partition_loops.py checks flowlab's backward loop across devices.)
+    def build(tf):
+        x = tf.placeholder(tf.float32, [3])
+        with tf.device("/cpu:0"):
+            w = tf.constant([0.5, -1.0, 2.0])
+
+        def body(i, v):
+            with tf.device("/cpu:1"):
+                v2 = tf.tanh(v * w)
+            with tf.device("/cpu:2"):
+                v3 = v2 + 0.1 * v
+            return i + 1, v3
+
+        _, r = tf.while_loop(lambda i, v: i < 4, body, [tf.constant(0), x])
+        with tf.device("/cpu:3"):
+            loss = tf.reduce_sum(r * r)
+        g = tf.gradients(loss, [x, w])
+        return [r, loss, g], {x: np.array([0.3, -0.2, 0.7], np.float32)}
+
+    assert_same_on_devices(tf1, build)
+
+
+def test_nested_loops_on_four_devices(tf1):
+    def build(tf):
+        x = tf.placeholder(tf.float32, [2])
+
+        def inner_body(j, u):
+            with tf.device("/cpu:3"):
+                return j + 1, u * 0.5 + 1.0
+
+        def body(i, v):
+            with tf.device("/cpu:1"):
+                _, u = tf.while_loop(lambda j, u: j < i, inner_body, [tf.constant(0), v])
+            with tf.device("/cpu:2"):
+                return i + 1, u - 0.25
+
+        with tf.device("/cpu:0"):
+            n, r = tf.while_loop(lambda i, v: i < 4, body, [tf.constant(0), x])
+        return [n, r], {x: np.array([1.0, 2.0], np.float32)}
+
+    assert_same_on_devices(tf1, build)
+
+
+def test_cond_inside_a_loop_across_devices(tf1):
+    def build(tf):
+        x = tf.placeholder(tf.float32, [])
+
+        def body(i, v):
+            with tf.device("/cpu:1"):
+                p = tf.equal(i % 2, 0)
+            with tf.device("/cpu:2"):
+                v2 = tf.cond(p, lambda: v * 2.0, lambda: v - 1.0)
+            with tf.device("/cpu:3"):
+                v3 = v2 + tf.cast(i, tf.float32)
+            return i + 1, v3
+
+        with tf.device("/cpu:0"):
+            _, r = tf.while_loop(lambda i, v: i < 5, body, [tf.constant(0), x], parallel_iterations=1)
+        return [r], {x: 3.0}
+
+    assert_same_on_devices(tf1, build)
+
+
+def test_loop_inside_a_cond_across_devices_taken_and_not(tf1):
+    def build(tf, take):
+        x = tf.placeholder(tf.float32, [])
+        p = tf.placeholder(tf.bool, [])
+
+        def loop():
+            def body(i, v):
+                with tf.device("/cpu:1"):
+                    return i + 1, v * 1.5
+
+            with tf.device("/cpu:0"):
+                return tf.while_loop(lambda i, v: i < 3, body, [tf.constant(0), x])[1]
+
+        with tf.device("/cpu:2"):
+            r = tf.cond(p, loop, lambda: x + 100.0)
+        with tf.device("/cpu:3"):
+            out = r * 2.0
+        return [r, out], {x: 2.0, p: take}
+
+    assert_same_on_devices(tf1, lambda tf: build(tf, True))
+    assert_same_on_devices(tf1, lambda tf: build(tf, False))
+
+
+def test_loop_training_a_variable_on_another_device(tf1):
+    # A variable on cpu:1 read inside a loop whose body runs on cpu:0 and cpu:2;
+    # three minimize steps.
+    def build(tf):
+        with tf.device("/cpu:1"):
+            w = tf.Variable(np.array([0.2, -0.1], np.float32), name="w")
+        x = tf.constant(np.array([1.0, 0.5], np.float32))
+
+        def body(i, v):
+            with tf.device("/cpu:2"):
+                v2 = tf.tanh(v * w + 0.1)
+            return i + 1, v2
+
+        with tf.device("/cpu:0"):
+            _, r = tf.while_loop(lambda i, v: i < 3, body, [tf.constant(0), x])
+            loss = tf.reduce_sum(tf.square(r - 0.5))
+        train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+        return [loss, train, w.value()], None
+
+    assert_same_on_devices(tf1, build, steps=3)
+
+
+def test_dynamic_rnn_with_the_cell_on_cpu1(tf1):
+    from tests.nn.test_rnn_cell import _assign_all, _tf_cells
+
+    tf_cells = _tf_cells(tf1)
+    xs = np.linspace(-1, 1, 30, dtype=np.float32).reshape(2, 5, 3)
+    lengths = np.array([5, 3], np.int32)
+    results = []
+    for mod, cells in ((tf1, tf_cells), (fl, fl.nn.rnn_cell)):
+
+        class OnCpu1(cells.BasicLSTMCell):
+            device = staticmethod(mod.device)
+
+            def __call__(self, inputs, state, scope=None):
+                with self.device("/cpu:1"):
+                    return super().__call__(inputs, state, scope=scope)
+
+        g = mod.Graph()
+        with g.as_default():
+            x = mod.placeholder(mod.float32, [2, 5, 3])
+            seq = mod.placeholder(mod.int32, [2])
+            with mod.device("/cpu:0"):
+                out, state = mod.nn.dynamic_rnn(OnCpu1(4), x, sequence_length=seq, dtype=mod.float32)
+                loss = mod.reduce_sum(out * out) + mod.reduce_sum(state.h)
+                variables = mod.global_variables()
+                grads = mod.gradients(loss, [x, *variables])
+            config = mod.ConfigProto(device_count={"CPU": 4})
+            with mod.Session(graph=g, config=config) as sess:
+                sess.run(_assign_all(mod, variables))
+                results.append(sess.run([out, state, loss, grads], {x: xs, seq: lengths}))
+                if mod is fl:
+                    parts = sess.partitions([out, grads], {x: xs, seq: lengths})
+    _compare(results[0], results[1], 1e-4, 1e-5, path="rnn")
+    # The cell's ops ran on cpu:1 inside the loop: cpu:1 has a control loop.
+    cpu1 = parts["/job:localhost/replica:0/task:0/device:CPU:1"]["node"]
+    assert any(n["name"].startswith("_cloop") and n["op"] == "Merge" for n in cpu1)
+    assert any(n["op"] == "MatMul" for n in cpu1)
