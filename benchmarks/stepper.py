@@ -6,9 +6,11 @@ at 80% of the way (a sqrt of a negative number).  Figures: the Stepper with
 `stop_on_nan_or_inf` from construction to the stop (cold: the plan is compiled first;
 warm: the session already has it), the same step run whole by `Session.run` for scale,
 and TensorFlow 1.x's way to find the first NaN (`add_check_numerics_ops`, then a run
-that fails at the first CheckNumerics) when TensorFlow is installed.
+that fails at the first CheckNumerics) when TensorFlow is installed.  The same chain
+split over `--devices` CPUs is stepped partition by partition too (Send/Recv pairs
+included).
 
-    python benchmarks/stepper.py [--ops N] [--size N]
+    python benchmarks/stepper.py [--ops N] [--size N] [--devices N]
 """
 
 from __future__ import annotations
@@ -28,15 +30,18 @@ import flowlab as fl  # noqa: E402
 from flowlab.debug import Stepper  # noqa: E402
 
 
-def build(tf, n: int, size: int):
+def build(tf, n: int, size: int, devices: int = 1):
+    """The chain; with `devices` > 1, op i is pinned to /cpu:(i * devices // n), so the
+    step has `devices` partitions joined by Send/Recv pairs."""
     x = tf.placeholder(tf.float32, [size], name="x")
     y = x
     plant = int(n * 0.8)
     for i in range(n):
-        if i == plant:
-            y = tf.sqrt(y - 1.0, name="planted")  # y is ~0.001 * i < 1 here: NaN
-        else:
-            y = y + 0.001
+        with tf.device(f"/cpu:{i * devices // n}" if devices > 1 else None):
+            if i == plant:
+                y = tf.sqrt(y - 1.0, name="planted")  # y is ~0.001 * i < 1 here: NaN
+            else:
+                y = y + 0.001
     return x, y
 
 
@@ -50,11 +55,11 @@ def _median_ms(fn, repeats: int = 7) -> float:
     return statistics.median(samples)
 
 
-def bench_flowlab(n: int, size: int) -> dict[str, float]:
+def bench_flowlab(n: int, size: int, devices: int = 1) -> dict[str, float]:
     g = fl.Graph()
     with g.as_default():
-        x, y = build(fl, n, size)
-    sess = fl.Session(graph=g)
+        x, y = build(fl, n, size, devices)
+    sess = fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": devices}))
     feed = {x: np.zeros(size, np.float32)}
 
     def to_nan() -> Stepper:
@@ -66,6 +71,7 @@ def bench_flowlab(n: int, size: int) -> dict[str, float]:
     st = to_nan()
     cold = (time.perf_counter() - t0) * 1e3
     assert st.stop.op == "planted", st.stop
+    assert st.partitioned == (devices > 1)
     ops_run = len(st.ran())
     warm = _median_ms(to_nan)
     run = _median_ms(lambda: sess.run(y, feed))
@@ -107,10 +113,15 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--ops", type=int, default=500)
     p.add_argument("--size", type=int, default=64)
+    p.add_argument("--devices", type=int, default=4,
+                   help="also step the chain split over this many CPUs, partition by partition")
     args = p.parse_args()
     out: dict[str, object] = {"ops": args.ops, "size": args.size}
     out["flowlab"] = fl_fig = bench_flowlab(args.ops, args.size)
     out["target_met"] = fl_fig["stepper_to_first_nan_cold_ms"] < 1000.0
+    if args.devices > 1:
+        out[f"flowlab_{args.devices}_partitions"] = part = bench_flowlab(args.ops, args.size, args.devices)
+        out["partitioned_target_met"] = part["stepper_to_first_nan_cold_ms"] < 1000.0
     tf1 = load_tf1()
     if tf1 is not None:
         out["tensorflow"] = tf_fig = bench_tf(tf1, args.ops, args.size)
