@@ -224,9 +224,11 @@ def _converting_kernel(
 
 
 # --- cross-device edges ----------------------------------------------------------------
-def _declared_host(op: Operation, device: Device, index: int, output: bool) -> bool:
-    """Whether the kernel of `op` on `device`'s type declares argument `index` (an output
-    when `output`) host memory, or its dtype always lives on the host."""
+def declared_host_memory(op: Operation, device: Device, index: int, output: bool) -> bool:
+    """Whether the kernel of `op` on `device`'s type declares its input `index` (its
+    output, with `output`) host memory, or the tensor's dtype always lives on the host.
+    Unlike `memory_types`, a CPU answers by the declarations too (for the choice of
+    `_HostSend`/`_HostRecv`, as TensorFlow's CPU kernels declare them)."""
     t = op._outputs[index] if output else op._inputs[index]
     if t.dtype.base_dtype in _HOST_DTYPES:
         return True
@@ -248,6 +250,6 @@ def send_recv_types(
     `_HostSend`/`_HostRecv`; a float tensor as `_Send`/`_Recv`).  A receiver that
     wants host memory and one that does not need separate Recvs (TensorFlow keys its
     Recvs by (tensor, device, host memory))."""
-    host_send = _declared_host(producer, src, output, output=True)
-    host_recv = _declared_host(consumer, dst, input_index, output=False)
+    host_send = declared_host_memory(producer, src, output, output=True)
+    host_recv = declared_host_memory(consumer, dst, input_index, output=False)
     return ("_HostSend" if host_send else "_Send", "_HostRecv" if host_recv else "_Recv")

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import queue
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -54,6 +54,7 @@ from flowlab.ops import sendrecv_ops
 from flowlab.ops.op_def import get_op_def
 from flowlab.runtime.device import Device, value_bytes
 from flowlab.runtime.executor import Execution, Listener, run_executions
+from flowlab.runtime.memory_types import declared_host_memory
 from flowlab.runtime.partition_control_flow import (
     ControlLoops,
     analyze_frames,
@@ -183,12 +184,15 @@ class _Partitioner:
         self.has_control_flow = any(op.op_def is not None and op.op_def.is_control_flow for op in ops)
         self.send_def = sendrecv_ops.SEND if self.has_control_flow else sendrecv_ops.SEND_NO_DEAD_VALUES
         self.recv_def = sendrecv_ops.RECV_MAY_BE_DEAD if self.has_control_flow else sendrecv_ops.RECV
+        # _HostSend/_HostRecv: a tensor in host memory on either side (memory_types).
+        self.host_send_def = replace(sendrecv_ops.HOST_SEND, is_control_flow=self.send_def.is_control_flow)
+        self.host_recv_def = replace(sendrecv_ops.HOST_RECV, is_control_flow=self.recv_def.is_control_flow)
         self.fed: dict[tuple[int, int], int] = {}
         for i, t in enumerate(feeds):
             self.fed[(id(t.op), t.value_index)] = i  # a tensor fed twice: the last value wins
         self.parts: dict[str, DevicePartition] = {}
         self.clone_of: dict[int, Operation] = {}
-        self.recv_of: dict[tuple[int, int, str], Tensor] = {}
+        self.recv_of: dict[tuple[int, int, str, bool], Tensor] = {}
         self.ctrl_recv_of: dict[tuple[int, str], Operation] = {}
         self.pairs: list[SendRecvPair] = []
         self.taken = {op.name for op in ops}
@@ -270,11 +274,14 @@ class _Partitioner:
 
     def transfer(
         self, value: Tensor, src: Device, dst: Device, carried: str, dtype: dtypes.DType, consumer: str,
-        frame: str = "",
+        frame: str = "", host_recv: bool = False,
     ) -> Operation:
         """A Send of `value` on `src` and its Recv on `dst` (for `consumer`, the first
         op there that needs it); returns the Recv op.  Inside loop `frame` the Recv
-        runs under the frame's control op on `dst`, once per iteration."""
+        runs under the frame's control op on `dst`, once per iteration.  A `_HostSend`
+        when `value` is declared host memory on `src`, a `_HostRecv` with `host_recv`
+        (TensorFlow's rule, `memory_types.send_recv_types`)."""
+        host_send = declared_host_memory(value.op, src, value.value_index, output=True)
         n, send_name, recv_name = self.fresh_names(value.op.name)
         base_name = carried.lstrip("^").rsplit(":", 1)[0]
         tensor_name = f"edge_{n}_{base_name}"
@@ -284,14 +291,14 @@ class _Partitioner:
             "client_terminated": False,
         }
         send = Operation(
-            self.part(src).graph, "_Send", send_name, [value], [],
+            self.part(src).graph, "_HostSend" if host_send else "_Send", send_name, [value], [],
             {"T": dtype, **address, "_src": base_name, "_dst": consumer},
-            src.name, [], self.send_def,
+            src.name, [], self.host_send_def if host_send else self.send_def,
         )
         recv = Operation(
-            self.part(dst).graph, "_Recv", recv_name, [], [dtype],
+            self.part(dst).graph, "_HostRecv" if host_recv else "_Recv", recv_name, [], [dtype],
             {"tensor_type": dtype, **address, "_src": base_name, "_dst": consumer},
-            dst.name, [], self.recv_def,
+            dst.name, [], self.host_recv_def if host_recv else self.recv_def,
         )
         recv._outputs[0]._shape = value.shape
         self.add(self.part(src), send)
@@ -323,13 +330,17 @@ class _Partitioner:
                 f"'{consumer.name}' is on {dst.name} and '{t.op.name}' on {src.name}; placement "
                 "must colocate an op with the state it references.",
             )
-        return self.value_on(t, dst, consumer.name)
+        host = declared_host_memory(consumer, dst, k, output=False)
+        return self.value_on(t, dst, consumer.name, host_recv=host)
 
-    def value_on(self, t: Tensor, dst: Device, consumer: str, frame: str | None = None) -> Tensor:
+    def value_on(
+        self, t: Tensor, dst: Device, consumer: str, frame: str | None = None, host_recv: bool = False,
+    ) -> Tensor:
         """Tensor `t` (of the step, or made here) as available on `dst`: itself, or
-        the one Recv per (tensor, device) of it; `frame`: the frame `t` is in (by
-        default, its op's output frame)."""
-        key = (id(t.op), t.value_index, dst.name)
+        the one Recv per (tensor, device, host memory) of it; `frame`: the frame `t` is
+        in (by default, its op's output frame); `host_recv`: the reader wants it in
+        host memory (a `_HostRecv`)."""
+        key = (id(t.op), t.value_index, dst.name, host_recv)
         r = self.recv_of.get(key)
         if r is not None:
             return r
@@ -347,7 +358,7 @@ class _Partitioner:
                 frame = made_frame
         if src is dst:
             return produced
-        recv = self.transfer(produced, src, dst, t.name, t.dtype.base_dtype, consumer, frame)
+        recv = self.transfer(produced, src, dst, t.name, t.dtype.base_dtype, consumer, frame, host_recv)
         r = self.recv_of[key] = recv._outputs[0]
         return r
 
@@ -481,7 +492,7 @@ class PartitionedPlan:
         )
 
 
-_RECV_TYPES = frozenset({"_Recv"})
+_RECV_TYPES = frozenset({"_Recv", "_HostRecv"})
 
 
 def compile_partitions(pg: PartitionedGraph, graph_version: int, placement: Any = None) -> PartitionedPlan:

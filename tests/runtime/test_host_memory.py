@@ -316,3 +316,32 @@ def test_send_recv_types_follow_tensorflows_partitions(tf1: Any) -> None:
                 assert recv == tf_recv[(op.name, k)], (t.name, op.name, k)
                 checked += 1
     assert checked >= 5
+
+
+def test_partitions_carry_host_memory_tensors_as_host_send_and_recv(devices: Any) -> None:
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.placeholder(fl.float32, [None, 6], name="x")
+        with fl.device("/cpu:0"):
+            xc = fl.identity(x, name="xc")
+            s_cpu = fl.reverse(fl.shape(xc), [0], name="s_cpu")  # host int32 on the CPU
+        with fl.device("/gpu:0"):
+            y = fl.reshape(xc * 2.0, s_cpu, name="y")  # its shape input is host memory
+            s_gpu = fl.shape(y, name="s_gpu")  # Shape's output: host memory on the GPU
+        with fl.device("/cpu:0"):
+            z = fl.fill(s_gpu, 1.0, name="z") + fl.cast(s_gpu[0], fl.float32)
+    X = np.arange(12, dtype=np.float32).reshape(2, 6)
+    with fl.Session(graph=g) as sess:
+        got_y, got_z = sess.run([y, z], {x: X})
+        parts = sess.partitions([y, z], [x])
+    np.testing.assert_array_equal(got_y, (X * 2).reshape(6, 2))
+    np.testing.assert_array_equal(got_z, np.full((6, 2), 7.0, np.float32))
+    kinds = {nd["name"]: nd["op"] for gd in parts.values() for nd in gd["node"]}
+    ops_of: dict[str, set[tuple[str, str]]] = {}
+    for p in parts.pairs:
+        ops_of.setdefault(p.tensor, set()).add((kinds[p.send_op], kinds[p.recv_op]))
+    assert ops_of["s_cpu:0"] == {("_Send", "_HostRecv")}  # ReverseV2's output is not declared
+    # Shape's output on the GPU is host memory: Fill's dims (host) and the StridedSlice's
+    # input (not host) each get their Recv, as TensorFlow keys Recvs by memory too.
+    assert ops_of["s_gpu:0"] == {("_HostSend", "_HostRecv"), ("_HostSend", "_Recv")}
+    assert ops_of["xc:0"] == {("_Send", "_Recv")}
