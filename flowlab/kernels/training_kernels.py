@@ -27,20 +27,30 @@ def _shape_str(shape: tuple[int, ...]) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
+_UNLOCKED = contextlib.nullcontext()
+
+
 def _locked(ctx: Any, refs: list[VariableState]) -> Any:
+    if not ctx.attrs["use_locking"]:
+        return _UNLOCKED  # the usual case: no ExitStack per update
     stack = contextlib.ExitStack()
-    if ctx.attrs["use_locking"]:
-        seen: set[int] = set()
-        for r in sorted(refs, key=id):
-            if id(r) not in seen:
-                seen.add(id(r))
-                stack.enter_context(r.lock)
+    seen: set[int] = set()
+    for r in sorted(refs, key=id):
+        if id(r) not in seen:
+            seen.add(id(r))
+            stack.enter_context(r.lock)
     return stack
+
+
+def _shape(v: Any) -> tuple[int, ...]:
+    # np.shape / np.ndim dispatch through __array_function__: ~10x slower than the
+    # attribute for the arrays and NumPy scalars a step passes (updates run per step).
+    return v.shape if isinstance(v, (np.ndarray, np.generic)) else np.shape(v)
 
 
 def _check_scalars(names: list[str], values: list[Any]) -> None:
     for n, v in zip(names, values):
-        if np.ndim(v) != 0:
+        if _shape(v) != ():
             raise errors.InvalidArgumentError(None, None, f"{n} is not a scalar: {_shape_str(np.shape(v))}")
 
 
@@ -50,14 +60,14 @@ def _run(ctx: Any, step: Any, refs: list[VariableState], names: list[str], grad:
         vals = [r.read() for r in refs]
         var = vals[0]
         for n, v in zip(names[1:], vals[1:]):
-            if np.shape(v) != np.shape(var):
+            if _shape(v) != _shape(var):
                 raise errors.InvalidArgumentError(
                     None, None,
                     f"var and {n} do not have the same shape{_shape_str(np.shape(var))} "
                     f"{_shape_str(np.shape(v))}",
                 )
         if indices is None:
-            if np.shape(grad) != np.shape(var):
+            if _shape(grad) != _shape(var):
                 raise errors.InvalidArgumentError(
                     None, None,
                     f"var and grad do not have the same shape{_shape_str(np.shape(var))} "
@@ -66,9 +76,11 @@ def _run(ctx: Any, step: Any, refs: list[VariableState], names: list[str], grad:
             new = compute(*vals, grad)
         else:
             new = _sparse(vals, grad, indices, compute)
-        dtype = np.asarray(var).dtype
+        dtype = var.dtype if isinstance(var, (np.ndarray, np.generic)) else np.asarray(var).dtype
         for r, v in zip(refs, new):
-            step.write_var(r, _fresh(np.asarray(v, dtype=dtype) if np.ndim(v) else dtype.type(v)))
+            if type(v) is not np.ndarray or v.dtype != dtype:
+                v = np.asarray(v, dtype=dtype) if np.ndim(v) else dtype.type(v)
+            step.write_var(r, _fresh(v))
     return refs[0]
 
 
