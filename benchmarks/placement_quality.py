@@ -15,12 +15,18 @@ devices and cross-device edges it uses.  Measured times depend on the partitione
 executor and on how many cores BLAS already uses per matmul.
 
     python benchmarks/placement_quality.py [--towers 4] [--depth 4] [--size 512] [--cpus 4]
+        [--graph-ops 10000]
+
+It also reports what placing the whole graph once per version costs
+(`whole_graph_cost`: CPU ms to place a `--graph-ops` chain with `GraphPlacement`, to
+read one step's placement from it, and to place the step on its own, per strategy).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +91,34 @@ def measure(args: argparse.Namespace, strategy: str, round_robin: bool, cm: Cost
     }
 
 
+def whole_graph_cost(n_ops: int, cpus: int) -> dict[str, dict[str, float]]:
+    """CPU ms: the whole-graph placement of an `n_ops` chain, one step read from it, and
+    the same step placed alone (the per-step placement of session 2)."""
+    from flowlab.runtime.device import local_devices
+    from flowlab.runtime.placement import GraphPlacement, place
+    from flowlab.runtime.prune import prune
+
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.constant(1.0)
+        for _ in range(n_ops // 2):
+            x = fl.add(x, 1.0)
+    devs = local_devices({"CPU": cpus})
+    ops = prune([x], [], [])
+    out: dict[str, dict[str, float]] = {}
+    for strategy in ("first", "greedy"):
+        t0 = time.process_time()
+        whole = GraphPlacement(devs, strategy=strategy).update(g)
+        t1 = time.process_time()
+        place(ops, devs, strategy=strategy, whole=whole)
+        t2 = time.process_time()
+        place(ops, devs, strategy=strategy)
+        t3 = time.process_time()
+        out[strategy] = {"whole_graph_ms": (t1 - t0) * 1e3, "step_from_whole_ms": (t2 - t1) * 1e3,
+                         "step_alone_ms": (t3 - t2) * 1e3, "ops": len(g.get_operations())}
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--towers", type=int, default=4)
@@ -92,6 +126,7 @@ def main() -> None:
     p.add_argument("--size", type=int, default=512)
     p.add_argument("--cpus", type=int, default=4)
     p.add_argument("--calls", type=int, default=10)
+    p.add_argument("--graph-ops", type=int, default=10000)
     args = p.parse_args()
     cm = CostModel()
     out: dict[str, object] = {
@@ -111,6 +146,7 @@ def main() -> None:
         fig = out[k]
         fig["predicted_speedup_vs_one_device"] = one["predicted_ms"] / fig["predicted_ms"]  # type: ignore[index]
         fig["measured_speedup_vs_one_device"] = one["measured_ms"] / fig["measured_ms"]  # type: ignore[index]
+    out["whole_graph_cost"] = whole_graph_cost(args.graph_ops, args.cpus)
     emit("placement_quality", out)
 
 
