@@ -33,6 +33,7 @@ error.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from flowlab.graph import dtypes
@@ -103,62 +104,118 @@ for _t in ("RefSwitch", "RefMerge", "RefEnter", "RefExit", "RefNextIteration"):
 
 
 # --- while loops -------------------------------------------------------------------
-def forward_counter(w: cfc.WhileContext) -> tuple[Tensor, Operation, Tensor, Operation]:
-    """(this iteration's count, the increment op, the final count, the push sync) of
-    the loop `w`; built into the loop the first time a gradient needs it."""
+# TensorFlow's layout and names (control_flow_state.py's GradLoopState), in the name
+# scope of the `gradients` call ("gradients/"):
+#
+#   forward counter, in the forward loop:  f_count (Const 0) -> f_count_1 (Enter) ->
+#       Merge -> Switch(LoopCond) -> Add(+1) -> NextIteration; f_count_2 (Exit) = count
+#   backward counter:  b_count (Const 1); b_count_1 (Enter of the count) -> Merge_1 ->
+#       GreaterEqual(>= 1) -> b_count_2 (LoopCond) -> Switch_1 -> Sub(-1) ->
+#       NextIteration_1; b_count_3 (Exit)
+#   per differentiable loop variable v (forward ops while/Exit_k, Switch_k, Merge_k,
+#   Enter_k):  while/Exit_k_grad/b_exit (Enter of the Exit's gradient) ->
+#       while/Switch_k_grad/b_switch (Merge) -> while/Merge_k_grad/Switch (on
+#       b_count_2): its true side feeds the body's gradient, its false side
+#       while/Enter_k_grad/Exit; the body's gradient of v comes back through
+#       while/Switch_k_grad_1/NextIteration
+#   per loop invariant x entered as E that gets a gradient:  E_grad/b_acc (zeros),
+#       b_acc_1 (Enter), b_acc_2 (Merge), Switch, Add(gradient), NextIteration, b_acc_3
+#       (Exit); an IndexedSlices gradient accumulates indices, values (and the dense
+#       shape, by maximum) by concatenation instead.
+#   a forward value the body gradient reads, in the scope of the op reading it:
+#       Const (-1), f_acc (StackV2), Enter (into the forward loop), StackPushV2 (after
+#       the counter's Add, before its NextIteration -- through f_sync when pushed in a
+#       cond branch); StackPopV2/Enter, StackPopV2 (after Sub), b_sync (a
+#       ControlTrigger after the pops, before NextIteration_1).
+#
+# The control edges keep pushes and pops in iteration order.  The body's gradient
+# ops are "gradients/while/<op>_grad/...".  One difference from TensorFlow: the
+# forward counter is built once per loop and shared by later `gradients` calls.
+def forward_counter(w: cfc.WhileContext) -> tuple[Tensor, Operation, Operation]:
+    """(the iteration count (Exit), the increment op, the counter's NextIteration op)
+    of the loop `w`; built into the loop the first time a gradient needs it."""
     if w.forward_count is not None:
         return w.forward_count
     from flowlab.ops.constant_op import constant
-    from flowlab.ops.control_flow_ops import (
-        control_trigger,
-        enter,
-        exit,
-        merge,
-        next_iteration,
-        switch,
-    )
-    from flowlab.ops.core_ops import identity
+    from flowlab.ops.control_flow_ops import enter, exit, merge, next_iteration, switch
     from flowlab.ops.math_ops import add
 
     g = w.graph
-    with g.name_scope(w.name.rsplit("/", 1)[0] + "/"):
-        with cfc.building(g, w.outer):
-            zero = constant(0, dtype=dtypes.int32, name="f_count")
-        with cfc.building(g, w, w.pivot):
-            e = enter(zero, w.name, is_constant=False, parallel_iterations=w.parallel_iterations,
-                      name="f_count")
-            m = merge([e, e], name="f_count_merge")[0]
-            s = switch(m, w.loop_cond, name="f_count_switch")
-            ident = identity(s[1], name="f_count_identity")
-            sync = control_trigger(name="f_sync")
-            with g.control_dependencies([sync]):
-                inc = add(ident, 1, name="f_count_add")
-            n = next_iteration(inc, name="f_count_next")
-            m.op._update_input(1, n)
-            total = exit(s[0], name="f_count_exit")
-        cfc.set_context(total.op, w)
-    w.forward_count = (ident, inc.op, total, sync)
+    with cfc.building(g, w.outer):
+        zero = constant(0, dtype=dtypes.int32, name="f_count")
+    with cfc.building(g, w, w.pivot):
+        e = enter(zero, w.name, is_constant=False, parallel_iterations=w.parallel_iterations,
+                  name="f_count")
+        m = merge([e, e])[0]
+        s = switch(m, w.loop_cond)
+        inc = add(s[1], 1)
+        n = next_iteration(inc)
+        m.op._update_input(1, n)
+        total = exit(s[0], name="f_count")
+    w.forward_count = (total, inc.op, n.op)
     return w.forward_count
+
+
+def _forward_sync(w: cfc.WhileContext) -> Operation:
+    """The ControlTrigger that orders pushes made in cond branches of `w` before the
+    counter's NextIteration (a push in a branch not taken is dead)."""
+    got = getattr(w, "forward_sync", None)
+    if got is None:
+        from flowlab.ops.control_flow_ops import control_trigger
+
+        g = w.graph
+        with cfc.building(g, w):
+            got = control_trigger(name="f_sync")
+            cfc.set_context(got, w)  # no pivot: it fires once the pushes have
+        forward_counter(w)[2]._add_control_input(got)
+        w.forward_sync = got
+    return got
+
+
+def _grad_sync(bw: cfc.GradWhileContext) -> Operation:
+    """The ControlTrigger after this iteration's pops, before the backward counter's
+    NextIteration."""
+    if bw.count_sync is None:
+        from flowlab.ops.control_flow_ops import control_trigger
+
+        g = bw.graph
+        with cfc.building(g, bw):
+            sync = control_trigger(name="b_sync")
+            cfc.set_context(sync, bw)  # no pivot: after the pops only
+        bw.grad_index._add_control_input(sync)
+        bw.count_sync = sync
+    return bw.count_sync
 
 
 def history_value(bw: cfc.GradWhileContext, t: Tensor, consumer: Operation | None) -> Tensor:
     """The value `t` of the forward loop's matching iteration, inside the backward
     loop `bw`: pushed by the forward loop, popped by the backward one."""
+    from flowlab.ops.constant_op import constant
     from flowlab.ops.control_flow_ops import switch
     from flowlab.ops.stack_ops import stack_pop_v2, stack_push_v2, stack_v2
 
     w = bw.forward
     g = w.graph
+    if t.op.type == "Const":
+        # The same in every iteration: cloned into the backward loop, not stacked
+        # (TensorFlow's GetRealValue), in the scope of the gradient using it.
+        with g.name_scope((consumer or t.op).name + "/"), cfc.building(g, bw, bw.pivot):
+            return constant(t.op.get_attr("value"), dtype=t.dtype.base_dtype)
     vctx = cfc.output_context(t.op)
-    count_ident, _, _, sync = forward_counter(w)
-    base = t.op.name + "/"
-    with g.name_scope(base):
+    _, add_op, _ = forward_counter(w)
+    # In the scope of the op reading the value (the current scope if none).
+    with g.name_scope(consumer.name + "/") if consumer is not None else contextlib.nullcontext():
         with cfc.building(g, w.outer):
-            handle = stack_v2(-1, t.dtype.base_dtype, stack_name=t.name, name="f_acc")
+            max_size = constant(-1, dtype=dtypes.int32)
+            handle = stack_v2(max_size, t.dtype.base_dtype, stack_name=t.name, name="f_acc")
+        enter_acc = w.add_value(handle)
         with cfc.building(g, vctx, None):
-            push = stack_push_v2(handle, t, swap_memory=w.swap_memory)
-        push.op._add_control_input(count_ident.op)
-        sync._add_control_input(push.op)
+            push = stack_push_v2(enter_acc, t, swap_memory=w.swap_memory)
+        push.op._add_control_input(add_op)
+        if vctx is w:
+            forward_counter(w)[2]._add_control_input(push.op)
+        else:
+            _forward_sync(w)._add_control_input(push.op)
         with cfc.building(g, bw, bw.pivot):
             h = handle
             if isinstance(vctx, cfc.CondContext):
@@ -167,7 +224,7 @@ def history_value(bw: cfc.GradWhileContext, t: Tensor, consumer: Operation | Non
             pop = stack_pop_v2(h, t.dtype.base_dtype)
             pop.set_shape(t.shape)
         pop.op._add_control_input(bw.count_identity.op)
-        bw.count_sync._add_control_input(pop.op)
+        _grad_sync(bw)._add_control_input(pop.op)
     return pop
 
 
@@ -177,18 +234,127 @@ def _trainable(t: Tensor) -> bool:
     return is_trainable(t) and t.dtype.base_dtype is not dtypes.resource
 
 
+def _scope_of(t: Tensor) -> str:
+    return t.op.name + "_grad"
+
+
+def _backward_counter(bw: cfc.GradWhileContext, total: Tensor) -> None:
+    """The backward loop's counter, from the forward count down to 0 (sets bw's
+    loop_cond, pivot, count_identity and grad_index)."""
+    from flowlab.ops.constant_op import constant
+    from flowlab.ops.control_flow_ops import enter, exit, loop_cond, merge, next_iteration, switch
+    from flowlab.ops.math_ops import greater_equal, subtract
+
+    g = bw.graph
+    if isinstance(bw.outer, cfc.GradWhileContext) and cfc.value_inside(total, bw.outer.forward):
+        # A nested loop: its count of each outer iteration, stacked in this scope.
+        total = bw.outer.add_value(total)
+    with cfc.building(g, bw.outer):
+        one = constant(1, dtype=dtypes.int32, name="b_count")
+    with cfc.building(g, bw) as phase:
+        e = enter(total, bw.name, is_constant=False, parallel_iterations=bw.parallel_iterations,
+                  name="b_count")
+        m = merge([e, e])[0]
+        pred = loop_cond(greater_equal(m, one), name="b_count")
+        s = switch(m, pred)
+        index = subtract(s[1], one)
+        phase.pivot = index.op
+        n = next_iteration(index)
+        m.op._update_input(1, n)
+        x = exit(s[0], name="b_count")
+    bw.loop_cond, bw.pivot, bw.count_identity, bw.grad_index = pred, index.op, index, n.op
+    bw.enters.append(e)
+    bw.merges.append(m)
+    bw.switches.append(s)
+    bw.next_iterations.append(n)
+    bw.exits.append(x)
+
+
+def _accumulator(bw: cfc.GradWhileContext, init: Tensor, step: Any, shape: TensorShape) -> Tensor:
+    """A backward-loop variable from `init` updated by `step(previous)` each
+    iteration (b_acc Enter, Merge, Switch, step, NextIteration, Exit); its Exit."""
+    from flowlab.ops.control_flow_ops import enter, exit, merge, next_iteration, switch
+
+    g = bw.graph
+    with cfc.building(g, bw, bw.pivot):
+        e = enter(init, bw.name, is_constant=False, parallel_iterations=bw.parallel_iterations,
+                  use_input_shape=False, name="b_acc")
+        e.set_shape(shape)
+        m = merge([e, e], name="b_acc")[0]
+        s = switch(m, bw.loop_cond)
+        n = next_iteration(step(s[1]))
+        m.op._update_input(1, n)
+        x = exit(s[0], name="b_acc")
+    bw.enters.append(e)
+    bw.merges.append(m)
+    bw.switches.append(s)
+    bw.next_iterations.append(n)
+    bw.exits.append(x)
+    return x
+
+
+def _dense_accumulator(bw: cfc.GradWhileContext, enter_op: Operation, d: Tensor) -> Tensor:
+    from flowlab.ops import array_ops, math_ops
+    from flowlab.ops.constant_op import constant
+
+    g = bw.graph
+    x = enter_op.inputs[0]
+    with cfc.building(g, bw.outer):
+        if d.shape.is_fully_defined():
+            init = constant(0, dtype=d.dtype.base_dtype, shape=d.shape.as_list(), name="b_acc")
+        else:
+            init = array_ops.zeros(array_ops.shape(x), d.dtype.base_dtype)
+    return _accumulator(bw, init, lambda prev: math_ops.add(prev, d), x.shape)
+
+
+def _sparse_accumulator(bw: cfc.GradWhileContext, enter_op: Operation, d: IndexedSlices) -> IndexedSlices:
+    """TensorFlow accumulates a sparse gradient of an invariant by concatenating its
+    rows (from a zero row at index 0), so the result is IndexedSlices."""
+    from flowlab.ops import array_ops, math_ops
+    from flowlab.ops.constant_op import constant
+
+    g = bw.graph
+    x = enter_op.inputs[0]
+    values, indices, dense_shape = d.values, d.indices, d.dense_shape
+    vs = values.shape
+    with cfc.building(g, bw.outer):
+        if vs.is_fully_defined():
+            values_init = constant(0, dtype=values.dtype.base_dtype, shape=[1] + vs.as_list()[1:],
+                                   name="b_acc")
+        else:
+            rows = array_ops.concat([[1], array_ops.shape(x)[1:]], 0)
+            values_init = array_ops.zeros(rows, values.dtype.base_dtype)
+        indices_init = constant([0], dtype=indices.dtype.base_dtype)
+        shape_init = None
+        if dense_shape is not None:
+            if dense_shape.shape.is_fully_defined():
+                shape_init = constant(0, dtype=dense_shape.dtype.base_dtype,
+                                      shape=dense_shape.shape.as_list(), name="b_acc")
+            else:
+                shape_init = array_ops.zeros_like(array_ops.shape(x,
+                                                                  out_type=dense_shape.dtype))
+    rest = vs[1:] if vs.ndims is not None else TensorShape(None)
+    idx = _accumulator(bw, indices_init, lambda prev: array_ops.concat([prev, indices], 0),
+                       TensorShape([None]))
+    vals = _accumulator(bw, values_init, lambda prev: array_ops.concat([prev, values], 0),
+                        TensorShape([None]).concatenate(rest))
+    shape = None
+    if shape_init is not None:
+        shape = _accumulator(bw, shape_init, lambda prev: math_ops.maximum(dense_shape, prev),
+                             dense_shape.shape)
+    return IndexedSlices(vals, idx, shape)
+
+
 def backward_loop(w: cfc.WhileContext, const_enters: list[Tensor], exit_grads: list[Any],
                   level_gradients: Any) -> list[Any]:
     """Gradients for the inputs of `w`'s Enters (loop variables, then `const_enters`)
     given the gradients of its Exits; `level_gradients(ys, xs, grad_ys, level)` is the
     gradient walk, taken at the forward loop's level for the body."""
-    from flowlab.ops import array_ops, math_ops
-    from flowlab.ops.control_flow_ops import control_trigger
-    from flowlab.ops.core_ops import identity
-    from flowlab.ops.while_loop import build_loop
+    from flowlab.ops import array_ops
+    from flowlab.ops.control_flow_ops import enter, exit, merge, next_iteration, switch
 
     n_vars = len(w.enters)
-    none = [None] * (n_vars + len(const_enters))
+    none: list[Any] = [None] * (n_vars + len(const_enters))
     if not w.back_prop:
         return none
     if isinstance(w, cfc.GradWhileContext):
@@ -198,106 +364,63 @@ def backward_loop(w: cfc.WhileContext, const_enters: list[Tensor], exit_grads: l
     if not any(exit_grads[j] is not None for j in var_idx):
         return none
     inv_idx = [k for k, e in enumerate(const_enters) if _trainable(e)]
-    sparse = {k: _sparse_index_dtype(const_enters[k]) for k in inv_idx}
-    total = forward_counter(w)[2]
-    init_g = [_dense(exit_grads[j]) if exit_grads[j] is not None
-              else array_ops.zeros_like(w.exits[j]) for j in var_idx]
-    init_acc: list[Tensor] = []
-    acc_inv: list[TensorShape] = []
-    for k in inv_idx:
-        x = const_enters[k].op.inputs[0]
-        if sparse[k] is None:
-            init_acc.append(array_ops.zeros_like(x, optimize=False))
-            acc_inv.append(x.shape)
+    total = forward_counter(w)[0]
+    bw = cfc.GradWhileContext(g, cfc.current_context(g), g.unique_name(w.name, mark_as_used=False), w)
+    _backward_counter(bw, total)
+    init_g = []
+    for j in var_idx:
+        if exit_grads[j] is not None:
+            init_g.append(_dense(exit_grads[j]))
         else:
-            # TensorFlow accumulates a sparse gradient of an invariant by concatenating
-            # its rows (from a zero row at index 0), so the result is IndexedSlices.
-            rest = x.shape.as_list()[1:] if x.shape.ndims is not None else None
-            if rest is not None and all(d is not None for d in rest):
-                zero_row = array_ops.zeros([1] + rest, x.dtype.base_dtype)
-            else:
-                zero_row = array_ops.zeros(array_ops.concat([[1], array_ops.shape(x)[1:]], 0),
-                                           x.dtype.base_dtype)
-            init_acc += [zero_row, array_ops.zeros([1], sparse[k])]
-            acc_inv += [TensorShape([None] + rest) if rest is not None else TensorShape(None),
-                        TensorShape([None])]
-    scope = w.name.rsplit("/", 1)[0]
-    with g.name_scope(scope.split("/")[-1]) as bscope:
-        bw = cfc.GradWhileContext(g, cfc.current_context(g), bscope + "while_context", w)
-
-        def cond(c: Tensor, *rest: Any) -> Tensor:
-            return math_ops.greater(c, 0)
-
-        def body(c: Tensor, *rest: Any) -> list[Any]:
-            bw.count_identity = c
-            bw.count_sync = control_trigger(name="b_sync")
-            with g.control_dependencies([bw.count_sync]):
-                c_next = math_ops.subtract(c, 1)
-            gs = list(rest[: len(var_idx)])
-            accs = list(rest[len(var_idx):])
-            ys = [w.body_results[j] for j in var_idx]
-            xs = [w.identities[j] for j in var_idx] + [const_enters[k] for k in inv_idx]
-            grads = level_gradients(ys, xs, gs, w)
-            new_gs = []
-            for i, j in enumerate(var_idx):
-                d = grads[i]
-                if d is None:
-                    like = gs[i] if w.merges[j].shape.is_fully_defined() else w.identities[j]
-                    d = array_ops.zeros_like(like)
-                new_gs.append(identity(_dense(d)))
-            new_accs: list[Any] = []
-            a = 0
-            for i, k in enumerate(inv_idx):
-                d = grads[len(var_idx) + i]
-                if sparse[k] is None:
-                    new_accs.append(accs[a] if d is None else math_ops.add(accs[a], _dense(d)))
-                    a += 1
-                    continue
-                vals, idx = accs[a], accs[a + 1]
-                a += 2
-                if d is not None:
-                    if isinstance(d, Tensor):  # not sparse after all: one row per index
-                        raise TypeError(
-                            f"The gradient of loop invariant {const_enters[k].name} was "
-                            "expected to be sparse (it is only gathered from)."
-                        )
-                    vals = array_ops.concat([vals, d.values], 0)
-                    idx = array_ops.concat([idx, math_ops.cast(d.indices, sparse[k])], 0)
-                new_accs += [vals, idx]
-            return [c_next, *new_gs, *new_accs]
-
-        invariants = [TensorShape([])] + [w.merges[j].shape for j in var_idx] + acc_inv
-        _, exits = build_loop(bw, cond, body, [total, *init_g, *init_acc], invariants,
-                              return_same_structure=True)
-    out = list(none)
+            init_g.append(array_ops.zeros_like(w.exits[j], optimize=False))
+    # Per loop variable: b_exit -> b_switch (Merge) -> Merge_k_grad/Switch.
+    b_switches, b_merges = [], []
     for i, j in enumerate(var_idx):
-        out[j] = exits[1 + i]
-    a = 1 + len(var_idx)
-    for k in inv_idx:
-        if sparse[k] is None:
-            out[n_vars + k] = exits[a]
-            a += 1
-        else:
-            x = const_enters[k].op.inputs[0]
-            out[n_vars + k] = IndexedSlices(exits[a], exits[a + 1], array_ops.shape(x))
-            a += 2
+        with g.name_scope(_scope_of(w.exits[j])), cfc.building(g, bw, bw.pivot):
+            e = enter(init_g[i], bw.name, is_constant=False,
+                      parallel_iterations=bw.parallel_iterations, use_input_shape=False,
+                      name="b_exit")
+            e.set_shape(w.merges[j].shape)
+        with g.name_scope(_scope_of(w.switches[j][0])), cfc.building(g, bw, bw.pivot):
+            m = merge([e, e], name="b_switch")[0]
+        with g.name_scope(_scope_of(w.merges[j])), cfc.building(g, bw, bw.pivot):
+            s = switch(m, bw.loop_cond)
+        bw.enters.append(e)
+        bw.merges.append(m)
+        bw.switches.append(s)
+        b_merges.append(m)
+        b_switches.append(s)
+    bw.identities = [s[1] for s in b_switches]
+    # The body's gradient, taken at the forward loop's level.
+    with cfc.building(g, bw, bw.pivot):
+        ys = [w.body_results[j] for j in var_idx]
+        xs = [w.identities[j] for j in var_idx] + [const_enters[k] for k in inv_idx]
+        grads = level_gradients(ys, xs, [s[1] for s in b_switches], w)
+    out = list(none)
+    for i, k in enumerate(inv_idx):
+        d = grads[len(var_idx) + i]
+        if d is None:
+            continue
+        enter_op = const_enters[k].op
+        with g.name_scope(_scope_of(const_enters[k])):
+            if isinstance(d, IndexedSlices):
+                out[n_vars + k] = _sparse_accumulator(bw, enter_op, d)
+            else:
+                out[n_vars + k] = _dense_accumulator(bw, enter_op, _dense(d))
+    results = []
+    for i, j in enumerate(var_idx):
+        d = grads[i]
+        with g.name_scope(_scope_of(w.switches[j][0])), cfc.building(g, bw, bw.pivot):
+            if d is None:
+                like = b_switches[i][1] if w.merges[j].shape.is_fully_defined() else w.identities[j]
+                d = array_ops.zeros_like(like)
+            n = next_iteration(_dense(d))
+            b_merges[i].op._update_input(1, n)
+        bw.next_iterations.append(n)
+        results.append(n.op.inputs[0])
+        with g.name_scope(_scope_of(w.enters[j])), cfc.building(g, bw, bw.pivot):
+            x = exit(b_switches[i][0])
+        bw.exits.append(x)
+        out[j] = x
+    bw.body_results = results
     return out
-
-
-def _sparse_index_dtype(e: Tensor) -> Any:
-    """The index dtype when every differentiable use of the loop invariant `e` is an
-    axis-0 gather from it (its gradient is then IndexedSlices), else None."""
-    from flowlab.ops.const_fold import constant_value
-
-    kinds = set()
-    uses = [c for c in e.consumers() if any(_trainable(o) for o in c.outputs)]
-    if not uses:
-        return None
-    for c in uses:
-        if c.type != "GatherV2" or c.inputs[0] is not e or c.inputs[1] is e:
-            return None
-        axis = constant_value(c.inputs[2])
-        if axis is None or int(axis) != 0 or c.get_attr("batch_dims") != 0:
-            return None
-        kinds.add(c.inputs[1].dtype.base_dtype)
-    return dtypes.int32 if kinds == {dtypes.int32} else dtypes.int64
