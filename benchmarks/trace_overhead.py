@@ -14,7 +14,7 @@ Every variant runs `--steps` steps per round, the variants taking turns within a
 taken.  Ratios are the median over rounds of (variant / untraced `sess.run`) within
 the round, so that a burst of load hits both sides of a ratio alike.
 
-    python benchmarks/trace_overhead.py [--steps N] [--rounds R]
+    python benchmarks/trace_overhead.py [--steps N] [--rounds R] [--no-tf]
 """
 
 from __future__ import annotations
@@ -228,8 +228,10 @@ def bench_tf(tf: Any, steps: int, rounds: int) -> dict[str, Any]:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--steps", type=int, default=30, help="steps per variant per round")
-    p.add_argument("--rounds", type=int, default=9)
+    # One step per variant per round, many rounds: on a loaded machine two consecutive
+    # steps see the same load, so the ratio within a round is what stays stable.
+    p.add_argument("--steps", type=int, default=1, help="steps per variant per round")
+    p.add_argument("--rounds", type=int, default=150)
     p.add_argument("--no-tf", action="store_true", help="leave TensorFlow out")
     args = p.parse_args()
     out: dict[str, Any] = {"steps": args.steps, "rounds": args.rounds, "load_before": os.getloadavg()[0]}

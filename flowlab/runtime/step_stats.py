@@ -23,7 +23,9 @@ first, then the graph) is only asked for events that come without it.
 
 from __future__ import annotations
 
+import itertools
 import threading
+from array import array
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -31,6 +33,7 @@ import numpy as np
 
 from flowlab.graph import dtypes
 from flowlab.kernels.registry import DEAD
+from flowlab.kernels.resources import VariableState
 from flowlab.runtime.config import (
     AllocationDescription,
     DeviceStepStats,
@@ -64,6 +67,57 @@ _ARRAYS = (np.ndarray, np.generic)
 # Types described by their own shape, dtype and nbytes (what most outputs are).
 _PLAIN = frozenset({np.ndarray, np.float32, np.float64, np.float16, np.int32, np.int64,
                     np.int8, np.int16, np.uint8, np.bool_, np.complex64, np.complex128})
+
+
+def _pack(outs: Any) -> tuple[Any, ...]:
+    """The descriptions of `outs` (see `_describe`) in a few flat objects the garbage
+    collector does not track: a profile keeps every step's, and a tuple per output
+    made each full collection slower as the profile grew (`_unpack` reverses it).
+    Kinds: 0 an array, 1 a variable (its value's shape, 0 new bytes), 2 dead, 3 other
+    (described as `_describe` does, in `odd`)."""
+    plain = _PLAIN
+    kinds = bytes([
+        0 if type(o) in plain else
+        1 if type(o) is VariableState and type(o.value) in plain else
+        2 if o is DEAD else 3
+        for o in outs
+    ])
+    odd = None
+    vals = outs
+    if any(kinds):
+        vals = [o if k == 0 else o.value if k == 1 else _BLANK for o, k in zip(outs, kinds)]
+        if 3 in kinds:
+            odd = {j: _describe((o,))[0] for j, (o, k) in enumerate(zip(outs, kinds)) if k == 3}
+    shapes = [v.shape for v in vals]
+    return (array("q", itertools.chain.from_iterable(shapes)), bytes(map(len, shapes)), kinds,
+            "".join([v.dtype.char for v in vals]),
+            array("q", [v.nbytes if k == 0 else 0 for v, k in zip(vals, kinds)]), odd)
+
+
+_BLANK = np.empty((), object)  # stands for a dead or other output in `_pack`'s fields
+
+
+_DTYPE_OF_CHAR: dict[str, Any] = {}
+
+
+def _unpack(packed: tuple[Any, ...]) -> list[Any]:
+    """The per-output descriptions `_pack` packed."""
+    dims, ndims, kinds, chars, nbytes, odd = packed
+    out: list[Any] = []
+    p = 0
+    for j, kind in enumerate(kinds):
+        if kind == 2:
+            out.append(None)
+        elif kind == 3:
+            out.append(odd[j])
+        else:
+            n = ndims[j]
+            dt = _DTYPE_OF_CHAR.get(chars[j])
+            if dt is None:
+                dt = _DTYPE_OF_CHAR[chars[j]] = np.dtype(chars[j])
+            out.append((tuple(dims[p:p + n]), dt, nbytes[j], kind == 1))
+            p += n
+    return out
 
 
 def _describe(outs: Any) -> tuple[Any, ...]:
@@ -115,11 +169,9 @@ class StepStatsCollector:
 
         def take_records(rec: Any) -> None:
             # A whole straight-line step (executor.StepRecords): only its outputs are
-            # described now (so that none is kept), flat; events are made when read.
-            append(("records", rec.step_id, rec, [
-                (o.shape, o.dtype, o.nbytes, False) if type(o) in _PLAIN else _describe((o,))[0]
-                for o in rec.outputs
-            ]))
+            # described now (so that none is kept), packed; events are made when read.
+            append(("records", rec.step_id, rec.nodes, rec.thread, array("q", rec.times_ns),
+                    rec.out_start, rec.ran, rec.error, rec.error_ns, _pack(rec.outputs)))
 
         listen.take_records = take_records  # type: ignore[attr-defined]
         self.listen = listen
@@ -190,19 +242,19 @@ def _expand(events: list[tuple[Any, ...]]) -> Iterable[tuple[Any, ...]]:
         if e[0] != "records":
             yield e
             continue
-        _, step_id, rec, descs = e
-        times, thread, start = rec.times_ns, rec.thread, rec.out_start
-        for k in range(rec.ran + (rec.error is not None)):
-            node = rec.nodes[k]
+        _, step_id, nodes, thread, times, start, ran, error, error_ns, packed = e
+        descs = _unpack(packed)
+        for k in range(ran + (error is not None)):
+            node = nodes[k]
             op = node.op
             name, op_type, device = op.name, op.type, node.ctx.device.name
             yield ("op_start", step_id, name, op_type, device, times[k] / 1000.0, thread, "", 0, None, op)
-            if k < rec.ran:
+            if k < ran:
                 yield ("op_end", step_id, name, op_type, device, times[k + 1] / 1000.0, thread,
                        "", 0, tuple(descs[start[k]:start[k + 1]]), op)
             else:
-                yield ("error", step_id, name, op_type, device, rec.error_ns / 1000.0, thread,
-                       "", 0, _error_text(rec.error), op)
+                yield ("error", step_id, name, op_type, device, error_ns / 1000.0, thread,
+                       "", 0, _error_text(error), op)
 
 
 class _LazyStepStats(StepStats):
