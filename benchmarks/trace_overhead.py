@@ -14,7 +14,7 @@ Every variant runs `--steps` steps per round, the variants taking turns within a
 taken.  Ratios are the median over rounds of (variant / untraced `sess.run`) within
 the round, so that a burst of load hits both sides of a ratio alike.
 
-    python benchmarks/trace_overhead.py [--steps N] [--rounds R] [--no-tf]
+    python benchmarks/trace_overhead.py [--steps N] [--rounds R] [--no-tf] [--variants a,b]
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class _Capture:
         self.listen = listen
 
 
-def bench_flowlab(steps: int, rounds: int) -> dict[str, Any]:
+def bench_flowlab(steps: int, rounds: int, only: list[str] | None = None) -> dict[str, Any]:
     from flowlab.runtime.executor import Execution
     from flowlab.runtime.fetches import FetchMapper
     from flowlab.runtime.step import Step
@@ -144,6 +144,8 @@ def bench_flowlab(steps: int, rounds: int) -> dict[str, Any]:
         "dataflow_noop_listener": lambda: Execution(plan, Step(sess), vals, lambda ev: None).run(),
         "dataflow_collector_events": lambda: Execution(plan, Step(sess), vals, _events_only()).run(),
     }
+    if only:
+        variants = {k: f for k, f in variants.items() if k == BASE or k in only}
     figures = timed_rounds(variants, steps, rounds)
     # What recording adds, without machine noise: one step's records handed to a new
     # collector, and one step's 2 events per op replayed through its listener.
@@ -172,8 +174,8 @@ def bench_flowlab(steps: int, rounds: int) -> dict[str, Any]:
     base_ms = figures[BASE]["wall_ms"]
     return {
         "variants": figures,
-        "ratio_traced_run_metadata": {k: figures["traced_run_metadata"][k] for k in ("ratio_wall", "ratio_cpu")},
-        "ratio_in_profile": {k: figures["in_profile"][k] for k in ("ratio_wall", "ratio_cpu")},
+        **{f"ratio_{v}": {k: figures[v][k] for k in ("ratio_wall", "ratio_cpu")}
+           for v in ("traced_run_metadata", "in_profile") if v in figures},
         "take_records_us_per_step": take_us,
         "take_records_fraction_of_untraced_step": take_us / 1e3 / base_ms,
         "event_replay_us_per_step": replay_us,
@@ -233,9 +235,10 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=1, help="steps per variant per round")
     p.add_argument("--rounds", type=int, default=150)
     p.add_argument("--no-tf", action="store_true", help="leave TensorFlow out")
+    p.add_argument("--variants", default="", help="comma-separated flowlab variants to time (default: all)")
     args = p.parse_args()
     out: dict[str, Any] = {"steps": args.steps, "rounds": args.rounds, "load_before": os.getloadavg()[0]}
-    out["flowlab"] = bench_flowlab(args.steps, args.rounds)
+    out["flowlab"] = bench_flowlab(args.steps, args.rounds, [v for v in args.variants.split(",") if v])
     out["tracing_off"] = bench_off(2000, 9)
     tf1 = None if args.no_tf else load_tf1()
     if tf1 is not None:
