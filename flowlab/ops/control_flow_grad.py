@@ -346,10 +346,13 @@ def _sparse_accumulator(bw: cfc.GradWhileContext, enter_op: Operation, d: Indexe
 
 
 def backward_loop(w: cfc.WhileContext, const_enters: list[Tensor], exit_grads: list[Any],
-                  level_gradients: Any) -> list[Any]:
+                  level_gradients: Any, needed: list[bool] | None = None) -> list[Any]:
     """Gradients for the inputs of `w`'s Enters (loop variables, then `const_enters`)
     given the gradients of its Exits; `level_gradients(ys, xs, grad_ys, level)` is the
-    gradient walk, taken at the forward loop's level for the body."""
+    gradient walk, taken at the forward loop's level for the body.  `needed` (one flag
+    per input, default all) says which loop invariants lie between the walk's xs and
+    ys: the others get no accumulator and no body gradient (None), as in TensorFlow,
+    whose walk never reaches their Enters."""
     from flowlab.ops import array_ops
     from flowlab.ops.control_flow_ops import enter, exit, merge, next_iteration, switch
 
@@ -363,7 +366,8 @@ def backward_loop(w: cfc.WhileContext, const_enters: list[Tensor], exit_grads: l
     var_idx = [j for j in range(n_vars) if _trainable(w.exits[j])]
     if not any(exit_grads[j] is not None for j in var_idx):
         return none
-    inv_idx = [k for k, e in enumerate(const_enters) if _trainable(e)]
+    inv_idx = [k for k, e in enumerate(const_enters)
+               if _trainable(e) and (needed is None or needed[n_vars + k])]
     total = forward_counter(w)[0]
     bw = cfc.GradWhileContext(g, cfc.current_context(g), g.unique_name(w.name, mark_as_used=False), w)
     _backward_counter(bw, total)
