@@ -53,6 +53,7 @@ import numpy as np
 
 from flowlab import errors
 from flowlab.kernels.registry import DEAD
+from flowlab.runtime import loop_fusion
 from flowlab.runtime.executor import (
     _CANCEL,
     Execution,
@@ -342,9 +343,9 @@ class FrameExecution(FramePropagation, Execution):
     # --- fused loops ----------------------------------------------------------------
     def _fusion(self, info: _FrameInfo) -> FusedLoop | None:
         """The compiled loop for a new instance of frame `info`, if it may run fused."""
-        fz = info.fusion
-        if fz is None:
-            fz = fusion_for(self.analysis, info)
+        if not loop_fusion.ENABLED:
+            return None
+        fz = info.fusion or fusion_for(self.analysis, info)
         if type(fz) is str or (fz.num_expensive > 1 and self.pool is not None):
             return None
         return fz

@@ -50,9 +50,13 @@ listener, every Enter live, the pool policy) is the executor's call.
 from __future__ import annotations
 
 import itertools
+import os
 from collections import deque
 from typing import Any
 
+import numpy as np
+
+from flowlab.kernels.registry import DEAD
 from flowlab.runtime.frame_analysis import (
     _ENTER,
     _EXIT,
@@ -69,6 +73,9 @@ from flowlab.runtime.frame_analysis import (
 from flowlab.runtime.plan import const_value
 
 _FORWARD = frozenset({"Identity", "LoopCond"})
+# FLOWLAB_LOOP_FUSION=0 (or setting this False) runs every loop on the general path:
+# for comparing the two, and for bisecting a suspected fusion bug.
+ENABLED = os.environ.get("FLOWLAB_LOOP_FUSION", "1") != "0"
 _fusion_ids = itertools.count()
 
 
@@ -147,14 +154,15 @@ def _shape(analysis: _Analysis, info: _FrameInfo) -> Any:
         od = node.op.op_def
         if e.kind == _NORMAL and e is not cond and od is not None and od.is_control_flow:
             return f"{node.op.type} '{e.name}' handles dead values itself"
-    switches = [e for e in frame if e.kind == _SWITCH]
+    # Loop Switches are on the LoopCond; others are a cond's, inside the body.
+    switches = [e for e in frame if e.kind == _SWITCH and e.node.inputs[1][0] == pred_slot]
     if not switches:
         return "no Switch on the loop predicate"
-    merges = [e for e in frame if e.kind == _MERGE]
+    # Loop Merges join an Enter and a NextIteration; others are a cond's.
+    loop_feeds = {e.index for e in enters} | {e.index for e in frame if e.kind == _NEXT}
+    merges = [e for e in frame if e.kind == _MERGE and any(d in loop_feeds for d in e.node.deps)]
     for e in switches:
         node = e.node
-        if node.inputs[1][0] != pred_slot:
-            return f"Switch '{e.name}' is not on the loop predicate"
         out0, out1 = node.outputs
         for c in node.consumers:
             ce = entries[c]
@@ -180,6 +188,7 @@ def _shape(analysis: _Analysis, info: _FrameInfo) -> Any:
                 return f"constant Enter '{e.name}' feeds a Merge"
         elif len(cons) != 1 or cons[0].kind != _MERGE:
             return f"Enter '{e.name}' feeds more than its Merge"
+    loop_switches = {e.index for e in switches}
     for e in frame:
         if e.kind == _NEXT:
             cons = [entries[c] for c in e.node.consumers]
@@ -187,9 +196,9 @@ def _shape(analysis: _Analysis, info: _FrameInfo) -> Any:
                 return f"NextIteration '{e.name}' feeds more than its Merge"
         elif e.kind == _EXIT:
             deps = e.node.deps
-            if len(deps) != 1 or entries[deps[0]].kind != _SWITCH or producer[e.node.inputs[0][0]][1] != 0:
+            if len(deps) != 1 or deps[0] not in loop_switches or producer[e.node.inputs[0][0]][1] != 0:
                 return f"Exit '{e.name}' does not read a loop Switch"
-    # The body: everything downstream of a Switch's true side (Exits aside).
+    # The body: everything downstream of a loop Switch's true side (Exits aside).
     local = {e.index for e in frame}
     body: set[int] = set()
     todo = deque(c for sw in switches for c in sw.node.consumers if entries[c].kind != _EXIT)
@@ -200,24 +209,36 @@ def _shape(analysis: _Analysis, info: _FrameInfo) -> Any:
         body.add(c)
         if entries[c].kind != _NEXT:  # the back edge leads to the next iteration
             todo.extend(entries[c].node.consumers)
+    loop_merges = {e.index for e in merges}
     for e in frame:
-        if e.index in body and e.kind in (_SWITCH, _MERGE):
+        if e.index in body and (e.index in loop_switches or e.index in loop_merges):
             return f"{e.node.op.type} '{e.name}' is inside the body"
+        if e.index not in body and e.kind in (_SWITCH, _MERGE) and e.index not in loop_switches | loop_merges:
+            return f"{e.node.op.type} '{e.name}' is in the loop condition"
+        if e.kind == _MERGE and e.index in body and not all(d in body for d in e.node.deps):
+            return f"Merge '{e.name}' joins the body with the condition"
         if e.kind == _NEXT and e.index not in body:
             return f"NextIteration '{e.name}' does not depend on the loop predicate"
     if cond.index in body:
         return "the LoopCond depends on the body"
-    order = _topological(entries, frame, local)
+    order = _topological(entries, frame, local, loop_merges)
     if order is None:
         return "a cycle inside an iteration"
-    # A ControlTrigger runs even when its inputs are dead, so in the last iteration
-    # (the body dead) the general path runs it, and what waits on it alone too.  The
-    # fused loop skips the whole body then: fine while those ops do nothing visible.
+    # In the last iteration the body is dead, and the fused loop skips it.  The
+    # general path still runs a ControlTrigger there (it runs on dead inputs), and
+    # what waits on it alone: fine while those ops do nothing visible.
     live_at_end: set[int] = set()
     for e in order:
-        if e.index in body and (e.kind == _TRIGGER or all(
-            d in live_at_end or (d not in body and entries[d].kind != _SWITCH) for d in e.node.deps
-        )):
+        if e.index not in body:
+            continue
+        deps = e.node.deps
+        if e.kind == _TRIGGER:
+            live = True
+        elif e.kind == _MERGE:
+            live = any(d in live_at_end for d in deps)
+        else:
+            live = all(d in live_at_end or (d not in body and d not in loop_switches) for d in deps)
+        if live:
             if e.kind != _TRIGGER and e.node.op.type not in ("Const", "NoOp"):
                 return f"{e.node.op.type} '{e.name}' in the body runs off a ControlTrigger alone"
             live_at_end.add(e.index)
@@ -228,13 +249,14 @@ def _shape(analysis: _Analysis, info: _FrameInfo) -> Any:
     return enters, merges, cond, switches, cond_ops, body_ops, exits, producer, entries
 
 
-def _topological(entries: list[_Entry], frame: list[_Entry], local: set[int]) -> list[_Entry] | None:
-    """Frame ops (Merges aside: they start an iteration) in an order that respects
-    every edge inside an iteration."""
+def _topological(entries: list[_Entry], frame: list[_Entry], local: set[int],
+                 loop_merges: set[int]) -> list[_Entry] | None:
+    """Frame ops (loop Merges aside: they start an iteration) in an order that
+    respects every edge inside an iteration."""
     pend = {}
     for e in frame:
-        if e.kind != _MERGE:
-            pend[e.index] = sum(1 for d in e.node.deps if d in local and entries[d].kind != _MERGE)
+        if e.index not in loop_merges:
+            pend[e.index] = sum(1 for d in e.node.deps if d in local and d not in loop_merges)
     ready = deque(i for i, p in pend.items() if p == 0)
     order = []
     while ready:
@@ -255,7 +277,7 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
               entries: list[_Entry]) -> FusedLoop:
     from flowlab.runtime.frame_state import FrameStep
 
-    ns: dict[str, Any] = {"FS": FrameStep, "NAME": info.name}
+    ns: dict[str, Any] = {"FS": FrameStep, "NAME": info.name, "DEAD": DEAD, "_dead_next": _dead_next}
     lines = ["def _loop(step, fid, chk" + "".join(f", e{j}" for j in range(len(enters))) + "):"]
     line_to_entry: dict[int, _Entry] = {}
 
@@ -298,20 +320,13 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
         if m.outs[1] >= 0:
             emit(f"v{m.outs[1]} = i{k}", 2)
     for e in cond_ops:
-        _emit_op(e, ns, emit, arg)
+        _emit_op(e, ns, emit, arg, 2)
     emit(f"if not v{cond.outs[0]}:", 2, cond)
     emit("break", 3)
     for sw in switches:
         if sw.outs[1] >= 0:
             emit(f"v{sw.outs[1]} = {arg(sw.in_slots[0], bool(sw.reads and sw.reads[0]))}", 2, sw)
-    for e in body_ops:
-        if e.kind == _NEXT:
-            k = merge_of_next[e.index]
-            emit(f"m{k} = {arg(e.in_slots[0], bool(e.reads))}", 2, e)
-            if merges[k].outs[1] >= 0:
-                emit(f"i{k} = J{k}", 2)
-        else:
-            _emit_op(e, ns, emit, arg)
+    _emit_body(body_ops, merges, merge_of_next, entries, producer, ns, emit, arg)
     emit("n += 1", 2)
     emit("if not n & 15:", 2)
     emit("chk()", 3)
@@ -336,7 +351,96 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
     return fz
 
 
-def _emit_op(e: _Entry, ns: dict[str, Any], emit: Any, arg: Any) -> None:
+def _dead_next(name: str) -> None:
+    from flowlab import errors
+
+    raise errors.InternalError(
+        None, None,
+        f"NextIteration '{name}' is dead in an iteration that continues, which a fused loop "
+        "cannot follow; run with FLOWLAB_LOOP_FUSION=0 for the general frame path.")
+
+
+def _emit_body(body_ops: list[_Entry], merges: list[_Entry], merge_of_next: dict[int, int],
+               entries: list[_Entry], producer: dict[int, tuple[int, int]], ns: dict[str, Any],
+               emit: Any, arg: Any) -> None:
+    """The body's ops.  Behind a cond's Switch values may be dead (`DEAD`), as on the
+    general path: such an op checks its inputs (and the ops it waits on) first, and
+    is dead, not run, when one is; a cond's Merge forwards its live input."""
+    maybe_dead: set[int] = set()  # may be dead as a whole (its outputs and its control edges)
+    dead_outs: set[int] = set()  # whose outputs may be DEAD
+    flagged = set()  # ops whose deadness a control edge reads: d{index}
+    for e in body_ops:
+        node = e.node
+        data_deps = {producer[s][0] for s, _ in node.inputs}
+        terms = [f"v{ls} is DEAD" for (s, _), ls in zip(node.inputs, e.in_slots) if producer[s][0] in dead_outs]
+        ctrl = [d for d in node.deps if d not in data_deps and d in maybe_dead]
+        terms += [f"d{d}" for d in ctrl]
+        flagged.update(ctrl)
+        if terms:
+            maybe_dead.add(e.index)
+        if terms or e.kind == _SWITCH:
+            dead_outs.add(e.index)
+    for e in body_ops:
+        node = e.node
+        data_deps = {producer[s][0] for s, _ in node.inputs}
+        reads = e.reads or (False,) * len(e.in_slots)
+        ins = [(ls, r, producer[s][0] in dead_outs) for (s, _), ls, r in zip(node.inputs, e.in_slots, reads)]
+        ctrl = [f"d{d}" for d in node.deps if d not in data_deps and d in maybe_dead]
+        flag = e.index in flagged
+        if e.kind == _MERGE:
+            # The first live input (a cond has one); dead when all are.
+            first = "if"
+            for j, (ls, r, _) in enumerate(ins):
+                ns[f"X{j}"] = _INDEX[j] if j < len(_INDEX) else np.int32(j)
+                emit(f"{first} v{ls} is not DEAD:", 2, e)
+                first = "elif"
+                if e.outs[0] >= 0:
+                    emit(f"v{e.outs[0]} = {arg(ls, r)}", 3, e)
+                if e.outs[1] >= 0:
+                    emit(f"v{e.outs[1]} = X{j}", 3)
+                if flag:
+                    emit(f"d{e.index} = False", 3)
+            emit("else:", 2)
+            for s in e.outs:
+                if s >= 0:
+                    emit(f"v{s} = DEAD", 3)
+            emit(f"d{e.index} = True" if flag else "pass", 3)
+            continue
+        terms = [f"v{ls} is DEAD" for ls, _, may in ins if may] + ctrl
+        indent = 2
+        if terms:
+            emit(f"if {' or '.join(terms)}:", 2, e)
+            for s in e.outs:
+                if s >= 0:
+                    emit(f"v{s} = DEAD", 3)
+            if e.kind == _NEXT:
+                emit(f"_dead_next({e.name!r})", 3, e)
+            emit(f"d{e.index} = True" if flag else "pass", 3)
+            emit("else:", 2)
+            indent = 3
+        if e.kind == _SWITCH:
+            (ds, dr, _), (ps, pr, _) = ins
+            o0, o1 = e.outs
+            emit(f"if {arg(ps, pr)}:", indent, e)
+            if o0 >= 0:
+                emit(f"v{o0} = DEAD", indent + 1)
+            emit(f"v{o1} = {arg(ds, dr)}" if o1 >= 0 else "pass", indent + 1, e)
+            emit("else:", indent)
+            emit(f"v{o0} = {arg(ds, dr)}" if o0 >= 0 else "pass", indent + 1, e)
+            if o1 >= 0:
+                emit(f"v{o1} = DEAD", indent + 1)
+        elif e.kind == _NEXT:
+            k = merge_of_next[e.index]
+            emit(f"m{k} = {arg(e.in_slots[0], bool(e.reads))}", indent, e)
+            if merges[k].outs[1] >= 0:
+                emit(f"i{k} = J{k}", indent)
+        else:
+            _emit_op(e, ns, emit, arg, indent)
+        if flag:
+            emit(f"d{e.index} = False", indent)
+
+
+def _emit_op(e: _Entry, ns: dict[str, Any], emit: Any, arg: Any, indent: int) -> None:
     """One op of the loop as a line: a bound constant, a forwarded input, or a call."""
     node = e.node
     i = e.index
@@ -344,11 +448,11 @@ def _emit_op(e: _Entry, ns: dict[str, Any], emit: Any, arg: Any) -> None:
     if node.op.type == "Const" and not e.needs_step and node.constants is None:
         if outs[0] >= 0:
             ns[f"K{i}"] = const_value(node.op.get_attr("value"))
-            emit(f"v{outs[0]} = K{i}", 2, e)
+            emit(f"v{outs[0]} = K{i}", indent, e)
         return
     if node.op.type in _FORWARD and len(e.in_slots) == 1 and e.single:
         if outs[0] >= 0:
-            emit(f"v{outs[0]} = {arg(e.in_slots[0], bool(e.reads))}", 2, e)
+            emit(f"v{outs[0]} = {arg(e.in_slots[0], bool(e.reads))}", indent, e)
         return
     ns[f"k{i}"], ns[f"c{i}"] = e.fn, e.ctx
     args = [f"c{i}"]
@@ -358,9 +462,9 @@ def _emit_op(e: _Entry, ns: dict[str, Any], emit: Any, arg: Any) -> None:
     args.extend(arg(s, r) for s, r in zip(e.in_slots, reads))
     call = f"k{i}({', '.join(args)})"
     if e.single:
-        emit(f"v{outs[0]} = {call}" if outs[0] >= 0 else call, 2, e)
+        emit(f"v{outs[0]} = {call}" if outs[0] >= 0 else call, indent, e)
     elif not e.nouts or all(s < 0 for s in outs):
-        emit(call, 2, e)
+        emit(call, indent, e)
     else:
         names = ", ".join(f"v{s}" if s >= 0 else "_" for s in outs)
-        emit(f"{names}, = {call}", 2, e)
+        emit(f"{names}, = {call}", indent, e)

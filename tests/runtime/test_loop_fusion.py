@@ -77,16 +77,25 @@ def test_the_benchmark_loop_is_fused_and_counts():
         assert calls == ["while/while_context"] * 3
 
 
-def test_a_cond_inside_the_body_is_not_fused_and_says_why():
+def test_a_cond_inside_the_body_is_fused():
     n = tf.placeholder(tf.int32, [])
     i, acc = tf.while_loop(
         lambda i, a: i < n,
         lambda i, a: (i + 1, tf.cond(tf.equal(i % 2, 0), lambda: a + i, lambda: a - i)),
         [tf.constant(0), tf.constant(0)])
     with tf.Session() as s:
-        (verdict,) = _verdicts(s, [acc], [n]).values()
-        assert isinstance(verdict, str) and "not on the loop predicate" in verdict
+        assert _fused(s, [acc], [n]) == {"while/while_context"}
         assert s.run(acc, {n: 5}) == 0 - 1 + 2 - 3 + 4
+
+
+def test_a_cond_in_the_loop_condition_is_not_fused_and_says_why():
+    n = tf.placeholder(tf.int32, [])
+    i = tf.while_loop(lambda i: tf.cond(i < 2, lambda: i < n, lambda: i < n - 1), lambda i: i + 1,
+                      [tf.constant(0)])
+    with tf.Session() as s:
+        (verdict,) = _verdicts(s, [i], [n]).values()
+        assert isinstance(verdict, str) and "in the loop condition" in verdict
+        assert s.run(i, {n: 5}) == 4
 
 
 def test_nested_loops_fuse_the_inner_one():
@@ -158,8 +167,18 @@ program = st.fixed_dictionaries({
     "max_iters": st.one_of(st.none(), st.integers(0, 5)),
     "in_branch": st.sampled_from([None, True, False]),
     "nested": st.booleans(),
+    "conds": st.integers(0, 2),  # conds nested around the last variable's update
     "fetch_index": st.booleans(),
 })
+
+
+def _nested_conds(i, x, y, depth):
+    """`depth` conds nested in each other's true branch around x."""
+    if depth == 0:
+        return x
+    taken = tf.equal(tf.math.floormod(i, depth + 1), 0)
+    return tf.cond(taken, lambda: _nested_conds(i, x + tf.constant(depth, x.dtype), y, depth - 1),
+                   lambda: x - y)
 
 
 def _build(p):
@@ -184,6 +203,8 @@ def _build(p):
                 op, src, c = p["updates"][k]
                 other = tf.cast(vs[src % len(vs)], v.dtype)
                 nv = _apply(op, v, other + tf.constant(c, v.dtype))
+                if k == len(vs) - 1:
+                    nv = _nested_conds(i, nv, v, p["conds"])
                 if p["nested"] and k == 0:
                     _, nv = tf.while_loop(lambda j, x: j < i, lambda j, x: (j + 1, x + tf.cast(j, x.dtype)),
                                           [0, nv])
@@ -394,3 +415,38 @@ def test_a_listener_sees_every_iteration():
         assert s.run(i) == 3
     adds = [e.iteration for e in events if e.kind == "op_start" and e.op_type == "AddV2"]
     assert adds == [0, 1, 2]
+
+
+def test_a_variable_assigned_in_one_branch_of_a_cond_in_the_body():
+    v = tf.Variable(0.0)
+
+    def body(i):
+        upd = tf.cond(tf.equal(tf.math.floormod(i, 3), 0),
+                      lambda: tf.assign_add(v, tf.cast(i, tf.float32)), lambda: tf.identity(v))
+        with tf.control_dependencies([upd]):
+            return i + 1
+
+    i = tf.while_loop(lambda i: i < 10, body, [tf.constant(0)])
+    with tf.Session() as s:
+        assert _fused(s, [i]) == {"while/while_context"}
+        s.run(v.initializer)
+        assert s.run(i) == 10 and s.run(v) == 0.0 + 3 + 6 + 9
+        with _general():
+            assert s.run(i) == 10 and s.run(v) == 36.0
+
+
+def test_gradient_of_a_cond_inside_a_loop_fuses_both_loops():
+    x = tf.constant(1.25)
+
+    def body(i, y):
+        return i + 1, tf.cond(tf.equal(tf.math.floormod(i, 2), 0), lambda: y * x, lambda: y + x)
+
+    _, y = tf.while_loop(lambda i, y: i < 5, body, [0, x])
+    (g,) = tf.gradients(y, [x])
+    with tf.Session() as s:
+        spy, calls = _counting_fused_runs()
+        with spy:
+            fused_vals = s.run([y, g])
+        with _general():
+            assert s.run([y, g]) == fused_vals
+        assert len(set(calls)) == 2
