@@ -346,7 +346,7 @@ class FrameExecution(FramePropagation, Execution):
         if not loop_fusion.ENABLED:
             return None
         fz = info.fusion or fusion_for(self.analysis, info)
-        if type(fz) is str or (fz.num_expensive > 1 and self.pool is not None):
+        if not isinstance(fz, FusedLoop) or (fz.num_expensive > 1 and self.pool is not None):
             return None
         return fz
 
