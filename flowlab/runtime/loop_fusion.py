@@ -25,26 +25,31 @@ a frame and compiles it, once per plan, into straight-line Python (as
 A frame is fusible when it is exactly that shape (`_shape` says why not):
 * every op in it is synchronous, and none is a nested frame's Enter, a Send/Recv
   or another op that handles dead values itself (a ControlTrigger is allowed where
-  whatever waits on it is in the body anyway: the gradient's push/pop syncs);
-* one LoopCond; every Switch is a loop Switch (its predicate is the LoopCond, its
-  data is not behind another Switch, its false side feeds only Exits, its true side
-  no Exit, no control edge out of it); every Merge has two data inputs, one
-  non-constant Enter and one NextIteration, and no control input; every NextIteration
-  is in the body and feeds one Merge; every Exit reads a Switch's false side;
-* the frame's non-constant Enters feed only their Merge, its constant Enters no Merge.
-A `cond` inside the body (a Switch on another predicate) is not this shape: such a
-frame takes the general path.
+  whatever waits on it alone does nothing visible: the gradient's push/pop syncs);
+* one LoopCond; every loop Switch (on the LoopCond) has its false side feeding only
+  Exits, its true side no Exit, no control edge out of it; every loop Merge has two
+  data inputs, one non-constant Enter and one NextIteration, and no control input;
+  every NextIteration is in the body and feeds one Merge; every Exit reads a loop
+  Switch's false side; the non-constant Enters feed only their Merge;
+* a `cond` (Switches on another predicate, Merges of its branches) may sit in the
+  body, with its Merges joining body values only; none in the loop condition.
 
-Then no value inside the frame can be dead except all at once (the body when the
-predicate is false), so iterations need no pending counts, dead marks or iteration
-objects.  Iterations run one after the other, a schedule the general path may also
-take (as with parallel_iterations=1); since every kernel is synchronous, overlapping
-iterations would buy nothing on one thread.  What the frame path guarantees still
-holds: kernels registered with `step=True` get a `FrameStep` with the frame id and
+Then the loop condition has no dead value, and the whole body is dead at once when
+the predicate is false: the `break`.  Inside the body, behind a cond's Switch, the
+generated lines are dead-aware as the general path is: an op whose input (or an op
+it waits on) is `DEAD` is dead and not run, a Switch sends its data to one side and
+`DEAD` to the other, a Merge forwards its live input; lines before any cond carry no
+check.  Iterations need no pending counts, dead marks or iteration objects.  They
+run one after the other, a schedule the general path may also take (as with
+parallel_iterations=1); since every kernel is synchronous, overlapping iterations
+would buy nothing on one thread.  What the frame path guarantees still holds:
+kernels registered with `step=True` get a `FrameStep` with the frame id and
 iteration; the deadline and cancellation are checked every 16 iterations; an error
 names the op (the failing line of the generated code maps to it) and the step's
 undo log rolls back; nothing of an iteration outlives it.  When to use it (no
-listener, every Enter live, the pool policy) is the executor's call.
+listener, every Enter live, the pool policy) is the executor's call.  A dead
+NextIteration in an iteration that continues (no builder makes one) is an
+InternalError on this path.
 """
 
 from __future__ import annotations
