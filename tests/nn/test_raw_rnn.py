@@ -151,3 +151,37 @@ def test_raw_rnn_default_emit_from_cell_output_size_and_errors():
         fl.nn.raw_rnn(cell, None)
     with pytest.raises(TypeError, match="not an RNNCell"):
         fl.nn.raw_rnn(object(), loop_fn)
+
+
+@needs_loops
+def test_raw_rnn_greedy_decoder_with_tensor_array_loop_state_same_as_tensorflow(tf1):
+    """A decoder: the next input is made from the cell's output, the loop state is a
+    TensorArray of per-step sums, the loop ends at a fixed time (no sequence input)."""
+    units, depth, batch, steps = 3, 2, 2, 4
+    proj = np.random.RandomState(5).uniform(-1, 1, (units, depth)).astype(np.float32)
+
+    def build(tf, cells):
+        go = tf.placeholder(tf.float32, [batch, depth])
+        cell = cells.BasicRNNCell(units)
+
+        def loop_fn(time, cell_output, cell_state, loop_state):
+            if cell_output is None:
+                state = cell.zero_state(batch, tf.float32)
+                next_input = go
+                loop_state = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+            else:
+                state = cell_state
+                next_input = tf.tanh(tf.matmul(cell_output, tf.constant(proj)))
+                loop_state = loop_state.write(time - 1, tf.reduce_sum(cell_output, 1))
+            finished = tf.tile(tf.expand_dims(time >= steps, 0), [batch])
+            return finished, next_input, state, cell_output, loop_state
+
+        emit_ta, final_state, sums_ta = tf.nn.raw_rnn(cell, loop_fn)
+        outputs, sums = emit_ta.stack(), sums_ta.stack()
+        grads = tf.gradients(tf.reduce_sum(outputs) + tf.reduce_sum(sums * sums),
+                             [go, *tf.global_variables()])
+        return [outputs, final_state, sums, grads], [go]
+
+    results = _both(tf1, build, [RS.randn(batch, depth).astype(np.float32)])
+    _assert_same(results)
+    assert results[1][1][0].shape == (steps, batch, units)
