@@ -22,10 +22,12 @@ waits for; the key carries the frame instance and the iteration
 
 Where this differs from TensorFlow, and why:
 * The skeleton's Enter does not take a constant (TensorFlow's `_cloop` Enter reads a
-  dummy `Const`): it takes `Rank` of the input of one of the loop's own Enters,
-  computed where that input lives and sent over in the parent frame.  The skeleton
-  is then live exactly when the loop is: a loop inside an untaken `cond` branch is
-  dead on every device, instead of waiting forever for a predicate nobody sends.
+  dummy `Const`): it takes a token that is live exactly when the leader's LoopCond
+  will run in iteration 0 -- the sum of `Rank`s of the inputs of the Enters the
+  LoopCond depends on, each computed where that input lives and sent over in the
+  parent frame.  A loop in an untaken `cond` branch, or inside the last (dead)
+  iteration of an outer loop, is then dead on every device instead of waiting
+  forever for a predicate nobody sends (loop invariants entering it may be live).
 * A skeleton is added for every device that has ops of the frame (or ends of a
   transfer inside it), not only for the receiving end of a transfer: a device whose
   ops in the frame read only loop invariants still has to run them once per
@@ -340,19 +342,45 @@ class ControlLoops:
         p.add(part, nxt)
         return merge
 
+    def cone_enters(self, frame: str) -> list[Operation]:
+        """The Enters of `frame` that its LoopCond depends on in iteration 0 (through
+        Merges' Enter inputs, not their NextIteration ones)."""
+        found: list[Operation] = []
+        seen: set[int] = set()
+        stack = [self.fr.loop_cond[frame]]
+        while stack:
+            op = stack.pop()
+            if id(op) in seen:
+                continue
+            seen.add(id(op))
+            if op.type in ENTER_TYPES:
+                if self.fr.out_frame.get(id(op)) == frame:
+                    found.append(op)
+                continue
+            if op.type in NEXT_TYPES or op.type in EXIT_TYPES or self.fr.op_frame.get(id(op)) != frame:
+                continue
+            stack.extend(t.op for t in self.inputs_of(op))
+            stack.extend(op._control_inputs)
+        return found
+
     def token(self, frame: str, device: Device) -> Tensor:
         """A scalar on `device` in the frame around `frame`, live exactly when the
-        loop's Enters are: `Rank` of one Enter's input, made where that input is."""
+        leader's LoopCond will run in iteration 0, i.e. when the Enters it depends on
+        are all live (in an untaken branch or a finished outer loop some are dead
+        while loop invariants are not): `Rank` of each such Enter's input, made where
+        that input is, summed on `device`."""
         p = self.p
         parent = self.fr.parent.get(frame, "")
-        enters = self.fr.enters[frame]
-        enter = next((e for e in enters if not e.get_attr("is_constant")), enters[0])
-        t = self.inputs_of(enter)[0]
-        key = (id(t.op), t.value_index)
-        if key in p.fed:
-            # A fed value is live: a constant on the device will do.
+        inputs: list[Tensor] = []
+        for e in self.cone_enters(frame):
+            t = self.inputs_of(e)[0]
+            if (id(t.op), t.value_index) not in p.fed and not any(t is u for u in inputs):
+                inputs.append(t)
+        cond_name = self.fr.loop_cond[frame].name
+        if not inputs:
+            # Only fed values (live) enter the condition: a constant on the device will do.
             value = freeze(np.zeros((), np.int32))
-            _, name, _ = p.fresh_names(f"_cloop{enter.name}")
+            _, name, _ = p.fresh_names(f"_cloop{cond_name}/token")
             controls = [self.control_of(parent, device)] if parent else []
             c = Operation(
                 p.part(device).graph, "Const", name, [], [dtypes.int32],
@@ -361,21 +389,37 @@ class ControlLoops:
             c._outputs[0]._shape = TensorShape([])
             p.add(p.part(device), c)
             return c._outputs[0]
+        here = [p.value_on(self.rank(t, parent), device, cond_name, parent) for t in inputs]
+        if len(here) == 1:
+            return here[0]
+        _, name, _ = p.fresh_names(f"_cloop{cond_name}/token")
+        op = Operation(
+            p.part(device).graph, "AddN", name, [], [dtypes.int32], {"N": len(here), "T": dtypes.int32},
+            device.name, [], get_op_def("AddN"),
+        )
+        op._inputs = here
+        op._outputs[0]._shape = TensorShape([])
+        p.add(p.part(device), op)
+        return op._outputs[0]
+
+    def rank(self, t: Tensor, parent: str) -> Tensor:
+        """`Rank` of step tensor `t` (in frame `parent`), on its device, made once."""
+        p = self.p
+        key = (id(t.op), t.value_index)
         rank = self.tokens.get(key)
         if rank is None:
             src = p.device_of[t.op.name]
             p.clone(t.op)
-            produced = p.out_of[key]
-            _, name, _ = p.fresh_names(f"_cloop{enter.name}/rank")
+            _, name, _ = p.fresh_names(f"_cloop{t.op.name}/rank")
             op = Operation(
                 p.part(src).graph, "Rank", name, [], [dtypes.int32], {"T": t.dtype.base_dtype},
                 src.name, [], get_op_def("Rank"),
             )
-            op._inputs = [produced]
+            op._inputs = [p.out_of[key]]
             op._outputs[0]._shape = TensorShape([])
             p.add(p.part(src), op)
             if parent:
                 self.participate(parent, src)
             rank = self.tokens[key] = op._outputs[0]
             p.new_ops[id(op)] = (src, parent)
-        return p.value_on(rank, device, enter.name, parent)
+        return rank

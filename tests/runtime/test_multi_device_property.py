@@ -1,7 +1,10 @@
 """Property: a random graph with random `tf.device("/cpu:N")` constraints over four
 virtual CPUs gives exactly the values of the same graph on one device -- through
 the fused straight-line path, through one Execution per partition (a traced step),
-with the graph optimizer on and off, and with `cond` and `while_loop` in the graph."""
+with the graph optimizer on and off, and with `cond` and `while_loop` in the graph;
+and random programs of nested `cond`s and `while_loop`s whose inner ops carry random
+device constraints (loops spanning devices: control-loop skeletons) give exactly the
+values of one device."""
 
 from __future__ import annotations
 
@@ -121,3 +124,97 @@ def test_a_loop_spanning_devices_is_partitioned_with_control_loop_skeletons():
         assert len(parts) == 3 and "while/LoopCond:0" in {p.tensor for p in parts.pairs}
         for dev in list(parts)[1:]:
             assert any(n["name"].startswith("_cloop") and n["op"] == "NextIteration" for n in parts[dev]["node"])
+
+
+# --- random cond/while programs whose inner ops span devices ---------------------------------
+# A block is a list of statements; each appends one [2] float64 tensor to the values
+# in scope.  ("op", name, pick, pick, device), ("cond", pick, device, block, block),
+# ("while", iterations, pick, device, block, parallel_iterations).
+ELEMENTWISE = {
+    "tanh": lambda a, b: fl.tanh(a),
+    "add": lambda a, b: a + b,
+    "mix": lambda a, b: a * 0.5 - b * 0.25,
+    "max": lambda a, b: fl.maximum(a, b),
+    "sin": lambda a, b: fl.sin(a) + b,
+}
+device_choice = st.one_of(st.none(), st.integers(0, N_DEVICES - 1))
+pick = st.integers(0, 10**6)
+leaf = st.tuples(st.just("op"), st.sampled_from(sorted(ELEMENTWISE)), pick, pick, device_choice)
+
+
+def _blocks(inner):
+    block = st.lists(inner, min_size=1, max_size=3)
+    return st.one_of(
+        st.tuples(st.just("cond"), pick, device_choice, block, block),
+        st.tuples(st.just("while"), st.integers(0, 3), pick, device_choice, block, st.sampled_from([1, 10])),
+    )
+
+
+statement = st.recursive(leaf, lambda inner: st.one_of(inner, _blocks(inner)), max_leaves=8)
+programs = st.lists(statement, min_size=1, max_size=4)
+
+
+def _on(device, with_devices):
+    return fl.device(f"/cpu:{device}" if with_devices and device is not None else None)
+
+
+def build_block(block, values, with_devices):
+    """Run the statements of `block` over `values` (a list, extended); returns its last."""
+    for stmt in block:
+        kind = stmt[0]
+        if kind == "op":
+            _, name, p1, p2, device = stmt
+            a, b = values[p1 % len(values)], values[p2 % len(values)]
+            with _on(device, with_devices):
+                values.append(ELEMENTWISE[name](a, b))
+        elif kind == "cond":
+            _, p1, device, then_block, else_block = stmt
+            a = values[p1 % len(values)]
+            with _on(device, with_devices):
+                pred = fl.reduce_sum(a) > 0.0
+                values.append(fl.cond(
+                    pred,
+                    lambda b=then_block: build_block(b, list(values), with_devices),
+                    lambda b=else_block: build_block(b, list(values), with_devices),
+                ))
+        else:
+            _, n, p1, device, body, par = stmt
+            start = values[p1 % len(values)]
+            outer = list(values)
+
+            def step(i, v, body=body, outer=outer):
+                return i + 1, build_block(body, [v, *outer], with_devices)
+
+            with _on(device, with_devices):
+                values.append(fl.while_loop(lambda i, v, n=n: i < n, step, [fl.constant(0), start],
+                                            parallel_iterations=par)[1])
+    return values[-1]
+
+
+def run_program(program, with_devices, traced):
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.placeholder(fl.float64, [2], name="x")
+        values = [x, fl.constant(np.array([0.5, -1.5]), name="k")]
+        build_block(program, values, with_devices)
+        fetches = values[2:]
+        cfg = fl.ConfigProto(device_count={"CPU": N_DEVICES if with_devices else 1})
+        with fl.Session(graph=g, config=cfg) as s:
+            # A deadline, so that a partitioning that deadlocks fails rather than hangs.
+            kw: dict = {"options": fl.RunOptions(timeout_in_ms=20000)}
+            if traced:
+                kw = dict(options=fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE, timeout_in_ms=20000),
+                          run_metadata=fl.RunMetadata())
+            out = s.run(fetches, {x: np.array([0.25, -0.75])}, **kw)
+            assert len(s._rendezvous) == 0
+            return out
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs, st.booleans())
+def test_cond_and_while_spanning_devices_equal_single_device(program, traced):
+    expected = run_program(program, with_devices=False, traced=False)
+    actual = run_program(program, with_devices=True, traced=traced)
+    for e, a in zip(expected, actual):
+        assert a.dtype == e.dtype
+        np.testing.assert_array_equal(a, e)

@@ -30,11 +30,11 @@ def nodes(parts, k):
 
 
 def skeleton_of(ns):
-    """The `_cloop` ops of one partition, by op type (without the token that enters
-    the skeleton: a `Const`, or a `Rank` on the device of a loop input)."""
+    """The control-loop ops of one partition, by op type (not the token that enters
+    the skeleton: `Rank`s of loop inputs, sent over and summed, or a `Const`)."""
     out: dict[str, list[dict]] = {}
     for name, n in ns.items():
-        if name.startswith("_cloop") and n["op"] not in ("Const", "Rank"):
+        if name.startswith("_cloop") and n["op"] in ("Enter", "Merge", "Switch", "NextIteration"):
             out.setdefault(n["op"], []).append(n)
     return out
 
@@ -156,9 +156,12 @@ def test_rendezvous_keys_carry_the_frame_and_the_iteration(monkeypatch):
     assert len(cond) == 12
     assert sorted(p.iter_id for p in cond if p.dst_device == CPU.format(1)) == list(range(6))
     assert len({p.frame_id for p in cond}) == 1 and cond[0].frame_id != 0
-    # Keys are unique within the step; every transfer of this step is inside the loop.
+    # Keys are unique within the step; the transfers are inside the loop, except the
+    # tokens that start the skeletons (sent once, at 0:0).
     assert len(set(sent)) == len(sent)
-    assert {p.frame_id for p in parsed} == {cond[0].frame_id}
+    tokens = [p for p in parsed if "/rank" in p.tensor_name]
+    assert len(tokens) == 2 and {(p.frame_id, p.iter_id) for p in tokens} == {(0, 0)}
+    assert {p.frame_id for p in parsed if p not in tokens} == {cond[0].frame_id}
 
 
 def test_no_rendezvous_entries_left_after_a_thousand_loop_steps(monkeypatch):
@@ -248,9 +251,12 @@ def test_nested_loops_stack_their_skeletons():
     assert frames == ["while/while/while_context", "while/while_context"]
     ns = nodes(parts, 3)
     inner_enter = next(e for e in sk["Enter"] if e["attr"]["frame_name"]["s"].startswith("while/while/"))
-    # The inner skeleton is entered from the outer frame (a token received there).
+    # The inner skeleton is entered from the outer frame: a token summed from the
+    # Ranks of the inner condition's loop inputs, received in each outer iteration.
     token = ns[inner_enter["input"][0]]
-    assert token["op"] == "_Recv" and ns[token["input"][0][1:]]["op"] == "Merge"
+    assert token["op"] == "AddN"
+    for name in token["input"]:
+        assert ns[name]["op"] == "_Recv" and ns[ns[name]["input"][0][1:]]["op"] == "Merge"
 
 
 def test_a_backward_loop_spans_devices_as_well():
