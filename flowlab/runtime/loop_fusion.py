@@ -78,6 +78,7 @@ from flowlab.runtime.frame_analysis import (
 from flowlab.runtime.plan import const_value
 
 _FORWARD = frozenset({"Identity", "LoopCond"})
+_INNER = 99  # the kind of an `_Inner` in a frame's op order
 # FLOWLAB_LOOP_FUSION=0 (or setting this False) runs every loop on the general path:
 # for comparing the two, and for bisecting a suspected fusion bug.
 ENABLED = os.environ.get("FLOWLAB_LOOP_FUSION", "1") != "0"
@@ -90,7 +91,7 @@ class FusedLoop:
     (in `exits` order)."""
 
     __slots__ = ("fn", "code", "source", "line_to_entry", "enter_pos", "exits",
-                 "num_expensive", "ops_cond", "ops_body")
+                 "num_expensive", "ops_cond", "ops_body", "codes")
 
     fn: Any
     code: Any
@@ -101,16 +102,37 @@ class FusedLoop:
     num_expensive: int
     ops_cond: int  # ops run in every iteration (before the predicate decides)
     ops_body: int  # ops run in iterations that continue
+    codes: dict[Any, dict[int, _Entry]]  # its code and its inner loops': line -> op
 
     def entry_for(self, exc: BaseException) -> _Entry | None:
         """The op whose line of the generated function raised `exc`."""
         tb = exc.__traceback__
         found = None
         while tb is not None:
-            if tb.tb_frame.f_code is self.code:
-                found = self.line_to_entry.get(tb.tb_lineno)
+            lines = self.codes.get(tb.tb_frame.f_code)
+            if lines is not None:
+                found = lines.get(tb.tb_lineno)  # the innermost loop's line wins
             tb = tb.tb_next
         return found
+
+
+class _Inner:
+    """A fused inner loop inside the frame being fused: one call per iteration."""
+
+    __slots__ = ("index", "kind", "info", "fz", "enters", "name", "node")
+
+    def __init__(self, index: int, info: _FrameInfo, fz: FusedLoop, enters: list[_Entry]) -> None:
+        self.index = index  # negative: a key beside the plan indices
+        self.kind = _INNER
+        self.info = info
+        self.fz = fz
+        self.enters = enters
+        self.name = info.name
+        self.node = None
+
+
+class _NotFusible(Exception):
+    pass
 
 
 def fusion_for(analysis: _Analysis, info: _FrameInfo) -> FusedLoop | str:
@@ -126,7 +148,10 @@ def _compile(analysis: _Analysis, info: _FrameInfo) -> FusedLoop | str:
     shape = _shape(analysis, info)
     if isinstance(shape, str):
         return shape
-    return _generate(info, *shape)
+    try:
+        return _generate(info, *shape)
+    except _NotFusible as e:
+        return str(e)
 
 
 # --- recognising the shape --------------------------------------------------------------
@@ -152,13 +177,27 @@ def _shape(analysis: _Analysis, info: _FrameInfo) -> Any:
     pred_slot = cond.node.outputs[0]
     for e in frame:
         node = e.node
-        if e.kind not in (_NORMAL, _MERGE, _SWITCH, _EXIT, _NEXT, _TRIGGER):
+        if e.kind not in (_NORMAL, _MERGE, _SWITCH, _EXIT, _NEXT, _TRIGGER, _ENTER):
             return f"{node.op.type} '{e.name}' in the frame"
         if node.kernel.asynchronous:
             return f"asynchronous {node.op.type} '{e.name}'"
         od = node.op.op_def
         if e.kind == _NORMAL and e is not cond and od is not None and od.is_control_flow:
             return f"{node.op.type} '{e.name}' handles dead values itself"
+    # Inner loops: each a fused loop of its own, called once per iteration.
+    inner: dict[int, _Inner] = {}
+    enter_macro: dict[int, int] = {}
+    exit_macro: dict[int, int] = {}
+    for e in frame:
+        if e.kind == _ENTER and e.out_info.name not in {m.name for m in inner.values()}:
+            child = e.out_info
+            fz = fusion_for(analysis, child)
+            if isinstance(fz, str):
+                return f"inner loop '{child.name}': {fz}"
+            key = -1 - len(inner)
+            inner[key] = _Inner(key, child, fz, [x for x in frame if x.kind == _ENTER and x.out_info is child])
+            enter_macro.update((x.index, key) for x in inner[key].enters)
+            exit_macro.update((x.index, key) for x in fz.exits)
     # Loop Switches are on the LoopCond; others are a cond's, inside the body.
     switches = [e for e in frame if e.kind == _SWITCH and e.node.inputs[1][0] == pred_slot]
     if not switches:
@@ -203,8 +242,21 @@ def _shape(analysis: _Analysis, info: _FrameInfo) -> Any:
             deps = e.node.deps
             if len(deps) != 1 or deps[0] not in loop_switches or producer[e.node.inputs[0][0]][1] != 0:
                 return f"Exit '{e.name}' does not read a loop Switch"
+    # Edges inside an iteration, an inner loop standing for its Enters and Exits.
+    def succ(i: int) -> list[int]:
+        if i in enter_macro:
+            return [enter_macro[i]]
+        if i < 0:
+            return list(dict.fromkeys(c for x in inner[i].fz.exits for c in x.node.consumers))
+        return entries[i].node.consumers
+
+    def deps_of(i: int) -> list[int]:
+        if i < 0:
+            return [x.index for x in inner[i].enters]
+        return list(dict.fromkeys(exit_macro.get(d, d) for d in entries[i].node.deps))
+
     # The body: everything downstream of a loop Switch's true side (Exits aside).
-    local = {e.index for e in frame}
+    local = {e.index for e in frame} | set(inner)
     body: set[int] = set()
     todo = deque(c for sw in switches for c in sw.node.consumers if entries[c].kind != _EXIT)
     while todo:
@@ -212,21 +264,21 @@ def _shape(analysis: _Analysis, info: _FrameInfo) -> Any:
         if c in body or c not in local:
             continue
         body.add(c)
-        if entries[c].kind != _NEXT:  # the back edge leads to the next iteration
-            todo.extend(entries[c].node.consumers)
+        if c < 0 or entries[c].kind != _NEXT:  # the back edge leads to the next iteration
+            todo.extend(succ(c))
     loop_merges = {e.index for e in merges}
     for e in frame:
         if e.index in body and (e.index in loop_switches or e.index in loop_merges):
             return f"{e.node.op.type} '{e.name}' is inside the body"
         if e.index not in body and e.kind in (_SWITCH, _MERGE) and e.index not in loop_switches | loop_merges:
             return f"{e.node.op.type} '{e.name}' is in the loop condition"
-        if e.kind == _MERGE and e.index in body and not all(d in body for d in e.node.deps):
+        if e.kind == _MERGE and e.index in body and not all(d in body for d in deps_of(e.index)):
             return f"Merge '{e.name}' joins the body with the condition"
         if e.kind == _NEXT and e.index not in body:
             return f"NextIteration '{e.name}' does not depend on the loop predicate"
     if cond.index in body:
         return "the LoopCond depends on the body"
-    order = _topological(entries, frame, local, loop_merges)
+    order = _topological(entries, local, loop_merges, inner, succ, deps_of)
     if order is None:
         return "a cycle inside an iteration"
     # In the last iteration the body is dead, and the fused loop skips it.  The
@@ -236,7 +288,7 @@ def _shape(analysis: _Analysis, info: _FrameInfo) -> Any:
     for e in order:
         if e.index not in body:
             continue
-        deps = e.node.deps
+        deps = deps_of(e.index)
         if e.kind == _TRIGGER:
             live = True
         elif e.kind == _MERGE:
@@ -244,30 +296,28 @@ def _shape(analysis: _Analysis, info: _FrameInfo) -> Any:
         else:
             live = all(d in live_at_end or (d not in body and d not in loop_switches) for d in deps)
         if live:
-            if e.kind != _TRIGGER and e.node.op.type not in ("Const", "NoOp"):
+            if e.kind != _TRIGGER and (e.kind == _INNER or e.node.op.type not in ("Const", "NoOp")):
                 return f"{e.node.op.type} '{e.name}' in the body runs off a ControlTrigger alone"
             live_at_end.add(e.index)
     # ControlTriggers do nothing but order: the generated code's order is enough.
-    cond_ops = [e for e in order if e.index not in body and e.kind == _NORMAL]
-    body_ops = [e for e in order if e.index in body and e.kind != _TRIGGER]
+    cond_ops = [e for e in order if e.index not in body and e.kind in (_NORMAL, _INNER)]
+    body_ops = [e for e in order if e.index in body and e.kind not in (_TRIGGER, _ENTER)]
     exits = tuple(e for e in frame if e.kind == _EXIT)
     return enters, merges, cond, switches, cond_ops, body_ops, exits, producer, entries
 
 
-def _topological(entries: list[_Entry], frame: list[_Entry], local: set[int],
-                 loop_merges: set[int]) -> list[_Entry] | None:
-    """Frame ops (loop Merges aside: they start an iteration) in an order that
-    respects every edge inside an iteration."""
-    pend = {}
-    for e in frame:
-        if e.index not in loop_merges:
-            pend[e.index] = sum(1 for d in e.node.deps if d in local and d not in loop_merges)
+def _topological(entries: list[_Entry], local: set[int], loop_merges: set[int],
+                 inner: dict[int, _Inner], succ: Any, deps_of: Any) -> list[Any] | None:
+    """Frame ops and inner loops (loop Merges aside: they start an iteration) in an
+    order that respects every edge inside an iteration."""
+    pend = {i: sum(1 for d in deps_of(i) if d in local and d not in loop_merges)
+            for i in local if i not in loop_merges}
     ready = deque(i for i, p in pend.items() if p == 0)
-    order = []
+    order: list[Any] = []
     while ready:
         i = ready.popleft()
-        order.append(entries[i])
-        for c in entries[i].node.consumers:
+        order.append(inner[i] if i < 0 else entries[i])
+        for c in succ(i):
             if c in pend:
                 pend[c] -= 1
                 if pend[c] == 0:
@@ -294,7 +344,7 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
     def arg(slot: int, read: bool) -> str:
         return f"v{slot}.read()" if read else f"v{slot}"
 
-    needs_step = any(e.needs_step for e in cond_ops + body_ops)
+    needs_step = any(e.needs_step for e in cond_ops + body_ops if e.kind != _INNER)
     enter_pos = {e.index: j for j, e in enumerate(enters)}
     # Each Merge: m{k} is its value in the coming iteration, i{k} its value_index.
     merge_of_next: dict[int, int] = {}
@@ -325,7 +375,10 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
         if m.outs[1] >= 0:
             emit(f"v{m.outs[1]} = i{k}", 2)
     for e in cond_ops:
-        _emit_op(e, ns, emit, arg, 2)
+        if e.kind == _INNER:
+            _emit_inner(e, ns, emit, arg, 2)
+        else:
+            _emit_op(e, ns, emit, arg, 2)
     emit(f"if not v{cond.outs[0]}:", 2, cond)
     emit("break", 3)
     for sw in switches:
@@ -348,9 +401,16 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
     fz.code = fz.fn.__code__
     fz.source = source
     fz.line_to_entry = line_to_entry
+    fz.codes = {fz.code: line_to_entry}
     fz.enter_pos = enter_pos
     fz.exits = exits
-    fz.num_expensive = sum(1 for e in cond_ops + body_ops if e.node.kernel.expensive)
+    fz.num_expensive = 0
+    for e in cond_ops + body_ops:
+        if e.kind == _INNER:
+            fz.num_expensive += e.fz.num_expensive
+            fz.codes.update(e.fz.codes)
+        elif e.node.kernel.expensive:
+            fz.num_expensive += 1
     fz.ops_cond = len(merges) + len(cond_ops)
     fz.ops_body = len(switches) + len(body_ops)
     return fz
@@ -375,6 +435,13 @@ def _emit_body(body_ops: list[_Entry], merges: list[_Entry], merge_of_next: dict
     dead_outs: set[int] = set()  # whose outputs may be DEAD
     flagged = set()  # ops whose deadness a control edge reads: d{index}
     for e in body_ops:
+        if e.kind == _INNER:
+            # Entered dead, an inner loop's Exits would never fire: the general path's.
+            for x in e.enters:
+                xd = {producer[s][0] for s, _ in x.node.inputs}
+                if xd & dead_outs or any(d in maybe_dead for d in x.node.deps):
+                    raise _NotFusible(f"inner loop '{e.name}' may be entered dead")
+            continue
         node = e.node
         data_deps = {producer[s][0] for s, _ in node.inputs}
         terms = [f"v{ls} is DEAD" for (s, _), ls in zip(node.inputs, e.in_slots) if producer[s][0] in dead_outs]
@@ -386,6 +453,9 @@ def _emit_body(body_ops: list[_Entry], merges: list[_Entry], merge_of_next: dict
         if terms or e.kind == _SWITCH:
             dead_outs.add(e.index)
     for e in body_ops:
+        if e.kind == _INNER:
+            _emit_inner(e, ns, emit, arg, 2)
+            continue
         node = e.node
         data_deps = {producer[s][0] for s, _ in node.inputs}
         reads = e.reads or (False,) * len(e.in_slots)
@@ -443,6 +513,19 @@ def _emit_body(body_ops: list[_Entry], merges: list[_Entry], merge_of_next: dict
             _emit_op(e, ns, emit, arg, indent)
         if flag:
             emit(f"d{e.index} = False", indent)
+
+
+def _emit_inner(m: _Inner, ns: dict[str, Any], emit: Any, arg: Any, indent: int) -> None:
+    """An inner loop as one call: its Enters' inputs in, its Exits' values out; its
+    frame id is this iteration's, as the general path's instance would have."""
+    k = -m.index
+    ns[f"L{k}"], ns[f"N{k}"] = m.fz.fn, m.info.name
+    args = [""] * len(m.enters)
+    for x in m.enters:
+        args[m.fz.enter_pos[x.index]] = arg(x.in_slots[0], bool(x.reads))
+    call = f"L{k}(step, f'{{fid}};{{n}};{{N{k}}}', chk{''.join(', ' + a for a in args)})"
+    names = [f"v{x.outs[0]}" if x.outs[0] >= 0 else "_" for x in m.fz.exits]
+    emit(f"_, ({''.join(v + ', ' for v in names)}) = {call}" if names else call, indent)
 
 
 def _emit_op(e: _Entry, ns: dict[str, Any], emit: Any, arg: Any, indent: int) -> None:

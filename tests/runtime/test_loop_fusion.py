@@ -98,19 +98,18 @@ def test_a_cond_in_the_loop_condition_is_not_fused_and_says_why():
         assert s.run(i, {n: 5}) == 4
 
 
-def test_nested_loops_fuse_the_inner_one():
+def test_nested_loops_fuse_into_one_call():
     def outer(a, total):
         _, t = tf.while_loop(lambda b, t: b < a, lambda b, t: (b + 1, t + a * b), [0, total])
         return a + 1, t
 
     a, total = tf.while_loop(lambda a, t: a < 4, outer, [tf.constant(0), tf.constant(0)])
     with tf.Session() as s:
-        fused = _fused(s, [total])
-        assert fused == {"while/while/while_context"}  # the inner loop
+        assert _fused(s, [total]) == {"while/while/while_context", "while/while_context"}
         spy, calls = _counting_fused_runs()
         with spy:
             assert s.run([a, total]) == [4, sum(x * y for x in range(4) for y in range(x))]
-        assert len(calls) == 4  # one inner instance per outer iteration that continues
+        assert calls == ["while/while_context"]  # the inner loop is a call inside it
 
 
 def test_gradient_loops_fuse():
@@ -374,7 +373,7 @@ def test_kernels_see_frame_and_iteration_on_the_fused_path():
         spy, calls = _counting_fused_runs()
         with spy:
             assert s.run(a) == 2
-    assert calls == ["outer/inner/while_context"] * 2
+    assert calls == ["outer/while_context"]
     assert _seen == [(f"0;outer/while_context;{k};outer/inner/while_context", it)
                      for k in (0, 1) for it in (0, 1)]
 
@@ -450,3 +449,20 @@ def test_gradient_of_a_cond_inside_a_loop_fuses_both_loops():
         with _general():
             assert s.run([y, g]) == fused_vals
         assert len(set(calls)) == 2
+
+
+def test_an_error_in_an_inner_fused_loop_names_its_op():
+    params = tf.constant([1.0, 2.0])
+
+    def outer(a, acc):
+        _, acc2 = tf.while_loop(lambda b, t: b < a, lambda b, t: (b + 1, t + tf.gather(params, b, name="pick")),
+                                [0, acc], name="inner")
+        return a + 1, acc2
+
+    _, acc = tf.while_loop(lambda a, t: a < 4, outer, [tf.constant(0), tf.constant(0.0)], name="outer")
+    with tf.Session() as s:
+        assert _fused(s, [acc]) == {"outer/while_context", "outer/inner/while_context"}
+        with pytest.raises(errors.InvalidArgumentError, match="outer/inner/pick"):
+            s.run(acc)
+        with _general(), pytest.raises(errors.InvalidArgumentError, match="outer/inner/pick"):
+            s.run(acc)
