@@ -327,7 +327,7 @@ def _topological(entries: list[_Entry], local: set[int], loop_merges: set[int],
 
 # --- generating the function ------------------------------------------------------------
 def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond: _Entry,
-              switches: list[_Entry], cond_ops: list[_Entry], body_ops: list[_Entry],
+              switches: list[_Entry], cond_ops: list[Any], body_ops: list[Any],
               exits: tuple[_Entry, ...], producer: dict[int, tuple[int, int]],
               entries: list[_Entry]) -> FusedLoop:
     from flowlab.runtime.frame_state import FrameStep
@@ -425,7 +425,7 @@ def _dead_next(name: str) -> None:
         "cannot follow; run with FLOWLAB_LOOP_FUSION=0 for the general frame path.")
 
 
-def _emit_body(body_ops: list[_Entry], merges: list[_Entry], merge_of_next: dict[int, int],
+def _emit_body(body_ops: list[Any], merges: list[_Entry], merge_of_next: dict[int, int],
                entries: list[_Entry], producer: dict[int, tuple[int, int]], ns: dict[str, Any],
                emit: Any, arg: Any) -> None:
     """The body's ops.  Behind a cond's Switch values may be dead (`DEAD`), as on the
