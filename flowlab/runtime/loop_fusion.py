@@ -23,9 +23,12 @@ a frame and compiles it, once per plan, into straight-line Python (as
         return n, (v1, ...)                   # iterations run, what the Exits carry out
 
 A frame is fusible when it is exactly that shape (`_shape` says why not):
-* every op in it is synchronous, and none is a nested frame's Enter, a Send/Recv
-  or another op that handles dead values itself (a ControlTrigger is allowed where
-  whatever waits on it alone does nothing visible: the gradient's push/pop syncs);
+* every op in it is synchronous, and none is a Send/Recv or another op that
+  handles dead values itself (a ControlTrigger is allowed where whatever waits on
+  it alone does nothing visible: the gradient's push/pop syncs);
+* an inner loop is allowed when it is fusible itself and never entered dead: it
+  becomes one call of its own function per iteration, with the frame id the general
+  path's instance would have;
 * one LoopCond; every loop Switch (on the LoopCond) has its false side feeding only
   Exits, its true side no Exit, no control edge out of it; every loop Merge has two
   data inputs, one non-constant Enter and one NextIteration, and no control input;
