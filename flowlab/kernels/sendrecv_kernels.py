@@ -28,6 +28,7 @@ devices of one process.
 
 from __future__ import annotations
 
+import functools
 import threading
 import zlib
 from collections.abc import Callable
@@ -190,13 +191,19 @@ def _reason(cm: Any) -> BaseException:
 
 
 # --- kernels ---------------------------------------------------------------------------
+@functools.lru_cache(maxsize=4096)
+def _frame_number(frame_id: str) -> int:
+    # Every Send/Recv of a loop iteration asks for the same frame instance's number.
+    return zlib.crc32(frame_id.encode())
+
+
 def _key(attrs: dict[str, Any], step: Any) -> str:
     # Inside a loop (the executor's frame path hands kernels a step carrying
     # `frame_id` and `iteration`) each iteration's transfer has its own key; TensorFlow's
     # frame id is a number, so the frame instance's name is hashed to one.
     frame = getattr(step, "frame_id", "")
     it = getattr(step, "iteration", 0)
-    where = f"{zlib.crc32(frame.encode())}:{it}" if frame or it else "0:0"
+    where = f"{_frame_number(frame)}:{it}" if frame or it else "0:0"
     return (
         f"{attrs['send_device']};{attrs['send_device_incarnation'] & _U64:016x};"
         f"{attrs['recv_device']};{attrs['tensor_name']};{where}"
