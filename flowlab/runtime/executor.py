@@ -15,7 +15,10 @@ work is ready.  Asynchronous kernels never park a thread here: they call `done`.
 
 The executor can also be driven one op at a time (`start`, `ready_nodes`,
 `run_one`), which the Stepper uses, and publishes `ExecEvent`s to a listener; with no
-listener attached, no event is built.
+listener attached, no event is built.  When every listener takes records (a
+`take_records` attribute, as the StepStats collector's), `run()` runs a plan that has
+a straight-line function through its traced twin instead and hands the listener one
+`StepRecords` after the step: one clock read per op, no event objects.
 
 Several executions of one step (one per device partition) are driven together on one
 thread by `run_executions(executions)`:
