@@ -22,13 +22,14 @@ import numpy as np
 
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
+from flowlab.ops import array_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.const_fold import constant_value
 from flowlab.ops.nn_ops import _name_scope
 from flowlab.ops.op_def import op_def
 
 __all__ = [
-    "conv2d", "conv2d_transpose", "conv2d_backprop_input", "conv2d_backprop_filter",
+    "conv1d", "conv2d", "conv2d_transpose", "conv2d_backprop_input", "conv2d_backprop_filter",
     "max_pool", "avg_pool",
 ]
 
@@ -259,6 +260,45 @@ def conv2d(input: Any, filter: Any = None, strides: Any = None, padding: Any = N
         data_format=data_format, dilations=_sequence(dilations, "dilations", data_format),
         name=name or "Conv2D",
     )
+
+
+def _sequence_1d(value: Any, channel_index: int, name: str) -> list[int]:
+    """TensorFlow's `_get_sequence(value, 1, channel_index, name)`: a 3-vector."""
+    if value is None:
+        return [1, 1, 1]
+    v = [value] if isinstance(value, int) else list(value)
+    if len(v) == 1:
+        out = [1, 1, 1]
+        out[3 - channel_index] = int(v[0])
+        return out
+    if len(v) == 3:
+        return [int(x) for x in v]
+    raise ValueError(f"{name} should be of length 1, 1 or 3. Received: {name}={value} of length {len(v)}")
+
+
+def conv1d(value: Any = None, filters: Any = None, stride: Any = None, padding: Any = None,
+           use_cudnn_on_gpu: Any = None, data_format: str | None = None, name: str | None = None,
+           input: Any = None, dilations: Any = None) -> Tensor:  # noqa: A002 - TF's name
+    """1-D convolution over [batch, width, in] (NWC) with a [width, in, out] filter, built
+    as TensorFlow builds it: a Conv2D over an inserted height-1 dimension."""
+    if value is not None and input is not None:
+        raise ValueError("Cannot specify both 'value' and 'input'")
+    value = value if value is not None else input
+    if data_format in (None, "NHWC", "NWC"):
+        fmt, spatial_start, channel_index = "NHWC", -3, 2
+    elif data_format in ("NCHW", "NCW"):
+        fmt, spatial_start, channel_index = "NCHW", -2, 1
+    else:
+        raise ValueError(f"`data_format` must be 'NWC' or 'NCW'. Received: data_format={data_format}")
+    with _name_scope(name, "conv1d", [value, filters]) as scope:
+        strides = [1] + _sequence_1d(stride, channel_index, "stride")
+        dil = [1] + _sequence_1d(dilations, channel_index, "dilations")
+        x = array_ops.expand_dims(value, spatial_start)
+        w = array_ops.expand_dims(filters, 0)
+        y = apply_op("Conv2D", input=x, filter=w, strides=strides, padding=padding, explicit_paddings=[],
+                     use_cudnn_on_gpu=True if use_cudnn_on_gpu is None else use_cudnn_on_gpu,
+                     data_format=fmt, dilations=dil, name=scope)
+        return array_ops.squeeze(y, [spatial_start])
 
 
 def conv2d_backprop_input(input_sizes: Any, filter: Any = None, out_backprop: Any = None,

@@ -41,13 +41,14 @@ from flowlab.train.gradient_descent import GradientDescentOptimizer  # noqa: E40
 from flowlab.train.learning_rate_decay import *  # noqa: E402,F401,F403
 from flowlab.train.learning_rate_decay import __all__ as _lrd_all  # noqa: E402
 from flowlab.train.momentum import MomentumOptimizer  # noqa: E402
+from flowlab.train.moving_averages import ExponentialMovingAverage  # noqa: E402
 from flowlab.train.optimizer import Optimizer  # noqa: E402
 from flowlab.train.rmsprop import RMSPropOptimizer  # noqa: E402
 from flowlab.train.training_util import *  # noqa: E402,F401,F403
 from flowlab.train.training_util import __all__ as _tu_all  # noqa: E402
 
-__all__ += ["AdadeltaOptimizer", "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer",
-            "MomentumOptimizer", "Optimizer", "RMSPropOptimizer", *_lrd_all, *_tu_all]
+__all__ += ["AdadeltaOptimizer", "AdagradOptimizer", "AdamOptimizer", "ExponentialMovingAverage",
+            "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer", "RMSPropOptimizer", *_lrd_all, *_tu_all]
 from flowlab.train.lbfgs import LBFGSOptimizer  # noqa: E402,F401  (flowlab's graph L-BFGS)
 
 __all__ += ["LBFGSOptimizer"]

@@ -8,6 +8,7 @@ formula and in the learning rate's dtype, e.g. exponential_decay:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from flowlab.graph.graph import get_default_graph
@@ -15,7 +16,7 @@ from flowlab.ops import array_ops, core_ops, math_ops
 from flowlab.ops.builder import convert_to_tensor
 
 __all__ = ["exponential_decay", "piecewise_constant", "inverse_time_decay", "polynomial_decay",
-           "natural_exp_decay"]
+           "natural_exp_decay", "cosine_decay", "cosine_decay_restarts", "linear_cosine_decay"]
 
 
 def _need_step(global_step: Any, fn: str) -> None:
@@ -113,3 +114,71 @@ def piecewise_constant(x: Any, boundaries: Any, values: Any, name: str | None = 
         for b, v in reversed(list(zip(bs, vs[:-1]))):
             result = array_ops.where(math_ops.less_equal(x, b), v, result)
         return core_ops.identity(result, name=scope)
+
+
+def _pi(dtype: Any) -> Any:
+    return convert_to_tensor(math.pi, dtype=dtype)
+
+
+def cosine_decay(learning_rate: Any, global_step: Any, decay_steps: Any, alpha: Any = 0.0,
+                 name: str | None = None) -> Any:
+    """`lr * ((1 - alpha) * 0.5 * (1 + cos(pi * min(step, decay_steps) / decay_steps)) + alpha)`."""
+    _need_step(global_step, "cosine_decay")
+    with get_default_graph().name_scope(name or "CosineDecay"):
+        lr = convert_to_tensor(learning_rate, name="initial_learning_rate")
+        dtype = lr.dtype
+        steps = math_ops.cast(decay_steps, dtype)
+        step = math_ops.minimum(math_ops.cast(global_step, dtype), steps)
+        cosine = 0.5 * (1.0 + math_ops.cos(_pi(dtype) * (step / steps)))
+        decayed = (1 - alpha) * cosine + alpha
+        return math_ops.multiply(lr, decayed)
+
+
+def cosine_decay_restarts(learning_rate: Any, global_step: Any, first_decay_steps: Any, t_mul: Any = 2.0,
+                          m_mul: Any = 1.0, alpha: Any = 0.0, name: str | None = None) -> Any:
+    """Cosine decay restarted after `first_decay_steps`, periods growing by `t_mul` and
+    peaks shrinking by `m_mul` (SGDR)."""
+    _need_step(global_step, "cosine_decay_restarts")
+    from flowlab.ops.cond import cond
+    with get_default_graph().name_scope(name or "SGDRDecay") as scope:
+        lr = convert_to_tensor(learning_rate, name="initial_learning_rate")
+        dtype = lr.dtype
+        first = math_ops.cast(first_decay_steps, dtype)
+        alpha_t = math_ops.cast(alpha, dtype)
+        t_mul_t = math_ops.cast(t_mul, dtype)
+        m_mul_t = math_ops.cast(m_mul, dtype)
+        fraction = math_ops.cast(global_step, dtype) / first
+
+        def compute_step(fraction: Any, geometric: bool) -> Any:
+            if geometric:
+                i_restart = math_ops.floor(math_ops.log(1.0 - fraction * (1.0 - t_mul_t)) / math_ops.log(t_mul_t))
+                sum_r = (1.0 - t_mul_t ** i_restart) / (1.0 - t_mul_t)
+                return i_restart, (fraction - sum_r) / t_mul_t ** i_restart
+            i_restart = math_ops.floor(fraction)
+            return i_restart, fraction - i_restart
+
+        i_restart, fraction = cond(math_ops.equal(t_mul_t, 1.0), lambda: compute_step(fraction, False),
+                                   lambda: compute_step(fraction, True))
+        m_fac = m_mul_t ** i_restart
+        cosine = 0.5 * m_fac * (1.0 + math_ops.cos(_pi(dtype) * fraction))
+        decayed = (1 - alpha_t) * cosine + alpha_t
+        return math_ops.multiply(lr, decayed, name=scope)
+
+
+def linear_cosine_decay(learning_rate: Any, global_step: Any, decay_steps: Any, num_periods: Any = 0.5,
+                        alpha: Any = 0.0, beta: Any = 0.001, name: str | None = None) -> Any:
+    """`lr * ((alpha + linear) * cosine + beta)` with a linear and a cosine decay to
+    `decay_steps`."""
+    _need_step(global_step, "linear_cosine_decay")
+    with get_default_graph().name_scope(name or "LinearCosineDecay") as scope:
+        lr = convert_to_tensor(learning_rate, name="initial_learning_rate")
+        dtype = lr.dtype
+        steps = math_ops.cast(decay_steps, dtype)
+        periods = math_ops.cast(num_periods, dtype)
+        alpha_t = math_ops.cast(alpha, dtype)
+        beta_t = math_ops.cast(beta, dtype)
+        step = math_ops.minimum(math_ops.cast(global_step, dtype), steps)
+        linear = (steps - step) / steps
+        fraction = 2.0 * periods * (step / steps)
+        cosine = 0.5 * (1.0 + math_ops.cos(_pi(dtype) * fraction))
+        return math_ops.multiply(lr, (alpha_t + linear) * cosine + beta_t, name=scope)

@@ -423,3 +423,94 @@ def test_cross_entropy_gradients(tf1):
         return _sess(tf, [ls, [tf.gradients(tf.reduce_sum(loss), logits)[0] for loss in ls]])
 
     same_results(tf1, cross_entropies)
+
+
+# --- more schedules, moving averages, gradient options, conv variants -----------------
+def test_all_decay_schedules_over_steps(tf1):
+    def schedules(tf):
+        gs = tf.Variable(0, trainable=False, dtype=tf.int64)
+        inc = tf.assign_add(gs, 3)
+        lrs = [tf.train.polynomial_decay(0.1, gs, 10, 0.01, power=2.0), tf.train.polynomial_decay(0.1, gs, 10, cycle=True),
+               tf.train.natural_exp_decay(0.1, gs, 5, 0.5), tf.train.inverse_time_decay(0.1, gs, 5, 0.5, staircase=True),
+               tf.train.cosine_decay(0.1, gs, 10), tf.train.cosine_decay(0.1, gs, 7, alpha=0.2),
+               tf.train.cosine_decay_restarts(0.1, gs, 4), tf.train.cosine_decay_restarts(0.1, gs, 3, t_mul=1.0, m_mul=0.5),
+               tf.train.linear_cosine_decay(0.1, gs, 10),
+               tf.train.linear_cosine_decay(0.1, gs, 7, num_periods=2, alpha=0.1, beta=0.01)]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            out = []
+            for _ in range(5):
+                out.append(s.run(lrs))
+                s.run(inc)
+            return out
+
+    same_results(tf1, schedules)
+
+
+def test_training_with_exponential_moving_average(tf1):
+    def ema_training(tf):
+        w = tf.Variable(W0, name="w")
+        loss = tf.reduce_mean(tf.square(tf.matmul(tf.constant(X), w) - Y))
+        gs = tf.train.get_or_create_global_step()
+        opt = tf.train.MomentumOptimizer(0.05, 0.9).minimize(loss, global_step=gs)
+        ema = tf.train.ExponentialMovingAverage(0.9, num_updates=gs)
+        with tf.control_dependencies([opt]):
+            train = ema.apply([w, loss])
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            for _ in range(6):
+                s.run(train)
+            return s.run([w, ema.average(w), ema.average(loss)]), sorted(ema.variables_to_restore())
+
+    same_results(tf1, ema_training)
+
+
+def test_gradient_options(tf1):
+    def gradient_options(tf):
+        x = tf.Variable([1.0, 2.0, 3.0])
+        y = x * x
+        z = tf.reduce_sum(tf.stop_gradient(y) * x + y)
+        opt = tf.train.GradientDescentOptimizer(0.1)
+        gv = opt.compute_gradients(z, gate_gradients=tf.train.Optimizer.GATE_GRAPH, grad_loss=tf.constant(2.0))
+        return _sess(tf, [tf.gradients(y, x, grad_ys=tf.constant([1.0, 0.5, 2.0])),
+                          tf.gradients([z, tf.reduce_sum(y)], x,
+                                       aggregation_method=tf.AggregationMethod.EXPERIMENTAL_TREE),
+                          tf.gradients(z, x, stop_gradients=[y]), [g for g, _ in gv]])
+
+    same_results(tf1, gradient_options)
+
+
+def test_conv1d_conv2d_transpose_and_bias_add_nchw(tf1):
+    def conv_variants(tf):
+        rs = np.random.RandomState(0)
+        x1 = tf.Variable(rs.randn(2, 9, 3).astype(np.float32))
+        k1 = tf.Variable(rs.randn(3, 3, 2).astype(np.float32))
+        y1 = tf.nn.conv1d(x1, k1, stride=2, padding="SAME")
+        y1b = tf.nn.conv1d(x1, k1, stride=1, padding="VALID", dilations=2)
+        x = tf.Variable(rs.randn(2, 4, 3, 3).astype(np.float32))
+        k = tf.Variable(rs.randn(3, 3, 2, 3).astype(np.float32))
+        t1 = tf.nn.conv2d_transpose(x, k, [2, 8, 6, 2], [1, 2, 2, 1], padding="SAME")
+        t2 = tf.nn.conv2d_transpose(x, k, [2, 9, 7, 2], [1, 2, 2, 1], padding="VALID")
+        b = tf.Variable([1.0, 2.0, 3.0])
+        yb = tf.nn.bias_add(tf.transpose(x, [0, 3, 1, 2]), b, data_format="NCHW")
+        # (y1b is dilated: TensorFlow's CPU kernels have no dilated backprop, so forward only)
+        loss = tf.reduce_sum(y1 * y1) + tf.reduce_sum(t1 * t1) + tf.reduce_sum(t2) + tf.reduce_sum(yb * yb)
+        return _sess(tf, [y1, y1b, t1, t2, yb, tf.gradients(loss, [x1, k1, x, k, b])]), y1.name
+
+    same_results(tf1, conv_variants, rtol=1e-4, atol=1e-5)
+
+
+def test_cross_entropy_over_3d_logits_and_top_k(tf1):
+    def xent_3d(tf):
+        rs = np.random.RandomState(0)
+        logits = tf.Variable(rs.randn(2, 3, 4).astype(np.float32))
+        labels = tf.nn.softmax(tf.constant(rs.randn(2, 3, 4).astype(np.float32)))
+        l1 = tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
+        l2 = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.constant([[0, 1, 3], [2, 2, 1]]), logits=logits)
+        l3 = tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits, axis=1)
+        v, i = tf.nn.top_k(logits, 2)
+        return _sess(tf, [l1, l2, l3, v, i, tf.nn.in_top_k(logits[0], [1, 3, 0], 2),
+                          tf.gradients(tf.reduce_sum(l1) + tf.reduce_sum(l2) + tf.reduce_sum(l3) + tf.reduce_sum(v),
+                                       logits)])
+
+    same_results(tf1, xent_3d)
