@@ -91,7 +91,7 @@ class Drive:
             sess._stepped.add(step)  # Session.close cancels it
         shared: queue.SimpleQueue[Any] = queue.SimpleQueue()
         execs = [
-            Execution(part.plan, step, [feed_values[j] for j in part.feed_index], listener,
+            Execution(part.plan, step, [feed_values[j] for j in part.feed_index], listener,  # type: ignore[arg-type]
                       completions=shared)
             for part in pplan.partitions
         ]

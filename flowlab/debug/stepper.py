@@ -281,6 +281,7 @@ class Stepper:
             raise errors.CancelledError(None, None, "The step was aborted by the Stepper.")
         if self._error is not None:
             raise self._error
+        assert self._values is not None  # finished without an error
         return self._mapper.build(self._values)
 
     def abort(self) -> None:

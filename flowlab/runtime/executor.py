@@ -231,9 +231,9 @@ class Execution:
             take = getattr(self.listener, "take_records", None)
             if take is not None and self.error is None and (self.pool is None or self.plan.num_expensive < 2):
                 # Every listener takes records: the straight-line path, recording.
-                traced = self.plan.traced_line()
-                if traced is not None:
-                    return self._run_traced_line(traced, take)
+                line = self.plan.traced_line()
+                if line is not None:
+                    return self._run_traced_line(line, take)
             plain = not self.plan.has_control_flow
             traced = self.listener is not None
             while True:
