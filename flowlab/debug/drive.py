@@ -54,7 +54,10 @@ class Drive:
                 self.node_of[n.op.name] = (k, n)
         # The devices the step's ops run on, in partition order.
         self.devices = list(dict.fromkeys(n.ctx.device.name for _, n in self.node_of.values()))
-        self.sent: set[str] = set()  # Sends that ran (their Recvs are released)
+        # How often each Send ran and each Recv started (in a loop, once per iteration):
+        # a Recv is released while its Send ran more often than it started.
+        self.sent: dict[str, int] = {}
+        self.received: dict[str, int] = {}
         self.completions = execs[0].completions
         self.step = execs[0].step
 
@@ -128,9 +131,10 @@ class Drive:
         return self.error is not None or all(not ex.ready and not ex.outstanding for ex in self.execs)
 
     def held(self, node: PlanNode) -> bool:
-        """A Recv whose Send has not run yet."""
-        send = self.send_of.get(node.op.name)
-        return send is not None and send not in self.sent
+        """A Recv whose Send has not run yet (in this iteration, in a loop)."""
+        name = node.op.name
+        send = self.send_of.get(name)
+        return send is not None and self.sent.get(send, 0) <= self.received.get(name, 0)
 
     def runnable(self) -> list[tuple[int, PlanNode]]:
         """(execution, op) for the ready ops that may run now, per execution the next
@@ -146,8 +150,11 @@ class Drive:
         """Run one ready op of execution k, then apply what completed at once."""
         # A plan index (the frame path takes one too: the first ready item of that node).
         self.execs[k].run_one(node.index)
+        name = node.op.name
         if node.op.type in ("_Send", "_HostSend"):
-            self.sent.add(node.op.name)
+            self.sent[name] = self.sent.get(name, 0) + 1
+        elif name in self.send_of:
+            self.received[name] = self.received.get(name, 0) + 1
         self.pump(block=False)
 
     def pump(self, block: bool) -> bool:

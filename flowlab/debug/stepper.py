@@ -321,13 +321,16 @@ class Stepper:
                     drive.run(k, node)  # an asynchronous op may complete later (pump)
                     target = None
                     ran += 1
-                elif drive.outstanding:
+                elif drive.outstanding and device is None:
+                    # Nothing may run: only an asynchronous op's completion can help.
                     done_before = len(self._ran)
                     drive.pump(block=True)
                     ran += len(self._ran) - done_before
                 elif device is not None and not drive.done:
-                    self.stop = self._waiting_stop(device)
-                    break
+                    # Never block for one device: what it waits for may need another.
+                    if not drive.pump(block=False):
+                        self.stop = self._waiting_stop(device)
+                        break
                 if drive.done:
                     self._check_end()
                     break

@@ -178,3 +178,26 @@ def test_the_op_a_breakpoint_stopped_before_runs_first_on_the_next_command():
     st.step()
     assert st.ran()[-1] == "a"
     assert st.continue_().kind == "finished"
+
+
+def test_a_loop_across_devices_steps_per_partition_iteration_by_iteration():
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.placeholder(fl.float32, [], name="x")
+
+        def body(i, v):
+            with fl.device("/cpu:1"):
+                v2 = fl.multiply(v, 2.0, name="double")
+            return i + 1, v2
+
+        _, out = fl.while_loop(lambda i, v: i < 3, body, [fl.constant(0), x])
+    sess = fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": 2}))
+    st = Stepper(sess, out, {x: 1.0})
+    assert st.partitioned
+    doubles = st.watch("while/double:0")
+    while st.step(device="/cpu:1").kind != "waiting":  # cpu:1 alone gets stuck waiting
+        pass
+    assert not st.finished and st.waiting()
+    assert st.result() == 8.0
+    assert [float(v) for v in doubles.values] == [2.0, 4.0, 8.0]
+    assert st.frame()[0] == "while/while_context"
