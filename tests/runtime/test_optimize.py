@@ -520,8 +520,10 @@ def _build(tf, program):
         elif kind == "cast":
             v = tf.cast(tf.cast(p, tf.float64), tdt)
         elif kind == "after":  # p may end up a control input only: converted to NoOp
-            # (not on x itself: flowlab runs a fed placeholder that is a control input)
-            with tf.control_dependencies([pool[1 + a % (len(pool) - 1)]]):
+            # (not on x itself, nor on a cast of x to its own dtype, which is x:
+            # flowlab runs a fed placeholder that is a control input)
+            dep = pool[1 + a % (len(pool) - 1)]
+            with tf.control_dependencies([pool[1] if dep.op.type == "Placeholder" else dep]):
                 v = tf.identity(q)
         elif kind == "unary":
             if un == "exp_small":
