@@ -208,7 +208,9 @@ class Graph:
                         f"The device function {d!r} returned {result!r} for op '{op.name}'; "
                         "it must return a device string or DeviceSpec ('' for no request)."
                     )
-                op._set_device(result.decode() if isinstance(result, bytes) else result)
+                # The returned string is kept as written ('/cpu:1'), as TensorFlow does;
+                # placement parses it.  A DeviceSpec becomes its canonical string.
+                op._set_device(result)
             else:
                 current = DeviceSpec.from_string(op.device or None)
                 op._device = d.make_merged_spec(current).to_string()
@@ -227,12 +229,12 @@ class Graph:
                 raise ValueError(
                     "Trying to reset colocation (op is None) but ignore_existing is not True"
                 )
-            old = st.colocation_stack
-            st.colocation_stack = []
+            old, old_devices = st.colocation_stack, st.device_stack
+            st.colocation_stack, st.device_stack = [], []
             try:
                 yield
             finally:
-                st.colocation_stack = old
+                st.colocation_stack, st.device_stack = old, old_devices
             return
         target = _as_operation(op)
         old_stack = st.colocation_stack
@@ -244,6 +246,18 @@ class Graph:
         finally:
             st.colocation_stack = old_stack
             st.device_stack = old_devices
+
+    @contextlib.contextmanager
+    def _without_colocation(self) -> Iterator[None]:
+        """Clear the colocation stack but keep the device scopes (import_graph_def:
+        `colocate_with(None, ignore_existing=True)` would clear both, as TensorFlow's)."""
+        st = self._state()
+        old = st.colocation_stack
+        st.colocation_stack = []
+        try:
+            yield
+        finally:
+            st.colocation_stack = old
 
     # --- control dependencies -----------------------------------------------------
     @contextlib.contextmanager
@@ -345,19 +359,22 @@ class Graph:
         if mapped is not None:
             attrs = {**attrs, "_gradient_op_type": mapped}
         st = self._state()
-        colocation = tuple(o.name for o in st.colocation_stack)
-        device = ""
-        if st.colocation_stack:
-            device = st.colocation_stack[-1].device
-            colocation = tuple(
-                dict.fromkeys(n for o in st.colocation_stack for n in o._colocation or (o.name,))
-            )
         op = Operation(
-            self, op_type, name, inputs, output_dtypes, attrs, device,
-            self._control_inputs_for(inputs), op_def, colocation, user_traceback(),
+            self, op_type, name, inputs, output_dtypes, attrs, "",
+            self._control_inputs_for(inputs), op_def, (), user_traceback(),
         )
-        if not st.colocation_stack:
-            self._apply_device_functions(op)
+        # Device scopes first (colocate_with emptied the stack, so only the ones opened
+        # inside it count), then colocation: the groups of every op on the stack, sorted,
+        # and the device of the innermost one that has a device (TensorFlow's rule).
+        self._apply_device_functions(op)
+        if st.colocation_stack:
+            op._colocation = tuple(sorted(
+                {n for o in st.colocation_stack for n in o._colocation or (o.name,)}
+            ))
+            for o in reversed(st.colocation_stack):
+                if o.device:
+                    op._device = o.device
+                    break
         if shape_fn is not None:
             shapes = shape_fn(op)
             for t, s in zip(op._outputs, shapes):

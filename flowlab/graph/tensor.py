@@ -258,15 +258,15 @@ class Operation:
         """User frames where the op was created, innermost first."""
         return self._traceback
 
-    @property
-    def colocation_groups(self) -> list[str]:
-        """`loc:@name` entries, as TensorFlow's `_class` attr."""
-        return [f"loc:@{n}" for n in (self._colocation or (self._name,))]
+    def colocation_groups(self) -> list[bytes]:
+        """`b"loc:@name"` entries, as TensorFlow's `_class` attr; `[b"loc:@<own name>"]`
+        for an op that is not colocated (a method, as TensorFlow's)."""
+        return [f"loc:@{n}".encode() for n in (self._colocation or (self._name,))]
 
     def get_attr(self, name: str) -> Any:
         """The attr's value; `_class` lists the colocation groups of a colocated op."""
         if name == "_class" and self._colocation:
-            return [s.encode() for s in self.colocation_groups]
+            return self.colocation_groups()
         try:
             return self._attrs[name]
         except KeyError:
@@ -276,9 +276,21 @@ class Operation:
         self._attrs[name] = value
 
     def _set_device(self, device: Any) -> None:
-        from flowlab.graph.device_spec import canonical_name
+        """A string is kept as written ('/cpu:1'), as TensorFlow keeps it (placement
+        parses it); a DeviceSpec becomes its canonical string.  A string that does not
+        parse fails here (TensorFlow fails only when the graph is placed)."""
+        from flowlab.graph.device_spec import DeviceSpec
 
-        self._device = canonical_name(device)
+        if isinstance(device, bytes):
+            device = device.decode()
+        if device is None or isinstance(device, DeviceSpec):
+            self._device = "" if device is None else device.to_string()
+            return
+        if not isinstance(device, str):
+            raise TypeError(f"Expected binary or unicode string, got {device!r}")
+        if device:
+            DeviceSpec.from_string(device)
+        self._device = device
 
     def _add_control_input(self, op: Operation) -> None:
         if op not in self._control_inputs:

@@ -10,6 +10,7 @@ both name the op, its type, the argument and where the caller is.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -135,11 +136,15 @@ def create_op(op_type: str, name: str | None = None, **kwargs: Any) -> Operation
     # the op's unique name.
     with g.as_default(), g.name_scope(name) as scope:
         inputs: list[Tensor] = []
+        ref_inputs: list[Tensor] = []
         for arg in od.inputs:
             if arg.name not in kwargs:
                 raise TypeError(f"{op_type} '{name}': missing input argument '{arg.name}'")
             value = kwargs[arg.name]
-            inputs.extend(_convert_arg(od, name, arg, value, inferred))
+            converted = _convert_arg(od, name, arg, value, inferred)
+            inputs.extend(converted)
+            if arg.is_ref:
+                ref_inputs.extend(converted)
 
     attrs: dict[str, Any] = {}
     for key, adef in od.attrs.items():
@@ -178,7 +183,15 @@ def create_op(op_type: str, name: str | None = None, **kwargs: Any) -> Operation
                 + (f" (defined at {where})" if where else "")
             ) from None
 
-    return g._create_op(op_type, inputs, out_dtypes, attrs, unique, od, checked_shapes)
+    # An op that takes a reference (Assign, ScatterUpdate, Apply*) is built colocated
+    # with each ref input's op, as TensorFlow's op_def_library does: it gets the
+    # variable's device and `_class`, whatever device scope encloses it.
+    if not ref_inputs:
+        return g._create_op(op_type, inputs, out_dtypes, attrs, unique, od, checked_shapes)
+    with contextlib.ExitStack() as stack:
+        for t in ref_inputs:
+            stack.enter_context(g.colocate_with(t.op))
+        return g._create_op(op_type, inputs, out_dtypes, attrs, unique, od, checked_shapes)
 
 
 def _shape_str(s: TensorShape) -> str:

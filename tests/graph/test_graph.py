@@ -361,12 +361,12 @@ def test_colocate_with_errors(tf1):
             pass
 
 
-def test_colocation_groups_property():
+def test_colocation_groups_method():
     a = fl.constant(1.0, name="a")
     with fl.colocate_with(a):
         b = fl.constant(1.0, name="b")
-    assert a.op.colocation_groups == ["loc:@a"]
-    assert b.op.colocation_groups == ["loc:@a"]
+    assert a.op.colocation_groups() == [b"loc:@a"]
+    assert b.op.colocation_groups() == [b"loc:@a"]
 
 
 # --- collections -------------------------------------------------------------------

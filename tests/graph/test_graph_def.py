@@ -256,7 +256,7 @@ def test_round_trip_exact_and_values():
         assert [o.name for o in g2.get_operations()] == [o.name for o in g.get_operations()]
         c2 = g2.get_tensor_by_name("c:0")
         assert c2.shape.as_list() == [2] and c2.dtype == fl.float32
-        assert g2.get_operation_by_name("b").colocation_groups == ["loc:@a"]
+        assert g2.get_operation_by_name("b").colocation_groups() == [b"loc:@a"]
         with fl.Session() as s:
             np.testing.assert_array_equal(s.run(c2, {"x:0": [10.0, 20.0]}), [11.0, 22.0])
     with fl.Session(graph=g) as s:
@@ -283,8 +283,8 @@ def test_prefix_and_unique_names():
         c1 = g.get_operation_by_name("c_1")
         assert [t.name for t in c1.inputs] == ["a_1:0", "x_1:0"]
         assert [o.name for o in c1.control_inputs] == ["b_1"]
-        assert g.get_operation_by_name("b_1").colocation_groups == ["loc:@a_1"]
-        assert g.get_operation_by_name("import_1/b").colocation_groups == ["loc:@import_1/a"]
+        assert g.get_operation_by_name("b_1").colocation_groups() == [b"loc:@a_1"]
+        assert g.get_operation_by_name("import_1/b").colocation_groups() == [b"loc:@import_1/a"]
         # Names made later avoid the imported ones.
         assert fl.constant(0.0, name="a").op.name == "a_2"
 
@@ -701,9 +701,7 @@ def test_colocation_and_devices_match_tensorflow(tf1, tf_api):
                 tf.import_graph_def(gd, name="imp")
         out = []
         for op in g.get_operations():
-            groups = op.colocation_groups
-            groups = groups() if callable(groups) else groups
-            groups = sorted(x.decode() if isinstance(x, bytes) else x for x in groups)
+            groups = sorted(op.colocation_groups())
             out.append((op.name, op.device, sorted(c.name for c in op.control_inputs), groups))
         return out
 

@@ -49,12 +49,6 @@ def test_colocation_beats_a_later_device_scope(tf1):
     same_results(tf1, colocation_and_device)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "an op with a ref input (Assign, AssignAdd, ScatterUpdate, Apply*) is built inside "
-    "colocate_with(its ref input) in TensorFlow (op_def_library's must_colocate_inputs), so its "
-    "op.device is the variable's ('/device:CPU:1') and it gets _class=[b'loc:@v']; flowlab keeps the "
-    "enclosing device scope ('/device:CPU:3') and no _class (ops/builder.py apply_op); placement at run "
-    "time still puts it with the variable"))
 def test_assign_device_is_the_variables(tf1):
     def assign_device(tf):
         with tf.device("/cpu:1"):
@@ -128,9 +122,6 @@ def test_device_function(tf1):
     same_results(tf1, device_function)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "op.device of a device function's result: TensorFlow keeps the string the function returned "
-    "('/cpu:1'), flowlab canonicalizes it ('/device:CPU:1') (graph/graph.py device stack)"))
 def test_device_function_returning_short_names(tf1):
     def device_function(tf):
         with tf.device(lambda op: "/cpu:1"):
@@ -140,9 +131,6 @@ def test_device_function_returning_short_names(tf1):
     same_results(tf1, device_function)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Operation.colocation_groups is a method in TensorFlow (op.colocation_groups() -> [b'loc:@v']) "
-    "and a list attribute in flowlab (calling it raises TypeError) (graph/tensor.py)"))
 def test_colocation_groups_method(tf1):
     def groups(tf):
         v = tf.Variable(1.0, name="v")
