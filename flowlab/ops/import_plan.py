@@ -254,7 +254,7 @@ class _Plan:
     # -- creation
     def create(self, outer_control: list[Operation]) -> None:
         g = self.g
-        with g.control_dependencies(None), g.colocate_with(None, ignore_existing=True):
+        with g.control_dependencies(None), g._without_colocation():
             for n in self.order:
                 self.created[n.spec.name] = self._create_one(n)
         for n, j, src, idx in self.back_edges:

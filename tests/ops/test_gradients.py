@@ -125,7 +125,7 @@ def test_colocate_gradients_with_ops() -> None:
         y = fl.sin(x, name="s")
     (g,) = gradients(y, x, colocate_gradients_with_ops=True)
     cos = fl.get_default_graph().get_operation_by_name("gradients/s_grad/Cos")
-    assert cos.colocation_groups == ["loc:@s"]
+    assert cos.colocation_groups() == [b"loc:@s"]
 
 
 def test_gate_gradients_same_values() -> None:

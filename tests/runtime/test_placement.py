@@ -58,8 +58,10 @@ def test_colocated_ops_follow_and_say_with_whom():
 def test_reference_edge_wins_over_the_consumers_request_as_in_tensorflow():
     with fl.device("/cpu:0"):
         v = fl.Variable(1.0, name="v")
-    with fl.device("/cpu:1"):
-        inc = fl.assign_add(v, 1.0, name="inc")
+    inc = fl.assign_add(v, 1.0, name="inc")
+    # Set after building: a ref op is built colocated with its variable (TensorFlow), so a
+    # device scope around it no longer reaches it.
+    inc.op._set_device("/cpu:1")
     p = _place([inc])
     assert _where(p, "inc") == CPU + "0"
     assert "ignoring its request /device:CPU:1" in p.reasons["inc"]
@@ -285,8 +287,8 @@ def _session(n=4, **kw):
 def test_two_fetch_sets_place_each_variable_identically():
     v = fl.Variable(1.0, name="v")  # no request: its users' requests decide
     w = fl.Variable(2.0, name="w")
-    with fl.device("/cpu:2"):
-        inc = fl.assign_add(v, 1.0, name="inc")
+    inc = fl.assign_add(v, 1.0, name="inc")
+    inc.op._set_device("/cpu:2")  # after building: a device scope no longer reaches a ref op
     total = fl.add(v, w, name="total")
     init = fl.global_variables_initializer()
     with _session() as s:

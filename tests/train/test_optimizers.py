@@ -79,9 +79,7 @@ def _train(tf, make_opt, steps=20):
                         "slots": {k: [s.name for s in v] for k, v in slots.items()},
                         "train": train.name,
                         "colocation": {
-                            v.name: sorted(c.decode() if isinstance(c, bytes) else c
-                                           for c in (v.op.colocation_groups() if callable(v.op.colocation_groups)
-                                                     else v.op.colocation_groups))
+                            v.name: sorted(v.op.colocation_groups())
                             for v in opt.variables()},
                     },
                 }
@@ -249,8 +247,7 @@ def test_slots_are_reused_per_variable_and_colocated():
     assert opt.get_slot_names() == ["momentum"]
     assert slot not in fl.trainable_variables()
     assert slot in fl.global_variables()
-    groups = slot.op.colocation_groups
-    assert list(groups() if callable(groups) else groups) == ["loc:@w"]
+    assert slot.op.colocation_groups() == [b"loc:@w"]
     # A second optimizer of the same name gets fresh slots.
     opt2 = fl.train.MomentumOptimizer(0.1, 0.9)
     opt2.minimize(fl.reduce_sum(w * w))
