@@ -248,7 +248,10 @@ class FramePropagation:
                         it.mdead = {}
                     cnt = it.mdead.get(c, 0) + 1
                     it.mdead[c] = cnt
-                    mdead = cnt == it.frame.info.merge_ninputs[c]
+                    # A dead Enter into a loop's Merge: its back edge never reaches
+                    # iteration 0, so the Merge is dead (and everything after it runs
+                    # dead, inner loops' Enters included, so their instances finish).
+                    mdead = cnt == it.frame.info.merge_ninputs[c] or (dead and e.kind == _ENTER)
                     ready_now = ready_now or (pending[c] == 1 and mdead)
                 else:
                     count = pending[c]
