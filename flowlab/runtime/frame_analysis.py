@@ -191,7 +191,8 @@ def analyze(plan: Plan) -> _Analysis:
         e.local = len(info.entries)
         info.entries.append(e)
         e.fn, e.ctx, e.needs_step = node.kernel.fn, node.ctx, node.kernel.needs_step
-        if node.op.type == "Const" and not e.needs_step:
+        # (A Const with stored values, e.g. copied to a GPU, keeps its kernel: it returns them.)
+        if node.op.type == "Const" and not e.needs_step and node.constants is None:
             e.fn = _const_fn(const_value(node.op.get_attr("value")))
         e.special = node.kernel.asynchronous or node.kernel.expensive
         e.single = node.single_output and node.num_outputs == 1
