@@ -298,7 +298,9 @@ def place(
             whole = None
     if whole is None:
         whole = GraphPlacement(devices, allow_soft_placement).build(ops, inputs_of)
-    for op in ops:
+    # The first failing op, generators (no inputs: constants) last, as TensorFlow's
+    # placer reaches them last.
+    for op in sorted(ops, key=lambda o: not o._inputs):
         whole.check(op)
     graph = ops[0].graph if ops else None
     if strategy == "first":
@@ -474,12 +476,13 @@ def _candidates(
             f"{named[0].device_type} devices is available (op '{lacking.name}' of type "
             f"{lacking.type}). Use allow_soft_placement=True to relax it.",
         )
+    # TensorFlow's words (its placer's error for a device that does not exist).
     avail = ", ".join(d.name for d in devices)
     raise errors.InvalidArgumentError(
         None, op,
-        f"Cannot assign a device for operation '{op.name}': Could not satisfy explicit "
-        f"device specification '{op.device}' because no device of this session matches "
-        f"it (available: {avail}). Use allow_soft_placement=True to relax it.",
+        f"Cannot assign a device for operation {op.name}: {{{{node {op.name}}}}} was explicitly "
+        f"assigned to {op.device} but available devices are [ {avail} ]. Make sure the device "
+        "specification refers to a valid device.",
     )
 
 

@@ -86,12 +86,6 @@ def test_missing_device_without_soft_placement_fails(tf1, device):
     assert "Cannot assign a device for operation" in str(fl_err)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "placement error text: TensorFlow names the consumer op and says \"Cannot assign a device for "
-    "operation mul: {{node mul}} was explicitly assigned to /device:CPU:9 but available devices are "
-    "[ /job:localhost/replica:0/task:0/device:CPU:0, ... ]. Make sure the device specification refers to "
-    "a valid device.\"; flowlab names the Const and says \"Could not satisfy explicit device specification "
-    "'/device:CPU:9' because no device of this session matches it (available: ...)\" (runtime/placement.py)"))
 def test_missing_device_error_text(tf1):
     def hard(tf):
         with tf.device("/cpu:9"):
