@@ -400,7 +400,9 @@ def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], s
             if has_out_grads and node not in stop_ops:
                 from flowlab.ops.control_flow_grad import backward_loop
 
-                in_grads = backward_loop(node.ctx, node.const_enters, out_grads, level_gradients)
+                # Only invariants between xs and ys get an accumulator, as in TensorFlow.
+                in_grads = backward_loop(node.ctx, node.const_enters, out_grads, level_gradients,
+                                         [lv.node(t.op) in between for t in lv.inputs(node)])
         elif has_out_grads and node not in stop_ops:
             op = node
             try:
