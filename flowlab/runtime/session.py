@@ -461,9 +461,6 @@ class Session:
             ops = prune(fetches, targets, feeds)
             with graph_placement(self._graph_placement()):
                 opt, placement = optimize_and_place(ops, feeds, fetches, targets, self._devices, self._config)
-            if self._config.log_device_placement:
-                for op in opt.ops:
-                    print(f"{op.name}: ({op.type}): {placement.device_of[op.name].name}")
             plan = self._compile(opt.ops, placement, feeds, fetches, g.version, opt)
             self._plans[key] = plan
             while len(self._plans) > _MAX_CACHED_PLANS:
@@ -472,15 +469,25 @@ class Session:
 
     def _graph_placement(self) -> GraphPlacement | None:
         """The placement of the whole graph as it is now (None with one device: every
-        op goes there, step by step)."""
-        if len(self._devices) <= 1:
+        op goes there, step by step -- unless `log_device_placement` asks to see it).
+        With `log_device_placement`, each new placement of the graph is printed as
+        TensorFlow prints it: every op, generators (constants, placeholders) last."""
+        cfg = self._config
+        if len(self._devices) <= 1 and not cfg.log_device_placement:
             return None
         if self._whole is None:
-            cfg = self._config
             self._whole = GraphPlacement(
                 self._devices, cfg.allow_soft_placement, cfg.placement_strategy, cfg.cost_model
             )
-        return self._whole.update(self._graph)
+        builds = self._whole.builds
+        whole = self._whole.update(self._graph)
+        if cfg.log_device_placement and whole.builds != builds:
+            ops = [op for op in self._graph.get_operations() if op.name in whole.device_of]
+            generator = [not op._inputs and len(op._outputs) == 1 and not op._outputs[0].dtype.is_ref_dtype
+                         for op in ops]
+            for op in [o for o, gen in zip(ops, generator) if not gen] + [o for o, gen in zip(ops, generator) if gen]:
+                print(f"{op.name}: ({op.type}): {whole.device_of[op.name].name}")
+        return whole
 
     def _compile(
         self, ops: list[Operation], placement: Placement, feeds: list[Tensor], fetches: list[Tensor],

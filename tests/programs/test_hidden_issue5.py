@@ -213,11 +213,6 @@ def _log_program(tf):
         return s.run(c, {x: [1.0, 1.0]})
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "log_device_placement: TensorFlow prints every op of the graph when it is first placed (and again "
-    "when the graph has grown), before constant folding, non-generator ops in creation order then "
-    "generators (Const, Placeholder); flowlab prints the pruned, optimized ops of each new step "
-    "signature in topological order (runtime/session.py _plan_for)"))
 def test_log_device_placement_output(capsys):
     import flowlab as fl
     with fl.Graph().as_default():
