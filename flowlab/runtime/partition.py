@@ -413,6 +413,7 @@ def partition(
     if frames is not None:
         device_of = colocate_control_flow(ops, device_of, inputs_of)
     p = _Partitioner(ops, device_of, feeds, optimization)
+    in_step = {op.name for op in ops}
     if frames is not None:
         p.loops = ControlLoops(p, frames, ops, inputs_of)
     for op in ops:
@@ -424,6 +425,8 @@ def partition(
         c._inputs = [p.data_input(op, k, t, ref_flags[k]) for k, t in enumerate(inputs_of(op))]
         controls: list[Operation] = []
         for ctl in op._control_inputs:
+            if ctl.name not in in_step:
+                continue  # not run this step: satisfied by a feed (see prune)
             r = p.control_input(op, ctl)
             if r not in controls:
                 controls.append(r)

@@ -2,7 +2,8 @@
 
 Walk back from the fetched tensors and target ops through data and control inputs,
 cutting at fed tensors (any tensor can be fed; its producer is still run when some
-*other* of its outputs is needed).  The result is in a topological order; a cycle
+*other* of its outputs is needed).  An op all of whose outputs are fed is not run for
+a control edge either: the edge is satisfied by the feed, as in TensorFlow.  The result is in a topological order; a cycle
 outside the loop machinery is an error naming an op on it.
 """
 
@@ -37,9 +38,15 @@ def prune(
             if id(t) not in fed and id(t.op) not in needed:
                 stack.append(t.op)
         for c in op._control_inputs:
-            if id(c) not in needed:
+            # A control input whose every output is fed has "run" once the feed
+            # arrives (TensorFlow moves its control edges to the feed).
+            if id(c) not in needed and not _all_fed(c, fed):
                 stack.append(c)
     return topological_order(list(needed.values()), fed)
+
+
+def _all_fed(op: Operation, fed: set[int]) -> bool:
+    return bool(op._outputs) and all(id(t) in fed for t in op._outputs)
 
 
 def topological_order(ops: list[Operation], fed: set[int] | None = None) -> list[Operation]:

@@ -91,6 +91,23 @@ def test_feed_intermediate_tensor_cuts_graph():
         np.testing.assert_array_equal(s.run(mid, {mid: [5.0, 6.0]}), [5, 6])
 
 
+def test_fed_placeholder_as_control_input_is_satisfied_by_its_feed():
+    # TensorFlow moves a fed op's control edges to the feed: the placeholder's own
+    # kernel ("You must feed a value") never runs, on one device or several.
+    x = fl.placeholder(fl.float32, [], name="x")
+    c = fl.constant(3.0)
+    with fl.control_dependencies([x]):
+        y = fl.identity(c)
+    with fl.device("/cpu:1"):
+        z = y * 2.0
+    with fl.Session() as s:
+        assert s.run(y, {x: 1.0}) == 3.0
+    with fl.Session(config=fl.ConfigProto(device_count={"CPU": 2})) as s:
+        assert s.run(z, {x: 1.0}) == 6.0
+    with fl.Session() as s, pytest.raises(errors.InvalidArgumentError, match="must feed a value"):
+        s.run(y)  # unfed: the control edge needs the placeholder to run
+
+
 def test_feed_by_name_and_string_dtype():
     x = fl.placeholder(fl.string, [None], name="s")
     y = fl.identity(x)
