@@ -197,12 +197,12 @@ class Optimization:
         for op in self.ops:
             values = self.constants.get(op.name)
             if op.name in self.noops:
-                node = {"name": op.name, "op": "NoOp", "input": [], "device": op.device, "attr": {}}
+                deps: list[str] = []
                 for src in [out_name.get(_key(t), gd._input_name(t)).split(":")[0] for t in self.inputs_of(op)
                             ] + [c.name for c in op._control_inputs]:
-                    if "^" + src not in node["input"]:
-                        node["input"].append("^" + src)
-                nodes.append(node)
+                    if "^" + src not in deps:
+                        deps.append("^" + src)
+                nodes.append({"name": op.name, "op": "NoOp", "input": deps, "device": op.device, "attr": {}})
                 continue
             if values is None:
                 node = gd.node_to_dict(op)
