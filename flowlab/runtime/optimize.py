@@ -288,14 +288,16 @@ def optimize_and_place(
     targets: list[Operation],
     devices: list[Device],
     config: Any,
+    whole: Any = None,
 ) -> tuple[Optimization, Placement]:
     """A session's stages 2 and 3 for the pruned `ops`, under `config` (a ConfigProto:
-    graph_options, allow_soft_placement, placement_strategy, cost_model)."""
+    graph_options, allow_soft_placement, placement_strategy, cost_model), placed from
+    `whole`, the session's placement of the whole graph (`placement.GraphPlacement`)."""
     sw = OptimizerSwitches.from_graph_options(config.graph_options)
     opt = optimize(ops, feeds, fetches, targets, sw)
     placement = place(
         opt.ops, devices, config.allow_soft_placement, config.placement_strategy,
-        config.cost_model, opt.inputs_of,
+        config.cost_model, opt.inputs_of, whole,
     )
     if opt.dropped:
         _place_dropped(opt, ops, placement)

@@ -54,9 +54,7 @@ under the greedy strategy, each candidate's estimated finish time
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from flowlab import errors
@@ -244,24 +242,6 @@ class GraphPlacement:
             raise err
 
 
-# The whole-graph placement a session's step is placed from (see `graph_placement`).
-_ACTIVE: contextvars.ContextVar[GraphPlacement | None] = contextvars.ContextVar(
-    "flowlab_graph_placement", default=None
-)
-
-
-@contextlib.contextmanager
-def graph_placement(whole: GraphPlacement | None) -> Iterator[None]:
-    """Within the block, `place()` calls that get no `whole=` take their devices from
-    `whole` (a session wraps its optimize-and-place stage in this, so that the
-    optimization pass need not carry the argument)."""
-    token = _ACTIVE.set(whole)
-    try:
-        yield
-    finally:
-        _ACTIVE.reset(token)
-
-
 def place(
     ops: list[Operation],
     devices: list[Device],
@@ -280,8 +260,9 @@ def place(
       strategy: "first" or "greedy" (see the module docstring).
       cost_model: the estimates for "greedy" (default `CostModel()`).
       inputs_of: an op's data inputs as the step will run them (after optimization).
-      whole: the placement of the whole graph these ops come from (default: the one
-        made active by `graph_placement`, else the ops are placed on their own).
+      whole: the placement of the whole graph these ops come from (a session's, per
+        graph version); without one, or if it does not cover `ops`, the ops are
+        placed on their own.
 
     Returns:
       A `Placement`.
@@ -292,10 +273,8 @@ def place(
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"placement_strategy must be one of {STRATEGIES}, got {strategy!r}")
-    if whole is None:
-        whole = _ACTIVE.get()
-        if whole is not None and not whole.covers(ops):
-            whole = None
+    if whole is not None and not whole.covers(ops):
+        whole = None
     if whole is None:
         whole = GraphPlacement(devices, allow_soft_placement).build(ops, inputs_of)
     # The first failing op, generators (no inputs: constants) last, as TensorFlow's

@@ -42,7 +42,7 @@ from flowlab.runtime.partition import (
     partition,
     run_partitioned,
 )
-from flowlab.runtime.placement import GraphPlacement, Placement, graph_placement
+from flowlab.runtime.placement import GraphPlacement, Placement
 from flowlab.runtime.plan import Plan, compile_plan, run_straight_line
 from flowlab.runtime.prune import prune
 from flowlab.runtime.rendezvous import RendezvousManager
@@ -459,8 +459,9 @@ class Session:
                 if t.graph is not g:
                     raise ValueError(f"Tensor {t.name} is not an element of this session's graph.")
             ops = prune(fetches, targets, feeds)
-            with graph_placement(self._graph_placement()):
-                opt, placement = optimize_and_place(ops, feeds, fetches, targets, self._devices, self._config)
+            opt, placement = optimize_and_place(
+                ops, feeds, fetches, targets, self._devices, self._config, self._graph_placement()
+            )
             plan = self._compile(opt.ops, placement, feeds, fetches, g.version, opt)
             self._plans[key] = plan
             while len(self._plans) > _MAX_CACHED_PLANS:
