@@ -26,7 +26,7 @@ from typing import Any
 
 from flowlab import errors
 from flowlab.kernels.registry import DEAD
-from flowlab.runtime.executor import ExecEvent, _now_us
+from flowlab.runtime.events import ExecEvent, _now_us
 from flowlab.runtime.frame_analysis import (
     _ENTER,
     _EXIT,

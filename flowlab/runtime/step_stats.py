@@ -168,7 +168,7 @@ class StepStatsCollector:
             ))
 
         def take_records(rec: Any) -> None:
-            # A whole straight-line step (executor.StepRecords): only its outputs are
+            # A whole straight-line step (events.StepRecords): only its outputs are
             # described now (so that none is kept), packed; events are made when read.
             append(("records", rec.step_id, rec.nodes, rec.thread, array("q", rec.times_ns),
                     rec.out_start, rec.ran, rec.error, rec.error_ns, _pack(rec.outputs)))
