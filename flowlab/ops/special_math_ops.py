@@ -37,14 +37,8 @@ not_differentiable("Rint")  # TensorFlow's gradient returns None
 
 
 # --- builders -------------------------------------------------------------------------
-def _unary_builder(op_type: str, public: str, doc: str) -> Any:
-    def fn(x: Any, name: str | None = None) -> Tensor:
-        return apply_op(op_type, x=x, name=name or op_type)
-
-    fn.__name__ = fn.__qualname__ = public
-    fn.__doc__ = f"{doc} (`{op_type}`)."
-    return fn
-
+# The same builder as math_ops' unary functions (tf.sin, ...).
+_unary_builder = math_ops._unary
 
 asinh = _unary_builder("Asinh", "asinh", "Inverse hyperbolic sine elementwise")
 acosh = _unary_builder("Acosh", "acosh", "Inverse hyperbolic cosine elementwise")
