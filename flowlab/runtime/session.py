@@ -21,10 +21,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
-
 from flowlab import errors
-from flowlab.graph import dtypes
 from flowlab.graph import graph as graph_mod
 from flowlab.graph.graph import Graph, get_default_graph
 from flowlab.graph.tensor import Operation, Tensor
@@ -32,6 +29,7 @@ from flowlab.kernels.sendrecv_kernels import LocalRendezvous
 from flowlab.runtime.config import ConfigProto, RunMetadata, RunOptions
 from flowlab.runtime.device import Device, local_devices
 from flowlab.runtime.executor import Execution, Listener, chain_listeners
+from flowlab.runtime.feeds import expand_feed, feed_converter
 from flowlab.runtime.fetches import FetchMapper
 from flowlab.runtime.optimize import Optimization, optimize_and_place
 from flowlab.runtime.partition import (
@@ -241,7 +239,7 @@ class Session:
         mapper = FetchMapper(self._graph, fetches)
         feed_tensors = [self._graph.as_graph_element(f, allow_tensor=True, allow_operation=False) for f in feed_list or []]
         plan = self._plan_for(feed_tensors, mapper.tensors, mapper.targets)
-        converters = [_feed_converter(t) for t in feed_tensors]
+        converters = [feed_converter(t) for t in feed_tensors]
         build = mapper.build
         n = len(converters)
         fn = plan.straight_line
@@ -425,7 +423,7 @@ class Session:
         tensors: list[Tensor] = []
         values: list[Any] = []
         for key, value in feed_dict.items():
-            for t, v in _expand_feed(self._graph, key, value):
+            for t, v in expand_feed(self._graph, key, value):
                 if isinstance(v, Tensor):
                     raise TypeError(
                         "The value of a feed cannot be a tf.Tensor object. Acceptable feed values "
@@ -434,7 +432,7 @@ class Session:
                         f"argument `feed_dict` with key {t!r}."
                     )
                 tensors.append(t)
-                values.append(_feed_converter(t)(v))
+                values.append(feed_converter(t)(v))
         return tensors, values
 
     # --- plans ----------------------------------------------------------------------
@@ -516,62 +514,6 @@ class Session:
                 self._pool.shutdown(wait=False)
         except Exception:
             pass
-
-
-def _expand_feed(graph: Graph, key: Any, value: Any) -> list[tuple[Tensor, Any]]:
-    if hasattr(key, "_feed_parts"):
-        return list(zip(key._feed_parts(), key._split_feed_value(value)))
-    try:
-        t = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
-    except (TypeError, ValueError, KeyError) as e:
-        raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
-    return [(t, value)]
-
-
-def _feed_converter(t: Tensor) -> Callable[[Any], Any]:
-    dt = t.dtype.base_dtype
-    shape = t.shape
-    if dt is dtypes.string:
-        def conv_str(v: Any) -> Any:
-            arr = np.asarray(v, dtype=object)
-            flat = [x.encode() if isinstance(x, str) else bytes(x) for x in arr.reshape(-1)]
-            flat_arr = np.empty(len(flat), dtype=object)
-            flat_arr[:] = flat
-            out: Any = flat_arr.reshape(arr.shape)
-            _check_feed_shape(t, out.shape)
-            return out if out.ndim else out[()]
-
-        return conv_str
-    np_t = np.dtype(dt.as_numpy_dtype)
-    check = shape.ndims is not None and not all(d is None for d in shape.as_tuple())  # type: ignore[union-attr]
-    known_rank = shape.ndims is not None
-
-    def conv(v: Any) -> Any:
-        if type(v) is np.ndarray and v.dtype == np_t:
-            arr = v
-        else:
-            if isinstance(v, Tensor):
-                raise TypeError("The value of a feed cannot be a tf.Tensor object.")
-            try:
-                arr = np.asarray(v, dtype=np_t)
-            except (TypeError, ValueError) as e:
-                raise ValueError(
-                    f"Cannot feed value {v!r} for Tensor {t.name} of dtype {dt.name}: {e}"
-                ) from None
-        if known_rank and (check or arr.ndim != shape.ndims):
-            _check_feed_shape(t, arr.shape)
-        # 0-d values flow through a step as NumPy scalars (see plan.const_value).
-        return arr[()] if arr.ndim == 0 else arr
-
-    return conv
-
-
-def _check_feed_shape(t: Tensor, shape: tuple[int, ...]) -> None:
-    if not t.shape.is_compatible_with(shape):
-        raise ValueError(
-            f"Cannot feed value of shape {tuple(shape)} for Tensor {t.name}, which has shape "
-            f"{t.shape}"
-        )
 
 
 # --- default session ---------------------------------------------------------------
