@@ -82,7 +82,6 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.kernels.registry import KernelDef, find_kernel
 from flowlab.ops.const_fold import constant_value
 from flowlab.runtime.device import Device
-from flowlab.runtime.placement import Placement, place
 
 DEFAULT_MAX_FOLDED_BYTES = 10 * 1024 * 1024
 # Grappler skips graphs smaller than this (RewriterConfig.min_graph_nodes = 0 picks it).
@@ -279,54 +278,6 @@ def optimize(
     if not sw.any or len(ops) < max(1, sw.min_graph_nodes):
         return Optimization(list(ops), switches=sw)
     return _Pass(ops, list(feeds), list(fetches), list(targets), sw).run()
-
-
-def optimize_and_place(
-    ops: list[Operation],
-    feeds: list[Tensor],
-    fetches: list[Tensor],
-    targets: list[Operation],
-    devices: list[Device],
-    config: Any,
-    whole: Any = None,
-) -> tuple[Optimization, Placement]:
-    """A session's stages 2 and 3 for the pruned `ops`, under `config` (a ConfigProto:
-    graph_options, allow_soft_placement, placement_strategy, cost_model), placed from
-    `whole`, the session's placement of the whole graph (`placement.GraphPlacement`)."""
-    sw = OptimizerSwitches.from_graph_options(config.graph_options)
-    opt = optimize(ops, feeds, fetches, targets, sw)
-    placement = place(
-        opt.ops, devices, config.allow_soft_placement, config.placement_strategy,
-        config.cost_model, opt.inputs_of, whole,
-    )
-    if opt.dropped:
-        _place_dropped(opt, ops, placement)
-    return opt, placement
-
-
-def _place_dropped(opt: Optimization, ops: list[Operation], placement: Placement) -> None:
-    """Give the ops the step no longer runs a device too (that of the op they were
-    merged into, or of a consumer), so that the unoptimized op list can still be
-    compiled on the same placement (the Stepper steps through every op)."""
-    device_of, reasons = placement.device_of, placement.reasons
-    if not device_of:
-        return
-    live_consumer: dict[str, str] = {}
-    for op in reversed(ops):
-        if op.name in device_of:
-            for t in op._inputs:
-                live_consumer.setdefault(t.op.name, op.name)
-    dropped = set(opt.dropped)
-    for op in reversed(ops):  # consumers first
-        if op.name not in dropped:
-            continue
-        peer = opt.merged.get(op.name) or live_consumer.get(op.name)
-        if peer is None:
-            peer = next((c.name for t in op._outputs for c in t.consumers() if c.name in device_of), None)
-        first = next(iter(device_of.values()))
-        device_of[op.name] = device_of.get(peer, first) if peer else first
-        how = "merged into " + opt.merged[op.name] if op.name in opt.merged else "dropped"
-        reasons[op.name] = f"not run ({how} by the optimization pass)"
 
 
 def optimization(session: Any, fetches: Any, feed_dict: Any = None) -> Optimization:

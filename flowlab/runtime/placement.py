@@ -11,7 +11,9 @@ placed again, but ops holding state (`is_stateful`) keep the device an earlier
 version gave them while it is still a candidate, as TensorFlow's
 `GraphExecutionState` restores its stateful placements.  A group no device can take
 is not an error until a step runs one of its ops (TensorFlow fails every step of
-such a graph; here only the steps that need it).
+such a graph; here only the steps that need it).  `optimize_and_place` is the
+session's stage that optimizes a pruned step (`flowlab.runtime.optimize`) and places
+what remains.
 
 The steps of placing a list of ops, in order:
 
@@ -56,6 +58,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from flowlab import errors
 from flowlab.graph.device_spec import DeviceSpec
@@ -64,6 +67,7 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.kernels.registry import find_kernel
 from flowlab.runtime.cost_model import CostModel
 from flowlab.runtime.device import Device
+from flowlab.runtime.optimize import Optimization, OptimizerSwitches, optimize
 from flowlab.runtime.placement_strategies import first_choice, greedy_choice
 from flowlab.runtime.placement_strategies import short_name as short_name  # re-exported
 from flowlab.runtime.plan import own_inputs
@@ -473,3 +477,52 @@ def _arg_len(arg: object, op: Operation) -> int:
     if type_list_attr is not None:
         return len(op._attrs[type_list_attr])
     return 1
+
+
+# --- a session's stages 2 and 3: optimize, then place what runs ---------------------
+def optimize_and_place(
+    ops: list[Operation],
+    feeds: list[Tensor],
+    fetches: list[Tensor],
+    targets: list[Operation],
+    devices: list[Device],
+    config: Any,
+    whole: GraphPlacement | None = None,
+) -> tuple[Optimization, Placement]:
+    """A session's stages 2 and 3 for the pruned `ops`, under `config` (a ConfigProto:
+    graph_options, allow_soft_placement, placement_strategy, cost_model), placed from
+    `whole`, the session's placement of the whole graph."""
+    sw = OptimizerSwitches.from_graph_options(config.graph_options)
+    opt = optimize(ops, feeds, fetches, targets, sw)
+    placement = place(
+        opt.ops, devices, config.allow_soft_placement, config.placement_strategy,
+        config.cost_model, opt.inputs_of, whole,
+    )
+    if opt.dropped:
+        _place_dropped(opt, ops, placement)
+    return opt, placement
+
+
+def _place_dropped(opt: Optimization, ops: list[Operation], placement: Placement) -> None:
+    """Give the ops the step no longer runs a device too (that of the op they were
+    merged into, or of a consumer), so that the unoptimized op list can still be
+    compiled on the same placement (the Stepper steps through every op)."""
+    device_of, reasons = placement.device_of, placement.reasons
+    if not device_of:
+        return
+    live_consumer: dict[str, str] = {}
+    for op in reversed(ops):
+        if op.name in device_of:
+            for t in op._inputs:
+                live_consumer.setdefault(t.op.name, op.name)
+    dropped = set(opt.dropped)
+    for op in reversed(ops):  # consumers first
+        if op.name not in dropped:
+            continue
+        peer = opt.merged.get(op.name) or live_consumer.get(op.name)
+        if peer is None:
+            peer = next((c.name for t in op._outputs for c in t.consumers() if c.name in device_of), None)
+        first = next(iter(device_of.values()))
+        device_of[op.name] = device_of.get(peer, first) if peer else first
+        how = "merged into " + opt.merged[op.name] if op.name in opt.merged else "dropped"
+        reasons[op.name] = f"not run ({how} by the optimization pass)"

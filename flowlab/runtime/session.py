@@ -31,7 +31,7 @@ from flowlab.runtime.device import Device, local_devices
 from flowlab.runtime.executor import Execution, Listener, chain_listeners
 from flowlab.runtime.feeds import expand_feed, feed_converter
 from flowlab.runtime.fetches import FetchMapper
-from flowlab.runtime.optimize import Optimization, optimize_and_place
+from flowlab.runtime.optimize import Optimization
 from flowlab.runtime.partition import (
     PartitionedPlan,
     Partitions,
@@ -40,7 +40,7 @@ from flowlab.runtime.partition import (
     partition,
     run_partitioned,
 )
-from flowlab.runtime.placement import GraphPlacement, Placement
+from flowlab.runtime.placement import GraphPlacement, Placement, optimize_and_place
 from flowlab.runtime.plan import Plan, compile_plan, run_straight_line
 from flowlab.runtime.prune import prune
 from flowlab.runtime.rendezvous import RendezvousManager
