@@ -29,7 +29,8 @@ def _axes(a: Tensor, axes: Any) -> tuple[list[int], list[int]]:
             raise ValueError(f"`axes` must be at least 0. Received: {axes}.")
         n = a.shape.ndims
         if n is None:
-            raise NotImplementedError("tensordot with an integer `axes` needs the rank of `a`")
+            raise NotImplementedError(f"tensordot with an integer `axes` needs the static rank of {a.name}; "
+                                      "give it one (set_shape or reshape), or pass the axes as lists")
         if axes > n:
             raise ValueError(f"`axes` must not be larger than the number of dimensions of tensor {a}.  "
                              f"Received {axes}, vs tensor dimensions {n}.")
@@ -44,13 +45,15 @@ def _axes(a: Tensor, axes: Any) -> tuple[list[int], list[int]]:
         if len(a_axes) != len(b_axes):
             raise ValueError(f"Different number of contraction axes `a` and `b`, {len(a_axes)} != {len(b_axes)}.")
         return a_axes, b_axes
-    raise NotImplementedError("tensordot with tensor `axes` is not supported")
+    raise NotImplementedError("tensordot with a Tensor `axes` is not supported in flowlab; "
+                              "pass an int or Python lists of axes")
 
 
 def _reshape(a: Tensor, axes: list[int], flipped: bool) -> tuple[Tensor, Any]:
     rank = a.shape.ndims
     if rank is None:
-        raise NotImplementedError("tensordot needs inputs of known rank")
+        raise NotImplementedError(f"tensordot needs inputs of known rank, and {a.name} has none; "
+                                  "give it one with set_shape or reshape")
     axes = [i + rank if i < 0 else i for i in axes]
     free = [i for i in range(rank) if i not in axes]
     perm = axes + free if flipped else free + axes

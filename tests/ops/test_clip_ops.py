@@ -105,3 +105,10 @@ def test_clip_keeps_indexed_slices(tf1):
         return [c.values, c.indices, n, d.values, d.indices, tf.convert_to_tensor(c)]
 
     assert_same(tf1, build)
+
+
+def test_spectral_norm_is_refused_clearly():
+    with fl.Graph().as_default():
+        x = fl.constant(np.eye(3, dtype=np.float32))
+        with pytest.raises(NotImplementedError, match="no SVD"):
+            fl.norm(x, ord=2, axis=[0, 1])

@@ -50,3 +50,17 @@ def test_eye_and_meshgrid_match_tensorflow(tf1):
             names.append([mod.eye(2).name, mod.eye(2, 3).name, mod.eye(2, batch_shape=[3]).name,
                           [t.name for t in mod.meshgrid([1, 2], [3])], mod.eye(2).shape.as_list()])
     assert names[0] == names[1]
+
+
+def test_tensordot_limits_raise_naming_the_input():
+    # flowlab's tensordot needs static ranks and Python axes (TensorFlow also takes
+    # tensors of unknown rank and a Tensor `axes`, through dynamic shapes).
+    with fl.Graph().as_default():
+        a = fl.placeholder(fl.float32, name="a")
+        b = fl.placeholder(fl.float32, [3, 3], name="b")
+        with pytest.raises(NotImplementedError, match="static rank of a:0"):
+            fl.tensordot(a, b, 1)
+        with pytest.raises(NotImplementedError, match="known rank, and a:0 has none"):
+            fl.tensordot(a, b, [[0], [0]])
+        with pytest.raises(NotImplementedError, match="Tensor `axes` is not supported"):
+            fl.tensordot(b, b, fl.constant(1))
