@@ -3,7 +3,6 @@ events, and driving a step one op at a time."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -81,21 +80,7 @@ def test_step_deadline():
 def test_close_cancels_blocked_steps():
     x = fl.constant(1.0)
     y = T.block(x)
-    s = fl.Session()
-    caught: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            s.run(y)
-        except errors.OpError as e:
-            caught.append(e)
-
-    th = threading.Thread(target=run)
-    th.start()
-    time.sleep(0.2)
-    s.close()
-    th.join(5)
-    assert not th.is_alive()
+    caught = T.run_then_close(fl.Session(), y)
     assert len(caught) == 1 and isinstance(caught[0], errors.CancelledError)
 
 

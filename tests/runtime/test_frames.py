@@ -316,26 +316,9 @@ def test_runaway_loop_hits_the_step_deadline():
 
 
 def test_runaway_loop_is_cancelled_by_close():
-    import threading
-    import time
-
     (i,) = while_by_hand(lambda i, one, t: t | (i < one), lambda i, one, t: [i + one],
                          [tf.constant(0)], invariants=[tf.constant(1), tf.constant(True)])
-    s = tf.Session()
-    caught = []
-
-    def run():
-        try:
-            s.run(i)
-        except Exception as e:  # noqa: BLE001
-            caught.append(e)
-
-    th = threading.Thread(target=run)
-    th.start()
-    time.sleep(0.2)
-    s.close()
-    th.join(10)
-    assert not th.is_alive()
+    caught = T.run_then_close(tf.Session(), i)
     assert caught and isinstance(caught[0], errors.CancelledError)
 
 

@@ -4,7 +4,6 @@ it keeps the frame path's guarantees (deadline, close, no growth, frame_of, undo
 
 from __future__ import annotations
 
-import threading
 import time
 from unittest import mock
 
@@ -332,20 +331,7 @@ def test_a_fused_runaway_loop_is_cancelled_by_close():
     i = _runaway()
     s = tf.Session()
     assert _fused(s, [i]) == {"while/while_context"}
-    caught = []
-
-    def run():
-        try:
-            s.run(i)
-        except Exception as e:  # noqa: BLE001
-            caught.append(e)
-
-    th = threading.Thread(target=run)
-    th.start()
-    time.sleep(0.2)
-    s.close()
-    th.join(10)
-    assert not th.is_alive()
+    caught = T.run_then_close(s, i)
     assert caught and isinstance(caught[0], errors.CancelledError)
 
 

@@ -149,3 +149,25 @@ def switch(data: Any, pred: Any, name: str | None = None) -> Any:
 
 def merge(inputs: Any, name: str | None = None) -> Any:
     return apply_op("TestingMerge", inputs=inputs, name=name or "TestingMerge")
+
+
+def run_then_close(session: Any, fetch: Any, wait: float = 0.2) -> list[BaseException]:
+    """Run `fetch` on a thread, close `session` after `wait` seconds, and return what
+    the run raised; asserts the run ended (a step must not outlive its session)."""
+    import time
+
+    caught: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            session.run(fetch)
+        except Exception as e:  # noqa: BLE001 - the caller checks the class
+            caught.append(e)
+
+    th = threading.Thread(target=run)
+    th.start()
+    time.sleep(wait)
+    session.close()
+    th.join(10)
+    assert not th.is_alive()
+    return caught
