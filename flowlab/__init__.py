@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys as _sys
 import types as _types
 
-from flowlab import debug, debugging, errors, kernels, layers, nn, train, viz
+from flowlab import debug, debugging, errors, kernels, layers, linalg, nn, train, viz
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.dtypes import (  # noqa: F401
     DType,
@@ -54,16 +54,19 @@ from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import *  # noqa: F401,F403
 from flowlab.ops.custom_gradient import *
 from flowlab.ops.data_flow_ops import *
+from flowlab.ops.einsum_ops import *  # noqa: F401,F403 - einsum
 from flowlab.ops.functional_ops import *  # map_fn, foldl, foldr, scan, TensorArray
 from flowlab.ops.gradients_impl import *
 from flowlab.ops.importer import *
 from flowlab.ops.indexed_slices import *
 from flowlab.ops.init_ops import *  # noqa: F401,F403
 from flowlab.ops.io_ops import *
+from flowlab.ops.linalg_ops import *  # noqa: F401,F403 - matrix_inverse, cholesky, svd, qr, matrix_diag, ...
 from flowlab.ops.math_ops import *  # noqa: F401,F403
 from flowlab.ops.random_ops import *  # noqa: F401,F403
 from flowlab.ops.segment_ops import *  # noqa: F401,F403 - segment_sum, unsorted_segment_sum, ...
 from flowlab.ops.sequence_ops import *  # noqa: F401,F403 - reverse_sequence
+from flowlab.ops.sort_ops import *  # noqa: F401,F403 - sort, argsort, roll, bincount, searchsorted, ...
 from flowlab.ops.special_math_ops import *  # noqa: F401,F403 - asinh, xlogy, divide_no_nan, reduce_std, ...
 from flowlab.ops.state_ops import *  # noqa: F401,F403
 from flowlab.ops.tensordot_ops import *  # noqa: F401,F403 - tensordot, eye, meshgrid
