@@ -146,42 +146,133 @@ def assign_sub(ctx: Any, step: Any, ref: VariableState, value: Any) -> VariableS
 
 
 # --- scatter -----------------------------------------------------------------------
-def _trunc_divide_at(a: Any, idx: Any, b: Any) -> None:
-    # Integer ScatterDiv truncates toward zero (C++ semantics), one row at a time so
-    # repeated indices divide repeatedly.
-    for i, j in enumerate(idx):
-        num, den = a[j], b[i]
-        if np.any(den == 0):
-            raise errors.InvalidArgumentError(None, None, "Integer division by zero")
-        q = np.abs(num) // np.abs(den)
-        a[j] = np.where((num < 0) != (den < 0), -q, q)
+def occurrence_rounds(xp: Any, flat: Any) -> list[Any]:
+    """Positions of the 1-d index array `flat` split into rounds of distinct indices:
+    every index's first occurrence, then every second occurrence, and so on, each round
+    in position order.  Applying an update round after round equals applying it index
+    after index (what NumPy's `ufunc.at` and TensorFlow's CPU kernels do), with one
+    vectorized operation per round on any array module.  `[None]` means "all at once"
+    (no index repeats), the common case."""
+    n = int(flat.shape[0])
+    if n < 2:
+        return [None]
+    # Sorting (index, position) pairs keeps each index's occurrences in order whether or
+    # not the module's sort is stable.
+    keys = flat.astype(xp.int64) * n + xp.arange(n, dtype=xp.int64)
+    order = xp.argsort(keys)
+    ranked = flat[order]
+    starts = xp.concatenate([xp.ones(1, dtype=bool), ranked[1:] != ranked[:-1]])
+    if bool(starts.all()):  # one device-to-host read on a GPU
+        return [None]
+    first = xp.flatnonzero(starts)
+    rank_sorted = xp.arange(n, dtype=xp.int64) - first[xp.cumsum(starts) - 1]
+    rank = xp.empty(n, dtype=xp.int64)
+    rank[order] = rank_sorted
+    return [xp.flatnonzero(rank == r) for r in range(int(rank_sorted.max()) + 1)]
 
 
-def _scatter_apply(how: str) -> Callable[[Any, Any, Any], None]:
-    if how == "update":
-        def put(a: Any, idx: Any, upd: Any) -> None:
+def _trunc_divide(xp: Any, num: Any, den: Any) -> Any:
+    # Integer ScatterDiv truncates toward zero (C++ semantics).
+    if bool((den == 0).any()):
+        raise errors.InvalidArgumentError(None, None, "Integer division by zero")
+    q = xp.abs(num) // xp.abs(den)
+    return xp.where((num < 0) != (den < 0), -q, q)
+
+
+_UFUNC_AT = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+             "min": np.minimum, "max": np.maximum}
+# Where a GPU module has `ufunc.at`: CuPy 13 and later for add/subtract/maximum/minimum
+# (atomics); before that cupyx.scatter_add/max/min.  Used only for the dtypes CUDA's
+# atomics cover as CuPy documents them; every other case goes round by round.
+_XP_AT = {"add": "add", "sub": "subtract", "min": "minimum", "max": "maximum"}
+_XPX_AT = {"add": "scatter_add", "sub": "scatter_add", "min": "scatter_min", "max": "scatter_max"}
+XPX_AT_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.int32, np.uint32, np.uint64))
+
+
+def _device_at(xp: Any, xpx: Any, how: str) -> Callable[[Any, Any, Any], None] | None:
+    """The GPU module's in-place scatter for `how` (ufunc.at, else cupyx's), or None."""
+    if how not in _XP_AT:
+        return None
+    at = getattr(getattr(xp, _XP_AT[how]), "at", None)
+    if at is not None:
+        return at
+    fn = getattr(xpx, _XPX_AT[how], None) if xpx is not None else None
+    if fn is None:
+        return None
+    if how == "sub":
+        return lambda a, idx, upd: fn(a, idx, -upd)
+    return fn
+
+
+def scatter_at(xp: Any, xpx: Any, how: str, a: Any, idx: Any, upd: Any) -> None:
+    """`a[idx] (how)= upd` in place, a repeated index applying its updates one after
+    another (NumPy's `ufunc.at`; "update": the last one wins).  `idx` is an index array
+    or a tuple of them (ScatterNd) with one entry per row of `upd`.  On NumPy: `ufunc.at`.
+    On a GPU: distinct indices in one vectorized read-modify-write; repeated ones
+    through the module's scatter (`_device_at`) where it has one for the dtype, else
+    round by round (`occurrence_rounds`), which gives exactly the CPU's values."""
+    if xp is np:
+        if how == "update":
             a[idx] = upd
-        return put
-    ufunc = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-             "min": np.minimum, "max": np.maximum}[how]
-
-    def at(a: Any, idx: Any, upd: Any) -> None:
-        if how == "div" and a.dtype.kind in "iu":
+        elif how == "div" and a.dtype.kind in "iu":
             _trunc_divide_at(a, idx, upd)
         else:
-            ufunc.at(a, idx, upd)
+            _UFUNC_AT[how].at(a, idx, upd)
+        return
+    flat = idx if not isinstance(idx, tuple) else _linear(xp, idx, a.shape, int(upd.shape[0]))
+    rounds = occurrence_rounds(xp, flat)
+    if len(rounds) > 1 and a.dtype in XPX_AT_DTYPES:
+        at = _device_at(xp, xpx, how)
+        if at is not None:
+            at(a, idx, upd)
+            return
+    for pos in rounds:
+        j = idx if pos is None else (idx[pos] if not isinstance(idx, tuple) else tuple(i[pos] for i in idx))
+        u = upd if pos is None else upd[pos]
+        a[j] = u if how == "update" else _combine(xp, how, a[j], u)
 
-    return at
+
+def _combine(xp: Any, how: str, old: Any, upd: Any) -> Any:
+    if how == "div" and old.dtype.kind in "iu":
+        return _trunc_divide(xp, old, upd)
+    return {"add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "div": xp.divide,
+            "min": xp.minimum, "max": xp.maximum}[how](old, upd)
+
+
+def _linear(xp: Any, idx: tuple[Any, ...], shape: tuple[int, ...], n: int) -> Any:
+    """Row-major linear positions of the `n` rows of the ScatterNd index tuple `idx`
+    (validated; an empty tuple addresses the whole array every time)."""
+    flat = xp.zeros(n, dtype=xp.int64)
+    for i, d in zip(idx, shape):
+        flat = flat * d + i.astype(xp.int64)
+    return flat
+
+
+def _trunc_divide_at(a: Any, idx: Any, b: Any) -> None:
+    # One row at a time so repeated indices divide repeatedly (NumPy, CPU).
+    for i, j in enumerate(idx):
+        a[j] = _trunc_divide(np, a[j], b[i])
+
+
+def _xpx(ctx: Any) -> Any:
+    # cupyx on a CuPy GPU (flowlab.runtime.gpu.GpuDevice.xpx); None on a CPU.
+    return getattr(ctx.device, "xpx", None)
+
+
+def _array(xp: Any, v: Any) -> Any:
+    # A NumPy scalar (a 0-d value as the runtime carries it) as a 0-d array; arrays of
+    # any module as they are.
+    return v if hasattr(v, "ndim") and not isinstance(v, np.generic) else xp.asarray(v)
 
 
 def _scatter_kernel(op_type: str, how: str) -> None:
-    apply = _scatter_apply(how)
-
     def scatter(ctx: Any, step: Any, ref: VariableState, indices: Any, updates: Any) -> VariableState:
+        xp = ctx.xp
+
         def compute(params: Any) -> Any:
-            params = np.asarray(params)
-            idx = np.asarray(indices)
-            upd = np.asarray(updates)
+            params = _array(xp, params)
+            idx = _array(xp, indices)
+            upd = _array(xp, updates)
             want = idx.shape + params.shape[1:]
             if upd.ndim != 0 and upd.shape != want:
                 raise errors.InvalidArgumentError(
@@ -194,26 +285,26 @@ def _scatter_kernel(op_type: str, how: str) -> None:
             n = params.shape[0]
             flat = idx.reshape(-1)
             bad = (flat < 0) | (flat >= n)
-            if bad.any():
-                i = int(np.argmax(bad))
+            if bad.any():  # on a GPU: one small device-to-host read
+                i = int(xp.argmax(bad))
                 where = (
                     "[" + ",".join(str(int(k)) for k in np.unravel_index(i, idx.shape)) + "]"
                     if idx.ndim else ""
                 )
                 raise errors.InvalidArgumentError(
-                    None, None, f"indices{where} = {flat[i]} is not in [0, {n})"
+                    None, None, f"indices{where} = {int(flat[i])} is not in [0, {n})"
                 )
-            rows = np.broadcast_to(upd, want).reshape((flat.size,) + params.shape[1:])
+            rows = xp.broadcast_to(upd, want).reshape((flat.size,) + params.shape[1:])
             new = params.copy()
             with np.errstate(all="ignore"):
-                apply(new, flat, rows)
+                scatter_at(xp, _xpx(ctx), how, new, flat, rows)
             return new
 
         return _update(ctx, step, ref, compute)
 
     scatter.__name__ = scatter.__qualname__ = f"scatter_{how}"
-    # Written over NumPy (ufunc.at has no CuPy twin with the same semantics): CPU only.
-    kernel(op_type, devices="CPU", step=True)(scatter)
+    # Indices and updates in device memory on a GPU, as TensorFlow's GPU kernels.
+    kernel(op_type, step=True)(scatter)
 
 
 for _op_type, _how in (
@@ -224,13 +315,13 @@ for _op_type, _how in (
 
 
 def _scatter_nd_kernel(op_type: str, how: str) -> None:
-    apply = _scatter_apply(how)
-
     def scatter_nd(ctx: Any, step: Any, ref: VariableState, indices: Any, updates: Any) -> VariableState:
+        xp = ctx.xp
+
         def compute(params: Any) -> Any:
-            params = np.asarray(params)
-            idx = np.asarray(indices)
-            upd = np.asarray(updates)
+            params = _array(xp, params)
+            idx = _array(xp, indices)
+            upd = _array(xp, updates)
             k = idx.shape[-1] if idx.ndim else 0
             if idx.ndim == 0 or k > params.ndim:
                 raise errors.InvalidArgumentError(
@@ -248,9 +339,10 @@ def _scatter_nd_kernel(op_type: str, how: str) -> None:
                     f"{_shape_str(idx.shape)}, params_shape: {_shape_str(params.shape)}",
                 )
             rows = idx.reshape(-1, k)
-            bad = ((rows < 0) | (rows >= np.asarray(params.shape[:k]))).any(axis=1)
-            if bad.any():
-                i = int(np.argmax(bad))
+            limits = xp.asarray(params.shape[:k], dtype=rows.dtype)
+            bad = ((rows < 0) | (rows >= limits)).any(axis=1)
+            if bad.any():  # on a GPU: one small device-to-host read
+                i = int(xp.argmax(bad))
                 raise errors.InvalidArgumentError(
                     None, None,
                     f"indices[{i}] = [{', '.join(str(int(x)) for x in rows[i])}] does not index "
@@ -258,13 +350,14 @@ def _scatter_nd_kernel(op_type: str, how: str) -> None:
                 )
             new = params.copy()
             with np.errstate(all="ignore"):
-                apply(new, tuple(rows.T), upd.reshape((rows.shape[0],) + params.shape[k:]))
+                scatter_at(xp, _xpx(ctx), how, new, tuple(rows[:, d] for d in range(k)),
+                           upd.reshape((rows.shape[0],) + params.shape[k:]))
             return new
 
         return _update(ctx, step, ref, compute)
 
     scatter_nd.__name__ = scatter_nd.__qualname__ = f"scatter_nd_{how}"
-    kernel(op_type, devices="CPU", step=True)(scatter_nd)
+    kernel(op_type, step=True)(scatter_nd)
 
 
 for _op_type, _how in (("ScatterNdUpdate", "update"), ("ScatterNdAdd", "add"), ("ScatterNdSub", "sub")):
@@ -276,6 +369,8 @@ def is_variable_initialized(ctx: Any, ref: VariableState) -> Any:
     return np.bool_(ref.is_initialized)
 
 
+# CPU only, as in TensorFlow (count_up_to_op.cc registers no GPU kernel): placement
+# keeps a counter and its CountUpTo on a CPU.
 @kernel("CountUpTo", devices="CPU", step=True)
 def count_up_to(ctx: Any, step: Any, ref: VariableState) -> Any:
     limit = ctx.attrs["limit"]

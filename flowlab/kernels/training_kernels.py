@@ -1,12 +1,24 @@
-"""Kernels of the fused optimizer updates (flowlab.ops.training_ops).
+"""Kernels of the fused optimizer updates (flowlab.ops.training_ops), for CPU and GPU.
 
 Each kernel reads its variable and slot variables (the `VariableState`s of its
 `Ref(T)` inputs), computes the new values with the formulas of TensorFlow's CPU
 kernels (training_ops.cc) in the variable's dtype, and stores every new array with
 `step.write_var` (never mutating a stored array).  With `use_locking` all the
 variables' locks are held for the whole read-modify-write.  The sparse kernels
-update the rows `indices` one after another, as TensorFlow's do (so repeated
-indices apply repeatedly); other rows keep their values.
+update the rows `indices` as TensorFlow's CPU kernels do, one index after another
+(so repeated indices apply repeatedly); other rows keep their values.
+
+Written once over `ctx.xp` and registered for CPU and GPU.  On a GPU every input is
+in device memory, as TensorFlow declares them: the scalars (lr, beta1_power, ...) are
+0-d device arrays and `indices` a device array (validated with one small
+device-to-host read, `bad.any()`).  Repeated indices are applied in rounds (all first
+occurrences, then all second ones, ...: `state_kernels.occurrence_rounds`), which
+equals the sequential order on any device without a Python loop per row.
+
+The CPU path is the training step's hot spot (docs/notes/training-performance.md):
+checks are attribute reads, and the dense Adam and SGD updates compute in place on
+fresh temporaries (fewer allocations), in the same arithmetic order as the plain
+formulas so values are identical.
 """
 
 from __future__ import annotations
@@ -18,9 +30,9 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels.registry import kernel
+from flowlab.kernels.registry import ALL, kernel
 from flowlab.kernels.resources import VariableState
-from flowlab.kernels.state_kernels import _fresh
+from flowlab.kernels.state_kernels import occurrence_rounds
 
 
 def _shape_str(shape: tuple[int, ...]) -> str:
@@ -43,92 +55,118 @@ def _locked(ctx: Any, refs: list[VariableState]) -> Any:
 
 
 def _shape(v: Any) -> tuple[int, ...]:
-    # np.shape / np.ndim dispatch through __array_function__: ~10x slower than the
-    # attribute for the arrays and NumPy scalars a step passes (updates run per step).
-    return v.shape if isinstance(v, (np.ndarray, np.generic)) else np.shape(v)
+    # An attribute read (NumPy arrays and scalars, CuPy arrays); np.shape dispatches
+    # through __array_function__ and costs ~10x more.  Python numbers are scalars.
+    return getattr(v, "shape", ())
 
 
-def _check_scalars(names: list[str], values: list[Any]) -> None:
+def _check_scalars(names: tuple[str, ...], values: tuple[Any, ...]) -> None:
+    for v in values:
+        if getattr(v, "shape", ()):  # a non-empty shape: not a scalar (rare)
+            break
+    else:
+        return
     for n, v in zip(names, values):
         if _shape(v) != ():
-            raise errors.InvalidArgumentError(None, None, f"{n} is not a scalar: {_shape_str(np.shape(v))}")
+            raise errors.InvalidArgumentError(None, None, f"{n} is not a scalar: {_shape_str(_shape(v))}")
 
 
-def _run(ctx: Any, step: Any, refs: list[VariableState], names: list[str], grad: Any,
+def _stored(v: Any, dtype: Any) -> Any:
+    """A new value as the variable keeps it: the variable's dtype, read-only on the
+    host (0-d as a NumPy scalar), a device array as it is (CuPy has no read-only flag)."""
+    t = type(v)
+    if t is np.ndarray:
+        if v.dtype != dtype:
+            v = v.astype(dtype)
+        if v.ndim == 0:
+            return v[()]
+        v.flags.writeable = False
+        return v
+    if isinstance(v, (np.generic, int, float)):
+        return dtype.type(v)
+    return v if v.dtype == dtype else v.astype(dtype)
+
+
+def _run(ctx: Any, step: Any, refs: list[VariableState], names: tuple[str, ...], grad: Any,
          compute: Callable[..., tuple[Any, ...]], indices: Any = None) -> VariableState:
     with _locked(ctx, refs):
         vals = [r.read() for r in refs]
         var = vals[0]
+        shape = var.shape
         for n, v in zip(names[1:], vals[1:]):
-            if _shape(v) != _shape(var):
+            if v.shape != shape:
                 raise errors.InvalidArgumentError(
                     None, None,
-                    f"var and {n} do not have the same shape{_shape_str(np.shape(var))} "
-                    f"{_shape_str(np.shape(v))}",
+                    f"var and {n} do not have the same shape{_shape_str(shape)} {_shape_str(v.shape)}",
                 )
         if indices is None:
-            if _shape(grad) != _shape(var):
+            if _shape(grad) != shape:
                 raise errors.InvalidArgumentError(
                     None, None,
-                    f"var and grad do not have the same shape{_shape_str(np.shape(var))} "
-                    f"{_shape_str(np.shape(grad))}",
+                    f"var and grad do not have the same shape{_shape_str(shape)} "
+                    f"{_shape_str(_shape(grad))}",
                 )
             new = compute(*vals, grad)
         else:
-            new = _sparse(vals, grad, indices, compute)
-        dtype = var.dtype if isinstance(var, (np.ndarray, np.generic)) else np.asarray(var).dtype
+            new = _sparse(ctx.xp, vals, grad, indices, compute)
+        dtype = var.dtype
         for r, v in zip(refs, new):
-            if type(v) is not np.ndarray or v.dtype != dtype:
-                v = np.asarray(v, dtype=dtype) if np.ndim(v) else dtype.type(v)
-            step.write_var(r, _fresh(v))
+            step.write_var(r, _stored(v, dtype))
     return refs[0]
 
 
-def _sparse(vals: list[Any], grad: Any, indices: Any, compute: Callable[..., tuple[Any, ...]]) -> list[Any]:
-    var = np.asarray(vals[0])
-    idx = np.asarray(indices)
-    grad = np.asarray(grad)
+def _sparse(xp: Any, vals: list[Any], grad: Any, indices: Any,
+            compute: Callable[..., tuple[Any, ...]]) -> list[Any]:
+    var = vals[0]
     if var.ndim < 1:
         raise errors.InvalidArgumentError(None, None, "var must be at least 1 dimensional")
+    idx = xp.asarray(indices) if isinstance(indices, (int, np.generic)) else indices
     if idx.ndim != 1:
         raise errors.InvalidArgumentError(None, None, "indices must be one-dimensional")
-    if grad.ndim < 1 or grad.shape[1:] != var.shape[1:]:
+    g_shape = _shape(grad)
+    if len(g_shape) < 1 or g_shape[1:] != var.shape[1:]:
         raise errors.InvalidArgumentError(
             None, None,
             f"var and grad must match in dimension 1 and beyond: var {_shape_str(var.shape)} "
-            f"grad {_shape_str(grad.shape)}",
+            f"grad {_shape_str(g_shape)}",
         )
-    if grad.shape[0] != idx.shape[0]:
+    if g_shape[0] != idx.shape[0]:
         raise errors.InvalidArgumentError(
             None, None, "grad must be the same size as indices in the first dimension."
         )
     n = var.shape[0]
     bad = (idx < 0) | (idx >= n)
-    if bad.any():
-        i = int(np.argmax(bad))
+    if bad.any():  # on a GPU: one small device-to-host read
+        i = int(xp.argmax(bad))
         raise errors.InvalidArgumentError(
             None, None, f"Index {int(idx[i])} at offset {i} in indices is out of range"
         )
-    out = [np.array(v, copy=True) for v in vals]
-    if idx.size == 0:
+    out = [xp.array(v, copy=True) for v in vals]
+    if idx.shape[0] == 0:
         return out
-    if np.unique(idx).size == idx.size:
-        rows = compute(*(o[idx] for o in out), grad)
+    for pos in occurrence_rounds(xp, idx):
+        j = idx if pos is None else idx[pos]
+        g = grad if pos is None else grad[pos]
+        rows = compute(*(o[j] for o in out), g)
         for o, r in zip(out, rows):
-            o[idx] = r
-    else:
-        for i, j in enumerate(idx):
-            rows = compute(*(o[j] for o in out), grad[i])
-            for o, r in zip(out, rows):
-                o[j] = r
+            o[j] = r
     return out
 
 
-def _rsqrt(x: Any) -> Any:
-    return 1 / np.sqrt(x)
+def _rsqrt(xp: Any, x: Any) -> Any:
+    return 1 / xp.sqrt(x)
 
 
 # --- formulas (TensorFlow's training_ops.cc, CPU) ----------------------------------
+def _sgd(xp: Any, alpha: Any) -> Callable[..., tuple[Any, ...]]:
+    def f(v: Any, g: Any) -> tuple[Any, ...]:
+        if not getattr(g, "ndim", 0) or not getattr(v, "ndim", 0):
+            return (v - g * alpha,)
+        upd = g * alpha  # one fresh temporary that also holds the result
+        return (xp.subtract(v, upd, out=upd),)
+    return f
+
+
 def _momentum(lr: Any, momentum: Any, nesterov: bool) -> Callable[..., tuple[Any, ...]]:
     def f(var: Any, accum: Any, grad: Any) -> tuple[Any, ...]:
         accum = accum * momentum + grad
@@ -140,164 +178,171 @@ def _momentum(lr: Any, momentum: Any, nesterov: bool) -> Callable[..., tuple[Any
     return f
 
 
-def _adagrad(lr: Any, update_slots: bool) -> Callable[..., tuple[Any, ...]]:
+def _adagrad(xp: Any, lr: Any, update_slots: bool) -> Callable[..., tuple[Any, ...]]:
     def f(var: Any, accum: Any, grad: Any) -> tuple[Any, ...]:
         if update_slots:
             accum = accum + grad * grad
-        return var - grad * lr * _rsqrt(accum), accum
+        return var - grad * lr * _rsqrt(xp, accum), accum
     return f
 
 
-def _adadelta(lr: Any, rho: Any, epsilon: Any) -> Callable[..., tuple[Any, ...]]:
+def _adadelta(xp: Any, lr: Any, rho: Any, epsilon: Any) -> Callable[..., tuple[Any, ...]]:
     def f(var: Any, accum: Any, accum_update: Any, grad: Any) -> tuple[Any, ...]:
         accum = accum * rho + grad * grad * (1 - rho)
-        update = np.sqrt(accum_update + epsilon) * _rsqrt(accum + epsilon) * grad
+        update = xp.sqrt(accum_update + epsilon) * _rsqrt(xp, accum + epsilon) * grad
         var = var - update * lr
         accum_update = accum_update * rho + update * update * (1 - rho)
         return var, accum, accum_update
     return f
 
 
-def _rmsprop(lr: Any, rho: Any, momentum: Any, epsilon: Any) -> Callable[..., tuple[Any, ...]]:
+def _rmsprop(xp: Any, lr: Any, rho: Any, momentum: Any, epsilon: Any) -> Callable[..., tuple[Any, ...]]:
     def f(var: Any, ms: Any, mom: Any, grad: Any) -> tuple[Any, ...]:
         ms = ms + (grad * grad - ms) * (1 - rho)
-        mom = mom * momentum + (grad * lr) / np.sqrt(ms + epsilon)
+        mom = mom * momentum + (grad * lr) / xp.sqrt(ms + epsilon)
         return var - mom, ms, mom
     return f
 
 
-def _centered_rmsprop(lr: Any, rho: Any, momentum: Any, epsilon: Any) -> Callable[..., tuple[Any, ...]]:
+def _centered_rmsprop(xp: Any, lr: Any, rho: Any, momentum: Any, epsilon: Any) -> Callable[..., tuple[Any, ...]]:
     def f(var: Any, mg: Any, ms: Any, mom: Any, grad: Any) -> tuple[Any, ...]:
         ms = ms + (grad * grad - ms) * (1 - rho)
         mg = mg + (grad - mg) * (1 - rho)
         denom = (ms - mg * mg) + epsilon
-        mom = mom * momentum + (grad * lr) / np.sqrt(denom)
+        mom = mom * momentum + (grad * lr) / xp.sqrt(denom)
         return var - mom, mg, ms, mom
     return f
 
 
-# --- kernels -----------------------------------------------------------------------
-@kernel("ApplyGradientDescent", devices="CPU", step=True)
-def apply_gradient_descent(ctx: Any, step: Any, var: VariableState, alpha: Any, delta: Any) -> Any:
-    _check_scalars(["alpha"], [alpha])
-    return _run(ctx, step, [var], ["var"], delta, _sgd(alpha))
-
-
-def _sgd(alpha: Any) -> Callable[..., tuple[Any, ...]]:
-    def f(v: Any, g: Any) -> tuple[Any, ...]:
-        if type(g) is not np.ndarray or g.ndim == 0 or type(v) is not np.ndarray:
-            return (v - g * alpha,)
-        upd = g * alpha  # one fresh temporary that also holds the result
-        return (np.subtract(v, upd, out=upd),)
-    return f
-
-
-@kernel("ApplyMomentum", devices="CPU", step=True)
-def apply_momentum(ctx: Any, step: Any, var: Any, accum: Any, lr: Any, grad: Any, momentum: Any) -> Any:
-    _check_scalars(["lr", "momentum"], [lr, momentum])
-    f = _momentum(lr, momentum, ctx.attrs["use_nesterov"])
-    return _run(ctx, step, [var, accum], ["var", "accum"], grad, f)
-
-
-@kernel("SparseApplyMomentum", devices="CPU", step=True)
-def sparse_apply_momentum(ctx: Any, step: Any, var: Any, accum: Any, lr: Any, grad: Any, indices: Any,
-                          momentum: Any) -> Any:
-    _check_scalars(["lr", "momentum"], [lr, momentum])
-    f = _momentum(lr, momentum, ctx.attrs["use_nesterov"])
-    return _run(ctx, step, [var, accum], ["var", "accum"], grad, f, indices)
-
-
-@kernel("ApplyAdagrad", devices="CPU", step=True)
-def apply_adagrad(ctx: Any, step: Any, var: Any, accum: Any, lr: Any, grad: Any) -> Any:
-    _check_scalars(["lr"], [lr])
-    return _run(ctx, step, [var, accum], ["var", "accum"], grad, _adagrad(lr, ctx.attrs["update_slots"]))
-
-
-@kernel("SparseApplyAdagrad", devices="CPU", step=True)
-def sparse_apply_adagrad(ctx: Any, step: Any, var: Any, accum: Any, lr: Any, grad: Any, indices: Any) -> Any:
-    _check_scalars(["lr"], [lr])
-    return _run(ctx, step, [var, accum], ["var", "accum"], grad, _adagrad(lr, ctx.attrs["update_slots"]),
-                indices)
-
-
-@kernel("ApplyAdadelta", devices="CPU", step=True)
-def apply_adadelta(ctx: Any, step: Any, var: Any, accum: Any, accum_update: Any, lr: Any, rho: Any,
-                   epsilon: Any, grad: Any) -> Any:
-    _check_scalars(["lr", "rho", "epsilon"], [lr, rho, epsilon])
-    return _run(ctx, step, [var, accum, accum_update], ["var", "accum", "accum_update"], grad,
-                _adadelta(lr, rho, epsilon))
-
-
-@kernel("SparseApplyAdadelta", devices="CPU", step=True)
-def sparse_apply_adadelta(ctx: Any, step: Any, var: Any, accum: Any, accum_update: Any, lr: Any, rho: Any,
-                          epsilon: Any, grad: Any, indices: Any) -> Any:
-    _check_scalars(["lr", "rho", "epsilon"], [lr, rho, epsilon])
-    return _run(ctx, step, [var, accum, accum_update], ["var", "accum", "accum_update"], grad,
-                _adadelta(lr, rho, epsilon), indices)
-
-
-@kernel("ApplyRMSProp", devices="CPU", step=True)
-def apply_rms_prop(ctx: Any, step: Any, var: Any, ms: Any, mom: Any, lr: Any, rho: Any, momentum: Any,
-                   epsilon: Any, grad: Any) -> Any:
-    _check_scalars(["lr", "rho", "momentum", "epsilon"], [lr, rho, momentum, epsilon])
-    return _run(ctx, step, [var, ms, mom], ["var", "ms", "mom"], grad, _rmsprop(lr, rho, momentum, epsilon))
-
-
-@kernel("SparseApplyRMSProp", devices="CPU", step=True)
-def sparse_apply_rms_prop(ctx: Any, step: Any, var: Any, ms: Any, mom: Any, lr: Any, rho: Any, momentum: Any,
-                          epsilon: Any, grad: Any, indices: Any) -> Any:
-    _check_scalars(["lr", "rho", "momentum", "epsilon"], [lr, rho, momentum, epsilon])
-    return _run(ctx, step, [var, ms, mom], ["var", "ms", "mom"], grad, _rmsprop(lr, rho, momentum, epsilon),
-                indices)
-
-
-@kernel("ApplyCenteredRMSProp", devices="CPU", step=True)
-def apply_centered_rms_prop(ctx: Any, step: Any, var: Any, mg: Any, ms: Any, mom: Any, lr: Any, rho: Any,
-                            momentum: Any, epsilon: Any, grad: Any) -> Any:
-    _check_scalars(["lr", "rho", "momentum", "epsilon"], [lr, rho, momentum, epsilon])
-    return _run(ctx, step, [var, mg, ms, mom], ["var", "mg", "ms", "mom"], grad,
-                _centered_rmsprop(lr, rho, momentum, epsilon))
-
-
-@kernel("SparseApplyCenteredRMSProp", devices="CPU", step=True)
-def sparse_apply_centered_rms_prop(ctx: Any, step: Any, var: Any, mg: Any, ms: Any, mom: Any, lr: Any,
-                                   rho: Any, momentum: Any, epsilon: Any, grad: Any, indices: Any) -> Any:
-    _check_scalars(["lr", "rho", "momentum", "epsilon"], [lr, rho, momentum, epsilon])
-    return _run(ctx, step, [var, mg, ms, mom], ["var", "mg", "ms", "mom"], grad,
-                _centered_rmsprop(lr, rho, momentum, epsilon), indices)
-
-
-@kernel("ApplyAdam", devices="CPU", step=True)
-def apply_adam(ctx: Any, step: Any, var: Any, m: Any, v: Any, beta1_power: Any, beta2_power: Any, lr: Any,
-               beta1: Any, beta2: Any, epsilon: Any, grad: Any) -> Any:
-    _check_scalars(["beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"],
-                   [beta1_power, beta2_power, lr, beta1, beta2, epsilon])
-    nesterov = ctx.attrs["use_nesterov"]
-    alpha = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
-
-    def f(var_: Any, m_: Any, v_: Any, g: Any) -> tuple[Any, ...]:
-        if type(g) is not np.ndarray or g.ndim == 0 or nesterov:
-            m_ = m_ + (g - m_) * (1 - beta1)
-            v_ = v_ + (g * g - v_) * (1 - beta2)
+def _adam(xp: Any, alpha: Any, beta1: Any, beta2: Any, epsilon: Any,
+          nesterov: bool) -> Callable[..., tuple[Any, ...]]:
+    def f(var: Any, m: Any, v: Any, g: Any) -> tuple[Any, ...]:
+        if nesterov or not getattr(g, "ndim", 0):
+            m = m + (g - m) * (1 - beta1)
+            v = v + (g * g - v) * (1 - beta2)
             if nesterov:
-                var_ = var_ - ((g * (1 - beta1) + beta1 * m_) * alpha) / (np.sqrt(v_) + epsilon)
+                var = var - ((g * (1 - beta1) + beta1 * m) * alpha) / (xp.sqrt(v) + epsilon)
             else:
-                var_ = var_ - (m_ * alpha) / (np.sqrt(v_) + epsilon)
-            return var_, m_, v_
+                var = var - (m * alpha) / (xp.sqrt(v) + epsilon)
+            return var, m, v
         # The same arithmetic, in the same order, but in place on fresh temporaries:
         # a large update allocates 4 arrays instead of 10 (the step's hot spot), and
         # the new variable value reuses the denominator's buffer.
-        m_new = g - m_
+        m_new = g - m
         m_new *= 1 - beta1
-        m_new += m_
+        m_new += m
         v_new = g * g
-        v_new -= v_
+        v_new -= v
         v_new *= 1 - beta2
-        v_new += v_
-        denom = np.sqrt(v_new)
+        v_new += v
+        denom = xp.sqrt(v_new)
         denom += epsilon
         upd = m_new * alpha
         upd /= denom
-        return np.subtract(var_, upd, out=denom), m_new, v_new
+        return xp.subtract(var, upd, out=denom), m_new, v_new
+    return f
 
-    return _run(ctx, step, [var, m, v], ["var", "m", "v"], grad, f)
+
+# --- kernels -----------------------------------------------------------------------
+# Every kernel on every device (ALL): the scalars and indices in device memory, as
+# TensorFlow's GPU registrations have them (no HostMemory).
+_LR = ("lr",)
+_LR_MOM = ("lr", "momentum")
+_ADADELTA = ("lr", "rho", "epsilon")
+_RMS = ("lr", "rho", "momentum", "epsilon")
+_ADAM = ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon")
+_V = ("var",)
+_VA = ("var", "accum")
+_VAU = ("var", "accum", "accum_update")
+_VMM = ("var", "ms", "mom")
+_VCMM = ("var", "mg", "ms", "mom")
+_VMV = ("var", "m", "v")
+
+
+@kernel("ApplyGradientDescent", devices=ALL, step=True)
+def apply_gradient_descent(ctx: Any, step: Any, var: VariableState, alpha: Any, delta: Any) -> Any:
+    _check_scalars(("alpha",), (alpha,))
+    return _run(ctx, step, [var], _V, delta, _sgd(ctx.xp, alpha))
+
+
+@kernel("ApplyMomentum", devices=ALL, step=True)
+def apply_momentum(ctx: Any, step: Any, var: Any, accum: Any, lr: Any, grad: Any, momentum: Any) -> Any:
+    _check_scalars(_LR_MOM, (lr, momentum))
+    f = _momentum(lr, momentum, ctx.attrs["use_nesterov"])
+    return _run(ctx, step, [var, accum], _VA, grad, f)
+
+
+@kernel("SparseApplyMomentum", devices=ALL, step=True)
+def sparse_apply_momentum(ctx: Any, step: Any, var: Any, accum: Any, lr: Any, grad: Any, indices: Any,
+                          momentum: Any) -> Any:
+    _check_scalars(_LR_MOM, (lr, momentum))
+    f = _momentum(lr, momentum, ctx.attrs["use_nesterov"])
+    return _run(ctx, step, [var, accum], _VA, grad, f, indices)
+
+
+@kernel("ApplyAdagrad", devices=ALL, step=True)
+def apply_adagrad(ctx: Any, step: Any, var: Any, accum: Any, lr: Any, grad: Any) -> Any:
+    _check_scalars(_LR, (lr,))
+    return _run(ctx, step, [var, accum], _VA, grad, _adagrad(ctx.xp, lr, ctx.attrs["update_slots"]))
+
+
+@kernel("SparseApplyAdagrad", devices=ALL, step=True)
+def sparse_apply_adagrad(ctx: Any, step: Any, var: Any, accum: Any, lr: Any, grad: Any, indices: Any) -> Any:
+    _check_scalars(_LR, (lr,))
+    return _run(ctx, step, [var, accum], _VA, grad, _adagrad(ctx.xp, lr, ctx.attrs["update_slots"]),
+                indices)
+
+
+@kernel("ApplyAdadelta", devices=ALL, step=True)
+def apply_adadelta(ctx: Any, step: Any, var: Any, accum: Any, accum_update: Any, lr: Any, rho: Any,
+                   epsilon: Any, grad: Any) -> Any:
+    _check_scalars(_ADADELTA, (lr, rho, epsilon))
+    return _run(ctx, step, [var, accum, accum_update], _VAU, grad, _adadelta(ctx.xp, lr, rho, epsilon))
+
+
+@kernel("SparseApplyAdadelta", devices=ALL, step=True)
+def sparse_apply_adadelta(ctx: Any, step: Any, var: Any, accum: Any, accum_update: Any, lr: Any, rho: Any,
+                          epsilon: Any, grad: Any, indices: Any) -> Any:
+    _check_scalars(_ADADELTA, (lr, rho, epsilon))
+    return _run(ctx, step, [var, accum, accum_update], _VAU, grad, _adadelta(ctx.xp, lr, rho, epsilon),
+                indices)
+
+
+@kernel("ApplyRMSProp", devices=ALL, step=True)
+def apply_rms_prop(ctx: Any, step: Any, var: Any, ms: Any, mom: Any, lr: Any, rho: Any, momentum: Any,
+                   epsilon: Any, grad: Any) -> Any:
+    _check_scalars(_RMS, (lr, rho, momentum, epsilon))
+    return _run(ctx, step, [var, ms, mom], _VMM, grad, _rmsprop(ctx.xp, lr, rho, momentum, epsilon))
+
+
+@kernel("SparseApplyRMSProp", devices=ALL, step=True)
+def sparse_apply_rms_prop(ctx: Any, step: Any, var: Any, ms: Any, mom: Any, lr: Any, rho: Any, momentum: Any,
+                          epsilon: Any, grad: Any, indices: Any) -> Any:
+    _check_scalars(_RMS, (lr, rho, momentum, epsilon))
+    return _run(ctx, step, [var, ms, mom], _VMM, grad, _rmsprop(ctx.xp, lr, rho, momentum, epsilon), indices)
+
+
+@kernel("ApplyCenteredRMSProp", devices=ALL, step=True)
+def apply_centered_rms_prop(ctx: Any, step: Any, var: Any, mg: Any, ms: Any, mom: Any, lr: Any, rho: Any,
+                            momentum: Any, epsilon: Any, grad: Any) -> Any:
+    _check_scalars(_RMS, (lr, rho, momentum, epsilon))
+    return _run(ctx, step, [var, mg, ms, mom], _VCMM, grad,
+                _centered_rmsprop(ctx.xp, lr, rho, momentum, epsilon))
+
+
+@kernel("SparseApplyCenteredRMSProp", devices=ALL, step=True)
+def sparse_apply_centered_rms_prop(ctx: Any, step: Any, var: Any, mg: Any, ms: Any, mom: Any, lr: Any,
+                                   rho: Any, momentum: Any, epsilon: Any, grad: Any, indices: Any) -> Any:
+    _check_scalars(_RMS, (lr, rho, momentum, epsilon))
+    return _run(ctx, step, [var, mg, ms, mom], _VCMM, grad,
+                _centered_rmsprop(ctx.xp, lr, rho, momentum, epsilon), indices)
+
+
+@kernel("ApplyAdam", devices=ALL, step=True)
+def apply_adam(ctx: Any, step: Any, var: Any, m: Any, v: Any, beta1_power: Any, beta2_power: Any, lr: Any,
+               beta1: Any, beta2: Any, epsilon: Any, grad: Any) -> Any:
+    _check_scalars(_ADAM, (beta1_power, beta2_power, lr, beta1, beta2, epsilon))
+    xp = ctx.xp
+    alpha = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
+    f = _adam(xp, alpha, beta1, beta2, epsilon, ctx.attrs["use_nesterov"])
+    return _run(ctx, step, [var, m, v], _VMV, grad, f)

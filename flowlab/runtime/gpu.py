@@ -66,8 +66,12 @@ class GpuDevice(Device):
     """A device of type GPU whose arrays live in accelerator memory (`xp`)."""
 
     def __init__(self, spec: DeviceSpec, xp: Any, to_host: Any = None, from_host: Any = None,
-                 memory_limit: int = 0, pool: Any = None, incarnation: int | None = None) -> None:
+                 memory_limit: int = 0, pool: Any = None, incarnation: int | None = None,
+                 xpx: Any = None) -> None:
         super().__init__(spec, xp=xp, incarnation=incarnation)
+        # The module of xp's extras (`cupyx`: scatter_add/max/min stand in for NumPy's
+        # ufunc.at, which CuPy lacks); None: kernels use only `xp`.
+        self.xpx = xpx
         self._to_host = to_host if to_host is not None else xp.asnumpy
         self._from_host = from_host if from_host is not None else xp.asarray
         self.memory_limit_bytes = int(memory_limit)
@@ -108,6 +112,15 @@ class GpuDevice(Device):
         return stats
 
 
+def _cupyx() -> Any:
+    try:
+        import cupyx  # noqa: PLC0415 -- installed with cupy
+
+        return cupyx
+    except Exception:  # an old CuPy without cupyx: kernels fall back to xp only
+        return None
+
+
 def gpu_devices(count: int | None = None, job: str = "localhost", task: int = 0) -> list[GpuDevice]:
     """GPU devices for the CUDA devices CuPy sees, at most `count` (None: all)."""
     cp = load_cupy()
@@ -119,7 +132,8 @@ def gpu_devices(count: int | None = None, job: str = "localhost", task: int = 0)
         with cp.cuda.Device(i):
             _, total = cp.cuda.runtime.memGetInfo()
         spec = DeviceSpec(job=job, replica=0, task=task, device_type="GPU", device_index=i)
-        out.append(GpuDevice(spec, cp, cp.asnumpy, cp.asarray, total, cp.get_default_memory_pool()))
+        out.append(GpuDevice(spec, cp, cp.asnumpy, cp.asarray, total, cp.get_default_memory_pool(),
+                             xpx=_cupyx()))
     return out
 
 

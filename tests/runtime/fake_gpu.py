@@ -11,7 +11,9 @@ ndarray raises TypeError, as CuPy does ("Unsupported type <class 'numpy.ndarray'
 so a kernel that mixes host arrays into device arithmetic fails here as it would on a
 GPU; and 0-d results stay 0-d device arrays (CuPy has no device scalars).  A kernel
 that built its output with `np.*` on the host returns a plain ndarray, which the tests
-catch by type.  What it cannot catch: a NumPy function CuPy lacks, a CuPy function
+catch by type.  CuPy's ufuncs have no `at`: the fake's raise AttributeError, and a
+`FakeXpx` (cupyx's `scatter_add`/`scatter_max`/`scatter_min`, dtypes limited as
+CuPy documents them) is the device's `xpx`.  What it cannot catch: a NumPy function CuPy lacks, a CuPy function
 whose semantics differ, and performance (implicit synchronizations).
 """
 
@@ -26,6 +28,9 @@ from flowlab.graph.device_spec import DeviceSpec
 from flowlab.runtime.gpu import GpuDevice
 
 _ALLOW_HOST = frozenset({"asarray", "array", "asanyarray", "ascontiguousarray"})
+# The ufuncs whose `at` CuPy has (13 and later: its ufuncs with a scatter_op);
+# `FakeXp(ufunc_at=False)` models an older CuPy, with none.
+_UFUNC_AT = frozenset({"add", "subtract", "maximum", "minimum", "bitwise_and", "bitwise_or", "bitwise_xor"})
 
 
 class FakeGpuArray(np.ndarray):
@@ -84,26 +89,35 @@ def _reject_host(what: str, args: Any) -> None:
 class _Fn:
     """An xp function (or ufunc): NumPy's, on FakeGpuArray."""
 
-    def __init__(self, fn: Any, name: str) -> None:
-        self._fn, self._name = fn, name
+    def __init__(self, fn: Any, name: str, owner: FakeXp) -> None:
+        self._fn, self._name, self._owner = fn, name, owner
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._name not in _ALLOW_HOST:
             _reject_host(self._name, args)
             _reject_host(self._name, kwargs.values())
+        if self._name.endswith(".at"):
+            self._owner.at_calls.append(self._name)
         return _device(self._fn(*_plain(list(args)), **{k: _plain(v) for k, v in kwargs.items()}))
 
-    def __getattr__(self, name: str) -> Any:  # ufunc.reduce, .at, .outer, ...
+    def __getattr__(self, name: str) -> Any:  # ufunc.reduce, .outer, ...
+        if name == "at" and (not self._owner.ufunc_at or self._name not in _UFUNC_AT):
+            raise AttributeError(f"'cupy.ufunc' has no 'at' for {self._name} (CuPy 13 has it for "
+                                 f"{sorted(_UFUNC_AT)} only; cupyx.scatter_* before)")
         attr = getattr(self._fn, name)
-        return _Fn(attr, f"{self._name}.{name}") if callable(attr) else attr
+        return _Fn(attr, f"{self._name}.{name}", self._owner) if callable(attr) else attr
 
 
 class FakeXp(types.SimpleNamespace):
-    """A module-like stand-in for cupy over NumPy."""
+    """A module-like stand-in for cupy over NumPy (`ufunc_at=False`: a CuPy before 13,
+    whose ufuncs have no `at`).  `at_calls` records the `ufunc.at` calls made."""
 
-    def __init__(self, module: Any = np, prefix: str = "") -> None:
+    def __init__(self, module: Any = np, prefix: str = "", ufunc_at: bool = True,
+                 at_calls: list[str] | None = None) -> None:
         super().__init__()
         self._module, self._prefix = module, prefix
+        self.ufunc_at = ufunc_at
+        self.at_calls: list[str] = [] if at_calls is None else at_calls
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -114,13 +128,42 @@ class FakeXp(types.SimpleNamespace):
             return to_host
         attr = getattr(self._module, name)
         if isinstance(attr, types.ModuleType):
-            return FakeXp(attr, f"{self._prefix}{name}.")
+            return FakeXp(attr, f"{self._prefix}{name}.", self.ufunc_at, self.at_calls)
         if isinstance(attr, type) or not callable(attr):
             return attr  # dtypes, constants
-        return _Fn(attr, self._prefix + name)
+        return _Fn(attr, self._prefix + name, self)
 
 
 FAKE_XP = FakeXp()
+
+
+class FakeXpx:
+    """A stand-in for `cupyx`: `scatter_add` / `scatter_max` / `scatter_min` in place on
+    a device array, for the dtypes CuPy's atomics cover (TypeError otherwise), counting
+    the calls in `calls`."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def _scatter(self, name: str, ufunc: Any, a: Any, slices: Any, value: Any) -> None:
+        from flowlab.kernels.state_kernels import XPX_AT_DTYPES  # the dtypes documented by CuPy
+
+        _reject_host(f"cupyx.{name}", (a, value, *(slices if isinstance(slices, tuple) else (slices,))))
+        if not isinstance(a, FakeGpuArray):
+            raise TypeError(f"cupyx.{name} needs a device array")
+        if a.dtype not in XPX_AT_DTYPES:
+            raise TypeError(f"cupyx.{name} does not support {a.dtype} on the fake GPU")
+        self.calls.append(name)
+        ufunc.at(a.view(np.ndarray), _plain(slices), _plain(value))
+
+    def scatter_add(self, a: Any, slices: Any, value: Any) -> None:
+        self._scatter("scatter_add", np.add, a, slices, value)
+
+    def scatter_max(self, a: Any, slices: Any, value: Any) -> None:
+        self._scatter("scatter_max", np.maximum, a, slices, value)
+
+    def scatter_min(self, a: Any, slices: Any, value: Any) -> None:
+        self._scatter("scatter_min", np.minimum, a, slices, value)
 
 
 def to_host(x: Any) -> np.ndarray:
@@ -131,7 +174,9 @@ def from_host(x: Any) -> FakeGpuArray:
     return np.array(x).view(FakeGpuArray)
 
 
-def fake_gpu_device(index: int = 0, job: str = "localhost", task: int = 0) -> GpuDevice:
-    """A GPU device over the fake xp."""
+def fake_gpu_device(index: int = 0, job: str = "localhost", task: int = 0,
+                    old_cupy: bool = False) -> GpuDevice:
+    """A GPU device over the fake xp (`old_cupy`: a fresh xp whose ufuncs have no `at`)."""
     spec = DeviceSpec(job=job, replica=0, task=task, device_type="GPU", device_index=index)
-    return GpuDevice(spec, FAKE_XP, to_host, from_host, memory_limit=1 << 30)
+    xp = FakeXp(ufunc_at=False) if old_cupy else FAKE_XP
+    return GpuDevice(spec, xp, to_host, from_host, memory_limit=1 << 30, xpx=FakeXpx())
