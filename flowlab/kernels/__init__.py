@@ -11,6 +11,7 @@ from flowlab.kernels import (
     io_kernels,
     math_kernels,
     nn_kernels,
+    proximal_kernels,
     queue_kernels,
     random_kernels,
     sendrecv_kernels,

@@ -66,8 +66,9 @@ def _shape_fn(slots: list[str], scalars: list[str], sparse: bool) -> Any:
                 if grad.ndims == 0:
                     raise ValueError("Shape must be at least rank 1 but is rank 0")
                 merge_shapes(TensorShape(s.as_tuple()[1:]), TensorShape(grad.as_tuple()[1:]))  # type: ignore[index]
-                if idx.ndims == 1:
-                    merge_shapes(TensorShape(idx.as_tuple()), TensorShape(grad.as_tuple()[:1]))  # type: ignore[index]
+                n, m = (idx.as_tuple()[0] if idx.ndims == 1 else None), grad.as_tuple()[0]  # type: ignore[index]
+                if n is not None and m is not None and n != m:
+                    raise ValueError(f"Dimensions must be equal, but are {n} and {m}")
         return [s]
 
     return fn
@@ -178,3 +179,112 @@ def apply_adam(var: Any, m: Any, v: Any, beta1_power: Any, beta2_power: Any, lr:
     return _apply("ApplyAdam", name, var=var, m=m, v=v, beta1_power=beta1_power, beta2_power=beta2_power,
                   lr=lr, beta1=beta1, beta2=beta2, epsilon=epsilon, grad=grad, use_locking=use_locking,
                   use_nesterov=use_nesterov)
+
+
+# --- the proximal family (FTRL, proximal GD/Adagrad, Adagrad dual averaging) ---------
+# op type -> (slot inputs after var, scalar inputs before grad, scalar inputs after grad
+# [and indices]), TensorFlow's input order; "global_step" is int64, the others T.
+_PROXIMAL: dict[str, tuple[list[str], list[str], list[str]]] = {
+    "ApplyFtrl": (["accum", "linear"], [], ["lr", "l1", "l2", "lr_power"]),
+    "ApplyFtrlV2": (["accum", "linear"], [], ["lr", "l1", "l2", "l2_shrinkage", "lr_power"]),
+    "ApplyProximalGradientDescent": ([], ["alpha", "l1", "l2"], []),
+    "ApplyProximalAdagrad": (["accum"], ["lr", "l1", "l2"], []),
+    "ApplyAdagradDA": (["gradient_accumulator", "gradient_squared_accumulator"], [], ["lr", "l1", "l2", "global_step"]),
+}
+
+
+def _declare_proximal() -> None:
+    for op_type, (slots, before, after) in _PROXIMAL.items():
+        extra = ["multiply_linear_by_lr: bool = false"] if "Ftrl" in op_type else []
+        refs = [f"{n}: Ref(T)" for n in ["var", *slots]]
+        scal_before = [f"{n}: T" for n in before]
+        scal_after = [f"{n}: {'int64' if n == 'global_step' else 'T'}" for n in after]
+        grad = "delta: T" if op_type == "ApplyProximalGradientDescent" else "grad: T"
+        op_def(
+            op_type, inputs=refs + scal_before + [grad] + scal_after, outputs=["out: Ref(T)"],
+            attrs=["T: numeric", "use_locking: bool = false", *extra],
+            shape_fn=_shape_fn(slots, before, False), stateful=True,
+            doc=f"Update var (and its slots) as TensorFlow's {op_type} kernel.",
+        )
+        not_differentiable(op_type)
+        sp = "Sparse" + op_type
+        op_def(
+            sp, inputs=refs + scal_before + ["grad: T", "indices: Tindices"] + scal_after,
+            outputs=["out: Ref(T)"],
+            attrs=["T: numeric", "Tindices: {int32, int64}", "use_locking: bool = false", *extra],
+            shape_fn=_shape_fn(slots, before, True), stateful=True,
+            doc=f"{op_type} for the rows `indices` of var only.",
+        )
+        not_differentiable(sp)
+
+
+_declare_proximal()
+
+
+def apply_ftrl(var: Any, accum: Any, linear: Any, grad: Any, lr: Any, l1: Any, l2: Any, lr_power: Any,
+               use_locking: bool = False, multiply_linear_by_lr: bool = False, name: str | None = None) -> Any:
+    return _apply("ApplyFtrl", name, var=var, accum=accum, linear=linear, grad=grad, lr=lr, l1=l1, l2=l2,
+                  lr_power=lr_power, use_locking=use_locking, multiply_linear_by_lr=multiply_linear_by_lr)
+
+
+def sparse_apply_ftrl(var: Any, accum: Any, linear: Any, grad: Any, indices: Any, lr: Any, l1: Any, l2: Any,
+                      lr_power: Any, use_locking: bool = False, multiply_linear_by_lr: bool = False,
+                      name: str | None = None) -> Any:
+    return _apply("SparseApplyFtrl", name, var=var, accum=accum, linear=linear, grad=grad, indices=indices,
+                  lr=lr, l1=l1, l2=l2, lr_power=lr_power, use_locking=use_locking,
+                  multiply_linear_by_lr=multiply_linear_by_lr)
+
+
+def apply_ftrl_v2(var: Any, accum: Any, linear: Any, grad: Any, lr: Any, l1: Any, l2: Any, l2_shrinkage: Any,
+                  lr_power: Any, use_locking: bool = False, multiply_linear_by_lr: bool = False,
+                  name: str | None = None) -> Any:
+    return _apply("ApplyFtrlV2", name, var=var, accum=accum, linear=linear, grad=grad, lr=lr, l1=l1, l2=l2,
+                  l2_shrinkage=l2_shrinkage, lr_power=lr_power, use_locking=use_locking,
+                  multiply_linear_by_lr=multiply_linear_by_lr)
+
+
+def sparse_apply_ftrl_v2(var: Any, accum: Any, linear: Any, grad: Any, indices: Any, lr: Any, l1: Any, l2: Any,
+                         l2_shrinkage: Any, lr_power: Any, use_locking: bool = False,
+                         multiply_linear_by_lr: bool = False, name: str | None = None) -> Any:
+    return _apply("SparseApplyFtrlV2", name, var=var, accum=accum, linear=linear, grad=grad, indices=indices,
+                  lr=lr, l1=l1, l2=l2, l2_shrinkage=l2_shrinkage, lr_power=lr_power, use_locking=use_locking,
+                  multiply_linear_by_lr=multiply_linear_by_lr)
+
+
+def apply_proximal_gradient_descent(var: Any, alpha: Any, l1: Any, l2: Any, delta: Any, use_locking: bool = False,
+                                    name: str | None = None) -> Any:
+    return _apply("ApplyProximalGradientDescent", name, var=var, alpha=alpha, l1=l1, l2=l2, delta=delta,
+                  use_locking=use_locking)
+
+
+def sparse_apply_proximal_gradient_descent(var: Any, alpha: Any, l1: Any, l2: Any, grad: Any, indices: Any,
+                                           use_locking: bool = False, name: str | None = None) -> Any:
+    return _apply("SparseApplyProximalGradientDescent", name, var=var, alpha=alpha, l1=l1, l2=l2, grad=grad,
+                  indices=indices, use_locking=use_locking)
+
+
+def apply_proximal_adagrad(var: Any, accum: Any, lr: Any, l1: Any, l2: Any, grad: Any, use_locking: bool = False,
+                           name: str | None = None) -> Any:
+    return _apply("ApplyProximalAdagrad", name, var=var, accum=accum, lr=lr, l1=l1, l2=l2, grad=grad,
+                  use_locking=use_locking)
+
+
+def sparse_apply_proximal_adagrad(var: Any, accum: Any, lr: Any, l1: Any, l2: Any, grad: Any, indices: Any,
+                                  use_locking: bool = False, name: str | None = None) -> Any:
+    return _apply("SparseApplyProximalAdagrad", name, var=var, accum=accum, lr=lr, l1=l1, l2=l2, grad=grad,
+                  indices=indices, use_locking=use_locking)
+
+
+def apply_adagrad_da(var: Any, gradient_accumulator: Any, gradient_squared_accumulator: Any, grad: Any, lr: Any,
+                     l1: Any, l2: Any, global_step: Any, use_locking: bool = False, name: str | None = None) -> Any:
+    return _apply("ApplyAdagradDA", name, var=var, gradient_accumulator=gradient_accumulator,
+                  gradient_squared_accumulator=gradient_squared_accumulator, grad=grad, lr=lr, l1=l1, l2=l2,
+                  global_step=global_step, use_locking=use_locking)
+
+
+def sparse_apply_adagrad_da(var: Any, gradient_accumulator: Any, gradient_squared_accumulator: Any, grad: Any,
+                            indices: Any, lr: Any, l1: Any, l2: Any, global_step: Any, use_locking: bool = False,
+                            name: str | None = None) -> Any:
+    return _apply("SparseApplyAdagradDA", name, var=var, gradient_accumulator=gradient_accumulator,
+                  gradient_squared_accumulator=gradient_squared_accumulator, grad=grad, indices=indices, lr=lr,
+                  l1=l1, l2=l2, global_step=global_step, use_locking=use_locking)

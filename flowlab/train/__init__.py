@@ -52,3 +52,12 @@ __all__ += ["AdadeltaOptimizer", "AdagradOptimizer", "AdamOptimizer", "Exponenti
 from flowlab.train.lbfgs import LBFGSOptimizer  # noqa: E402,F401  (flowlab's graph L-BFGS)
 
 __all__ += ["LBFGSOptimizer"]
+
+# The proximal family (FTRL, proximal GD/Adagrad, Adagrad dual averaging).
+from flowlab.kernels import proximal_kernels as _proximal_kernels  # noqa: E402,F401
+from flowlab.train.adagrad_da import AdagradDAOptimizer  # noqa: E402
+from flowlab.train.ftrl import FtrlOptimizer  # noqa: E402
+from flowlab.train.proximal_adagrad import ProximalAdagradOptimizer  # noqa: E402
+from flowlab.train.proximal_gradient_descent import ProximalGradientDescentOptimizer  # noqa: E402
+
+__all__ += ["AdagradDAOptimizer", "FtrlOptimizer", "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer"]
