@@ -101,11 +101,27 @@ def clip_by_average_norm(t: Any, clip_norm: Any, name: str | None = None) -> Ten
                         name=scope)
 
 
+def _spectral_norm(tensor: Tensor, axis: tuple[int, int]) -> Tensor:
+    """Largest singular value over the two `axis` dimensions, kept as size-1 dims: the
+    two axes are moved last for Svd, then moved back (TensorFlow's perm_before/after)."""
+    from flowlab.ops.linalg_ops import svd
+
+    rank = tensor.shape.ndims
+    if rank is None:
+        raise NotImplementedError("flowlab's spectral norm (ord=2 over two axes) needs a known rank")
+    pos = [a + rank if a < 0 else a for a in axis]
+    perm_before = [i for i in range(rank) if i not in pos] + pos
+    perm_after = [perm_before.index(i) for i in range(rank)]
+    permed = array_ops.transpose(tensor, perm=perm_before)
+    s = svd(permed, compute_uv=False)
+    top = array_ops.expand_dims(math_ops.reduce_max(math_ops.abs(s), axis=-1, keepdims=True), axis=-1)
+    return array_ops.transpose(top, perm=perm_after)
+
+
 def norm(tensor: Any, ord: Any = "euclidean", axis: Any = None, keepdims: Any = None,  # noqa: A002
          name: str | None = None, keep_dims: Any = None) -> Tensor:
     """Vector norms (ord 'euclidean'/'fro'/2, 1, inf or p > 0) and matrix norms over a
-    pair of axes (ord 'euclidean'/'fro', 1, inf); the spectral norm (ord 2 on two axes)
-    needs an SVD, which flowlab does not have."""
+    pair of axes (ord 'euclidean'/'fro', 1, inf, and 2: the largest singular value)."""
     if keep_dims is not None:
         if keepdims is not None:
             raise ValueError("Cannot specify both 'keep_dims' and 'keepdims'")
@@ -131,9 +147,9 @@ def norm(tensor: Any, ord: Any = "euclidean", axis: Any = None, keepdims: Any = 
         tensor = convert_to_tensor(tensor)
         if ord in ("fro", "euclidean", 2, 2.0):
             if is_matrix and ord in (2, 2.0):
-                raise NotImplementedError("flowlab has no SVD: the spectral norm (ord=2 over two axes) "
-                                          "is not available")
-            result = math_ops.sqrt(math_ops.reduce_sum(tensor * math_ops.conj(tensor), axis, keepdims=True))
+                result = _spectral_norm(tensor, axis)
+            else:
+                result = math_ops.sqrt(math_ops.reduce_sum(tensor * math_ops.conj(tensor), axis, keepdims=True))
         else:
             result = math_ops.abs(tensor)
             if ord == 1:

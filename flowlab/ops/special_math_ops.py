@@ -2,6 +2,9 @@
 the "no NaN" products and quotients (Xlogy, Xdivy, Xlog1py, DivNoNan, MulNoNan), and
 the composites `reduce_variance` and `reduce_std`.
 
+Also EuclideanNorm (`reduce_euclidean_norm`), CumulativeLogsumexp and `polyval` (Horner's
+rule, as TensorFlow builds it), and the gamma family of `gamma_ops` re-exported.
+
 Declared with TensorFlow's op types, dtypes and broadcasting shape function (reused
 from `math_defs`); builders name their ops as TensorFlow does ("Asinh", "Xlogy";
 `divide_no_nan` and `multiply_no_nan` open a "div_no_nan" / "multiply_no_nan" scope and
@@ -18,14 +21,18 @@ import numpy as np
 
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.kernels import special_math_kernels  # noqa: F401  (registers the kernels)
-from flowlab.ops import math_ops
+from flowlab.ops import array_ops, math_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor, graph_of
+from flowlab.ops.gamma_ops import *  # noqa: F403  (lgamma, digamma, igamma, betainc, bessel_i0e, ...)
+from flowlab.ops.gamma_ops import __all__ as _gamma_all
 from flowlab.ops.gradient_registry import gradient, not_differentiable
-from flowlab.ops.math_defs import FLOAT, FLOAT_C, _binary, _unary
-from flowlab.ops.math_grad import unbroadcast
+from flowlab.ops.math_defs import FLOAT, FLOAT_C, NUMERIC, _binary, _reduction, _scan, _unary
+from flowlab.ops.math_grad import _kept_shape, unbroadcast
+from flowlab.ops.op_def import op_def
 
 __all__ = ["asinh", "acosh", "atanh", "erfc", "rint", "xlogy", "xdivy", "xlog1py",
-           "divide_no_nan", "div_no_nan", "multiply_no_nan", "reduce_variance", "reduce_std"]
+           "divide_no_nan", "div_no_nan", "multiply_no_nan", "reduce_variance", "reduce_std",
+           "reduce_euclidean_norm", "cumulative_logsumexp", "polyval", *_gamma_all]
 
 for _name in ("Asinh", "Acosh", "Atanh"):
     _unary(_name, FLOAT_C)
@@ -34,6 +41,11 @@ _unary("Rint", FLOAT)
 for _name in ("Xlogy", "Xdivy", "Xlog1py", "DivNoNan", "MulNoNan"):
     _binary(_name, FLOAT_C)
 not_differentiable("Rint")  # TensorFlow's gradient returns None
+op_def("EuclideanNorm", inputs=["input: T", "reduction_indices: Tidx"], outputs=["output: T"],
+       attrs=["keep_dims: bool = false", f"T: {NUMERIC}", "Tidx: {int32, int64} = int32"], shape_fn=_reduction)
+op_def("CumulativeLogsumexp", inputs=["x: T", "axis: Tidx"], outputs=["out: T"],
+       attrs=["exclusive: bool = false", "reverse: bool = false", f"T: {FLOAT}", "Tidx: {int32, int64} = int32"],
+       shape_fn=_scan)
 
 
 # --- builders -------------------------------------------------------------------------
@@ -112,7 +124,61 @@ def reduce_std(input_tensor: Any, axis: Any = None, keepdims: bool = False, name
         return math_ops.sqrt(reduce_variance(x, axis=axis, keepdims=keepdims))
 
 
+def reduce_euclidean_norm(input_tensor: Any, axis: Any = None, keepdims: bool = False,
+                          name: str | None = None) -> Tensor:
+    """sqrt(sum(|x| ** 2)) over `axis` (all axes when None), as one EuclideanNorm op."""
+    return math_ops._reduce("EuclideanNorm", input_tensor, axis, keepdims, name, None, None)
+
+
+def cumulative_logsumexp(x: Any, axis: Any = 0, exclusive: bool = False, reverse: bool = False,
+                         name: str | None = None) -> Tensor:
+    """log(cumsum(exp(x))) along `axis`, without overflow (exclusive: starts at -inf)."""
+    return apply_op("CumulativeLogsumexp", x=x, axis=axis, exclusive=exclusive, reverse=reverse,
+                    name=name or "CumulativeLogsumexp")
+
+
+def polyval(coeffs: Any, x: Any, name: str | None = None) -> Tensor:
+    """coeffs[0] * x ** (n-1) + ... + coeffs[n-1], by Horner's rule (a list of coefficients)."""
+    if not isinstance(coeffs, (list, tuple)):
+        raise ValueError(f"Argument coeffs must be list type. Received type {type(coeffs)}.")
+    g = graph_of([x, *coeffs])
+    with g.as_default(), g.name_scope(name or "polyval"):
+        x = convert_to_tensor(x, name="x")
+        if not coeffs:
+            return array_ops.zeros_like(x, name=name)
+        cs = [convert_to_tensor(c, name=f"coeff_{i}") for i, c in enumerate(coeffs)]
+        p = cs[0]
+        for c in cs[1:]:
+            p = c + p * x
+        return p
+
+
 # --- gradients (TensorFlow's math_grad.py) --------------------------------------------
+@gradient("EuclideanNorm")
+def _euclidean_norm_grad(op: Operation, grad: Tensor) -> Any:
+    output = op.outputs[0]
+    if not op.get_attr("keep_dims"):
+        kept, _ = _kept_shape(op)
+        output = array_ops.reshape(output, kept)
+        grad = array_ops.reshape(grad, kept)
+    return [math_ops.truediv(op.inputs[0], output / grad), None]
+
+
+@gradient("CumulativeLogsumexp")
+def _cumulative_logsumexp_grad(op: Operation, grad: Tensor) -> Any:
+    x, axis = op.inputs
+    out = op.outputs[0]
+    exclusive, reverse = op.get_attr("exclusive"), op.get_attr("reverse")
+    lowest = convert_to_tensor(np.finfo(grad.dtype.as_numpy_dtype).min, dtype=grad.dtype)
+    zero = convert_to_tensor(0, dtype=grad.dtype)
+    # Split the incoming gradient by sign: its log exists only for one sign at a time.
+    log_pos = array_ops.where_v2(math_ops.greater(grad, zero), math_ops.log(grad), lowest)
+    log_neg = array_ops.where_v2(math_ops.less(grad, zero), math_ops.log(-grad), lowest)
+    pos = math_ops.exp(cumulative_logsumexp(log_pos - out, axis, exclusive=exclusive, reverse=not reverse) + x)
+    neg = math_ops.exp(cumulative_logsumexp(log_neg - out, axis, exclusive=exclusive, reverse=not reverse) + x)
+    return [pos - neg, None]
+
+
 @gradient("Asinh")
 def _asinh_grad(op: Operation, grad: Tensor) -> Any:
     return [grad / math_ops.cosh(op.outputs[0])]
