@@ -16,7 +16,8 @@ receiver callback.  Invariants:
 * A key is sent at most once and received at most once per step (per frame and
   iteration); a second send or receive of a key is an internal error.
 * Values are never copied here: between CPU devices of one process the receiver gets
-  the very array that was sent (same host memory).
+  the very array that was sent (same host memory), or the very `VariableState` when
+  partitioning shares a variable's read (`flowlab.runtime.partition_refs`).
 
 The table is state the kernels use, so it lives in the kernels layer (as variable
 storage does); the session keeps one table per running step in a
@@ -36,6 +37,7 @@ from typing import Any, NamedTuple
 
 from flowlab import errors
 from flowlab.kernels.registry import CPU, DEAD, kernel
+from flowlab.kernels.resources import VariableState
 
 Callback = Callable[[Any, "BaseException | None"], None]
 
@@ -224,8 +226,11 @@ def _recv(ctx: Any, step: Any, done: Any) -> None:
             done(error=error)
             return
         if note is not None and value is not DEAD:
-            # Same host memory: the array itself moves, nothing is copied.
-            note(getattr(value, "nbytes", 0), 0)
+            # Same host memory: the array itself moves, nothing is copied.  A variable
+            # (a shared read, see runtime/partition_refs) counts its current array: the
+            # bytes this device now reads, as a sent value of it would.
+            arr = value.value if type(value) is VariableState else value
+            note(getattr(arr, "nbytes", 0), 0)
         done(value)
 
     step_rendezvous(step).recv(_key(ctx.attrs, step), arrived)

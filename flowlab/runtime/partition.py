@@ -16,9 +16,11 @@ Each pair shares one rendezvous key,
 names (`Const/_0` for the Send, `Const/_1` for its Recv, tensor_name
 `edge_0_Const`).  Fed tensors are written into every partition that reads them, and
 fetched tensors are read from the partition that produces them (the client is in the
-same process), so no transfer touches the client.  Reference and resource edges
-never cross devices: placement colocates an op taking a reference with the op
-owning it, and partitioning checks that.
+same process), so no transfer touches the client.  An op taking a reference is
+on its variable's device (placement colocates them; partitioning checks), but a
+variable's *read* may cross: between CPU devices its Send carries the variable, read
+by the consumers when they run, as TensorFlow's in-process Send shares the buffer
+(`partition_refs`; `share_references=False` sends the value instead).
 
 The user's graph is never modified: each partition holds clones of the operations
 (same name, type, attrs and definition site) in a graph of its own, so kernel state
@@ -62,6 +64,7 @@ from flowlab.runtime.partition_control_flow import (
     loop_spans_devices,
     needs_unpartitioned,
 )
+from flowlab.runtime.partition_refs import Refs, by_reference
 from flowlab.runtime.plan import (
     Plan,
     compile_plan,
@@ -90,6 +93,9 @@ class SendRecvPair:
     dst_device: str
     dtype: str  # "float32"; "float32" for the dummy of a control edge
     shape: tuple[int | None, ...] | None  # the static shape (None: unknown rank)
+    # The transfer carries a variable, not its value (partition_refs): read by the
+    # consumers when they run, as TensorFlow's in-process Send shares the buffer.
+    by_reference: bool = False
 
     @property
     def control(self) -> bool:
@@ -174,7 +180,8 @@ class Partitions(Mapping[str, dict[str, Any]]):
 # --- partitioning --------------------------------------------------------------------------
 class _Partitioner:
     def __init__(
-        self, ops: list[Operation], device_of: Mapping[str, Device], feeds: list[Tensor], optimization: Any
+        self, ops: list[Operation], device_of: Mapping[str, Device], feeds: list[Tensor], optimization: Any,
+        share_references: bool = True,
     ) -> None:
         self.device_of = device_of
         self.opt = optimization
@@ -187,6 +194,9 @@ class _Partitioner:
         # _HostSend/_HostRecv: a tensor in host memory on either side (memory_types).
         self.host_send_def = replace(sendrecv_ops.HOST_SEND, is_control_flow=self.send_def.is_control_flow)
         self.host_recv_def = replace(sendrecv_ops.HOST_RECV, is_control_flow=self.recv_def.is_control_flow)
+        # Variable reads shared between CPU devices of this process (partition_refs).
+        self.share_references = share_references
+        self.refs = Refs()
         self.fed: dict[tuple[int, int], int] = {}
         for i, t in enumerate(feeds):
             self.fed[(id(t.op), t.value_index)] = i  # a tensor fed twice: the last value wins
@@ -225,6 +235,7 @@ class _Partitioner:
                     self.out_of[(id(op), t.value_index)] = ct
             c._id = op._id
             self.clone_of[id(op)] = c
+            self.refs.own(c)
         return c
 
     def folded(self, op: Operation, device: Device, values: list[Any]) -> Operation:
@@ -274,13 +285,15 @@ class _Partitioner:
 
     def transfer(
         self, value: Tensor, src: Device, dst: Device, carried: str, dtype: dtypes.DType, consumer: str,
-        frame: str = "", host_recv: bool = False,
+        frame: str = "", host_recv: bool = False, by_ref: bool = False,
     ) -> Operation:
         """A Send of `value` on `src` and its Recv on `dst` (for `consumer`, the first
         op there that needs it); returns the Recv op.  Inside loop `frame` the Recv
         runs under the frame's control op on `dst`, once per iteration.  A `_HostSend`
         when `value` is declared host memory on `src`, a `_HostRecv` with `host_recv`
-        (TensorFlow's rule, `memory_types.send_recv_types`)."""
+        (TensorFlow's rule, `memory_types.send_recv_types`).  With `by_ref` the
+        Send takes `value` (a variable) by reference and the Recv's output is a
+        reference (partition_refs); `dtype` stays the base dtype."""
         host_send = declared_host_memory(value.op, src, value.value_index, output=True)
         n, send_name, recv_name = self.fresh_names(value.op.name)
         base_name = carried.lstrip("^").rsplit(":", 1)[0]
@@ -290,17 +303,21 @@ class _Partitioner:
             "send_device_incarnation": src.incarnation, "recv_device": dst.name,
             "client_terminated": False,
         }
+        send_def = self.host_send_def if host_send else self.send_def
+        recv_def = self.host_recv_def if host_recv else self.recv_def
+        if by_ref:
+            send_def, recv_def = by_reference(send_def), by_reference(recv_def)
         send = Operation(
             self.part(src).graph, "_HostSend" if host_send else "_Send", send_name, [value], [],
-            {"T": dtype, **address, "_src": base_name, "_dst": consumer},
-            src.name, [], self.host_send_def if host_send else self.send_def,
+            {"T": dtype, **address, "_src": base_name, "_dst": consumer}, src.name, [], send_def,
         )
         recv = Operation(
-            self.part(dst).graph, "_HostRecv" if host_recv else "_Recv", recv_name, [], [dtype],
-            {"tensor_type": dtype, **address, "_src": base_name, "_dst": consumer},
-            dst.name, [], self.host_recv_def if host_recv else self.recv_def,
+            self.part(dst).graph, "_HostRecv" if host_recv else "_Recv", recv_name, [],
+            [dtype._as_ref() if by_ref else dtype],
+            {"tensor_type": dtype, **address, "_src": base_name, "_dst": consumer}, dst.name, [], recv_def,
         )
         recv._outputs[0]._shape = value.shape
+        self.refs.own(recv)
         self.add(self.part(src), send)
         self.add(self.part(dst), recv)
         if frame and self.loops is not None:
@@ -309,7 +326,7 @@ class _Partitioner:
         key = sendrecv_kernels.make_key(src.name, src.incarnation, dst.name, tensor_name)
         shape = value.shape.as_tuple() if value.shape.ndims is not None else None
         self.pairs.append(SendRecvPair(
-            key, tensor_name, send_name, recv_name, carried, src.name, dst.name, dtype.name, shape,
+            key, tensor_name, send_name, recv_name, carried, src.name, dst.name, dtype.name, shape, by_ref,
         ))
         return recv
 
@@ -358,7 +375,12 @@ class _Partitioner:
                 frame = made_frame
         if src is dst:
             return produced
-        recv = self.transfer(produced, src, dst, t.name, t.dtype.base_dtype, consumer, frame, host_recv)
+        # A variable (or a read of one) moves as itself between CPUs (partition_refs).
+        by_ref = (
+            self.share_references and made is None and src.device_type == "CPU" == dst.device_type
+            and self.refs.holds_reference(produced)
+        )
+        recv = self.transfer(produced, src, dst, t.name, t.dtype.base_dtype, consumer, frame, host_recv, by_ref)
         r = self.recv_of[key] = recv._outputs[0]
         return r
 
@@ -389,7 +411,7 @@ class _Partitioner:
 
 def partition(
     ops: list[Operation], device_of: Mapping[str, Device], feeds: list[Tensor], fetches: list[Tensor],
-    devices: list[Device] | None = None, optimization: Any = None,
+    devices: list[Device] | None = None, optimization: Any = None, share_references: bool = True,
 ) -> PartitionedGraph:
     """Split a pruned, placed step into per-device subgraphs joined by Send/Recv.
 
@@ -401,6 +423,10 @@ def partition(
       optimization: the optimization pass's view of the step
         (`flowlab.runtime.optimize.Optimization`), if it ran: `ops` are then its
         ops, inputs are read through `inputs_of`, and folded ops become `Const`s.
+      share_references: every device is in this process: a variable (or a read of
+        one) crossing between CPU devices is sent as the variable, which consumers
+        read when they run (`partition_refs`); False sends its value as of the Send
+        (partitions that will run in other processes).
 
     Returns:
       A `PartitionedGraph`.
@@ -412,7 +438,7 @@ def partition(
     frames = analyze_frames(ops, inputs_of)
     if frames is not None:
         device_of = colocate_control_flow(ops, device_of, inputs_of)
-    p = _Partitioner(ops, device_of, feeds, optimization)
+    p = _Partitioner(ops, device_of, feeds, optimization, share_references)
     in_step = {op.name for op in ops}
     if frames is not None:
         p.loops = ControlLoops(p, frames, ops, inputs_of)

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pytest
 
 import flowlab as fl
 from tests.difftest import _compare
@@ -170,12 +169,6 @@ def test_partitions_show_the_pairs_of_a_pinned_program():
     assert {"_Send", "_Recv"} <= ops
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "value 6.0 vs TensorFlow's 12.0 in the first step: AssignAdd is now built colocated with v "
-    "(device '', as TensorFlow), so v, v/read and the update sit on CPU:0 while ones and the Sum "
-    "are on cpu:2/cpu:3; flowlab sends v/read's value to cpu:3 before the update runs, TensorFlow's "
-    "in-process Send shares the ref buffer, so the Sum (after the update by its control input) "
-    "sees the updated value (runtime: partition / ref aliasing across devices)"))
 def test_unpinned_variable_updated_by_a_pinned_op(tf1):
     # TensorFlow places the whole graph once: v follows its pinned user to cpu:2, in
     # the initializer's step too.
