@@ -246,9 +246,10 @@ def _parse_int(text: str, spec: str, part: str) -> int:
     try:
         return int(text)
     except ValueError:
+        # TensorFlow's text (int() of the part) first, then what to write instead.
         raise ValueError(
-            f"Invalid device specification '{spec}': '{part}' needs an integer, got "
-            f"'{text}'. Use e.g. '/job:worker/task:0/device:CPU:0', '/cpu:1' or '/gpu:0'."
+            f"invalid literal for int() with base 10: '{text}': '{part}' needs an integer in the "
+            f"device specification '{spec}'. Use e.g. '/job:worker/task:0/device:CPU:0', '/cpu:1' or '/gpu:0'."
         ) from None
 
 

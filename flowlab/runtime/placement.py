@@ -397,8 +397,10 @@ def _merge_requests(
                     f"which requests {spec}"
                 )
                 continue
-            if soft:
-                notes[op.name] = f"soft placement ignored its request {req}"
+            relaxed = _soft_merge(spec, req) if soft else None
+            if relaxed is not None:
+                notes[op.name] = f"soft placement: its request {req} and {spec} merge to {relaxed or 'any device'}"
+                spec = relaxed
                 continue
             raise errors.InvalidArgumentError(
                 None, op,
@@ -409,6 +411,22 @@ def _merge_requests(
         spec = spec.make_merged_spec(req)
         owner = owner or op
     return spec, owner
+
+
+def _soft_merge(spec: DeviceSpec, req: DeviceSpec) -> DeviceSpec | None:
+    """TensorFlow's merge of two requests under soft placement: differing device
+    types drop the type and index, differing indices drop the index; a differing
+    job, replica or task cannot merge (None)."""
+    for f in ("job", "replica", "task"):
+        a, b = getattr(spec, f), getattr(req, f)
+        if a is not None and b is not None and a != b:
+            return None
+    merged = spec.make_merged_spec(req)
+    if spec.device_type is not None and req.device_type is not None and spec.device_type != req.device_type:
+        return merged.replace(device_type=None, device_index=None)
+    if spec.device_index is not None and req.device_index is not None and spec.device_index != req.device_index:
+        return merged.replace(device_index=None)
+    return merged
 
 
 def _merge_conflict(a: DeviceSpec, b: DeviceSpec) -> str:
@@ -442,12 +460,15 @@ def _candidates(
         if len(matching) == 1:
             return matching, "only feasible device"
         return matching, "default: first feasible device"
-    if soft:
+    # Soft placement relaxes the device type and index only (TensorFlow's soft device
+    # name): a job, replica or task no device has still fails.
+    relaxed = [d for d in feasible if spec.replace(device_type=None, device_index=None).is_compatible_with(d.spec)]
+    if soft and relaxed:
         named = [d for d in devices if spec.is_compatible_with(d.spec)]
         if named:
             lacking = next(o for o in members if not find_kernel(o.type, named[0].device_type))
-            return feasible, f"soft placement: {spec} has no kernel for {lacking.type}"
-        return feasible, f"soft placement: no device matches {spec}"
+            return relaxed, f"soft placement: {spec} has no kernel for {lacking.type}"
+        return relaxed, f"soft placement: no device matches {spec}"
     op = owner or members[0]
     named = [d for d in devices if spec.is_compatible_with(d.spec)]
     if named:
@@ -461,11 +482,14 @@ def _candidates(
         )
     # TensorFlow's words (its placer's error for a device that does not exist).
     avail = ", ".join(d.name for d in devices)
+    # TensorFlow built without CUDA adds this; flowlab without CuPy is that build.
+    gpu = "" if spec.device_type != "GPU" or any(d.device_type == "GPU" for d in devices) else (
+        " The requested device appears to be a GPU, but CUDA is not enabled.")
     raise errors.InvalidArgumentError(
         None, op,
         f"Cannot assign a device for operation {op.name}: {{{{node {op.name}}}}} was explicitly "
         f"assigned to {op.device} but available devices are [ {avail} ]. Make sure the device "
-        "specification refers to a valid device.",
+        f"specification refers to a valid device.{gpu}",
     )
 
 
