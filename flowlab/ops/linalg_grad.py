@@ -112,8 +112,8 @@ def _matrix_triangular_solve_grad(op: Operation, grad: Any) -> Any:
 
 
 def _right_tri_solve(x: Any, r: Any) -> Any:
-    """x @ inv(r) for upper-triangular r."""
-    return adjoint(_tri_solve(r, adjoint(x), lower=False, adjoint_a=True))
+    """x @ inv(r)^H for upper-triangular r."""
+    return adjoint(_tri_solve(r, adjoint(x), lower=False, adjoint_a=False))
 
 
 def _qr_grad_square_or_deep(q: Any, r: Any, dq: Any, dr: Any) -> Any:
