@@ -7,6 +7,7 @@ from flowlab.kernels import (
     control_flow_kernels,
     conv_kernels,
     core_kernels,
+    depthwise_kernels,
     grad_kernels,
     io_kernels,
     math_kernels,

@@ -11,7 +11,10 @@ from flowlab.nn.raw_rnn import *  # noqa: F401,F403,E402  (raw_rnn)
 from flowlab.nn.rnn import *  # noqa: F401,F403,E402  (static_rnn, dynamic_rnn)
 from flowlab.ops.batch_norm import *  # noqa: F401,F403,E402  (fused_batch_norm)
 from flowlab.ops.conv_ops import *  # noqa: F401,F403,E402  (registers conv kernels and gradients)
+from flowlab.ops.convolution_ops import *  # noqa: F401,F403,E402  (convolution, atrous_conv2d, pool)
+from flowlab.ops.depthwise_conv_ops import *  # noqa: F401,F403,E402  (depthwise_conv2d, separable_conv2d)
 from flowlab.ops.embedding_ops import *  # noqa: F401,F403,E402  (embedding_lookup)
 from flowlab.ops.math_ops import sigmoid, tanh  # noqa: F401
 from flowlab.ops.nn_impl import *  # noqa: F401,F403
 from flowlab.ops.nn_ops import *  # noqa: F401,F403
+from flowlab.ops.space_to_batch_ops import batch_to_space_nd, space_to_batch_nd  # noqa: F401,E402
