@@ -28,13 +28,22 @@ executor handles some of them inline), and an input taken by reference (the vari
 itself) is never converted.  Plans on CPU devices only are untouched: no wrapper, no
 cost.
 
-Where TensorFlow differs: its GPU kernels for int32 keep every int32 tensor in host
-memory; here int32 math runs on the device like any other dtype, so an int32 value
-crosses only where a kernel declares a host-memory argument.
+int32 on an accelerator (TensorFlow's convention, mirrored): TensorFlow registers the
+GPU kernels of the element-wise ops, comparisons, reductions and shape plumbing
+(Pack, ConcatV2, StridedSlice, Reshape, Fill, Range, ...) for int32 with every
+argument in host memory, computing with the CPU functor (cwise_op_add_1.cc: "A special
+GPU kernel for int32 ... requires all int32 inputs and outputs to be in host memory").
+`INT32_ON_HOST` lists those op types with the attr naming their type; such an op on a
+GPU with that attr int32 has every input and output in host memory and runs its CPU
+kernel (NumPy) while staying placed on the GPU.  So shape arithmetic (`tf.shape(x)[0]
+* 2`, a `tf.stack` of sizes) never crosses to the device and back.  int32 tensors
+elsewhere (Gather's indices, labels, a Cast's output) stay in device memory, as in
+TensorFlow.  Control-flow ops are left as they are (their outputs may be either).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -50,6 +59,37 @@ from flowlab.runtime.device import Device
 _HOST_DTYPES = frozenset({dtypes.string, dtypes.resource, dtypes.variant})
 
 
+# Op type -> the attr holding its data type, for the ops whose TensorFlow GPU kernel
+# keeps int32 in host memory (searched in TensorFlow's kernels: the `HostMemory`
+# registrations with `TypeConstraint<int32>` of cwise_op_*.cc, reduction_ops_*.cc,
+# pack_op.cc, concat_op.cc, strided_slice_op.cc, slice_op.cc, reshape_op.cc,
+# constant_op.cc (Fill), shape_ops.cc (ExpandDims, Squeeze),
+# sequence_ops.cc (Range), unpack_op.cc).  Not Identity (TensorFlow's is int32-host too):
+# the executors forward an Identity's value without calling its kernel, so its output
+# is wherever its input is.
+INT32_ON_HOST: dict[str, str] = {
+    **dict.fromkeys((
+        "Add", "AddV2", "Sub", "Mul", "Div", "FloorDiv", "FloorMod", "TruncateDiv", "Maximum", "Minimum",
+        "SquaredDifference", "Neg", "Abs", "Sign", "Square",
+        "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual",
+        "Sum", "Prod", "Max", "Min",
+        "Pack", "Unpack", "ConcatV2", "StridedSlice", "Slice", "Reshape", "Fill",
+        "ExpandDims", "Squeeze",
+    ), "T"),
+    "Range": "Tidx",
+}
+
+
+def int32_on_host(op: Operation, device: Device) -> bool:
+    """Whether `op` on the accelerator `device` computes on the host with every argument
+    in host memory (TensorFlow's int32 GPU kernels; see INT32_ON_HOST)."""
+    attr = INT32_ON_HOST.get(op.type)
+    if attr is None or on_host(device):
+        return False
+    t = op._attrs.get(attr)
+    return t is not None and getattr(t, "base_dtype", None) == dtypes.int32
+
+
 def on_host(device: Device) -> bool:
     """Whether `device` computes in host memory (a CPU)."""
     return device.xp is np
@@ -59,7 +99,7 @@ def memory_types(op: Operation, kdef: KernelDef | None, device: Device) -> tuple
     """Per data input and per output of `op` placed on `device`: True where the value is
     in host memory."""
     n_in, n_out = len(op._inputs), len(op._outputs)
-    if on_host(device):
+    if on_host(device) or int32_on_host(op, device):
         return [True] * n_in, [True] * n_out
     ins, outs = host_memory_indices(kdef, op) if kdef is not None else (frozenset(), frozenset())
     in_host = [i in ins or t.dtype.base_dtype in _HOST_DTYPES for i, t in enumerate(op._inputs)]
@@ -150,6 +190,10 @@ def ensure_memory_types(
             n.constants = values
             n.kernel = make_constant_kernel(n.op, device, values)
 
+    for n in nodes:
+        if n.constants is None and int32_on_host(n.op, n.ctx.device):
+            n.kernel = _host_kernel(n)
+
     for n, (in_host, _), refs in zip(nodes, types, takes_ref):
         if _is_control_flow(n.op) or n.constants is not None:
             continue
@@ -170,6 +214,22 @@ def ensure_memory_types(
         if convert or out_convert:
             n.kernel = _converting_kernel(n.kernel, convert, out_convert, device, n.single_output)
     return moves if any(m is not None for m in moves) else None
+
+
+def _host_kernel(n: Any) -> KernelDef:
+    """The CPU kernel of node `n` (placed on an accelerator), computing with NumPy on
+    host values: TensorFlow's int32 GPU kernels (`BinaryOp<CPUDevice, ...>`)."""
+    cpu = find_kernel(n.op.type, "CPU")
+    if cpu is None:
+        return n.kernel  # type: ignore[no-any-return]
+    host_ctx = copy.copy(n.ctx)  # the node's context, but NumPy as its array module
+    host_ctx.xp = np
+    fn = cpu.fn
+
+    def on_the_host(ctx: Any, *args: Any) -> Any:
+        return fn(host_ctx, *args)
+
+    return dataclasses.replace(cpu, fn=on_the_host)
 
 
 def _converting_kernel(
@@ -230,7 +290,7 @@ def declared_host_memory(op: Operation, device: Device, index: int, output: bool
     Unlike `memory_types`, a CPU answers by the declarations too (for the choice of
     `_HostSend`/`_HostRecv`, as TensorFlow's CPU kernels declare them)."""
     t = op._outputs[index] if output else op._inputs[index]
-    if t.dtype.base_dtype in _HOST_DTYPES:
+    if t.dtype.base_dtype in _HOST_DTYPES or (device.device_type != "CPU" and int32_on_host(op, device)):
         return True
     kdef = find_kernel(op.type, device.device_type)
     if kdef is None:

@@ -317,3 +317,18 @@ def test_occurrence_rounds() -> None:
     on_dev = occurrence_rounds(dev.xp, dev.from_host(flat))
     assert all(isinstance(r, FakeGpuArray) for r in on_dev)
     assert [dev.to_host(r).tolist() for r in on_dev] == [[0, 1, 3], [2, 5], [4]]
+
+
+@pytest.mark.xfail(strict=True, reason="flowlab/kernels/slicing_kernels.py scatter_nd: bool updates use "
+                   "xp.logical_or.at, which CuPy does not have (its ufunc.at covers add/subtract/"
+                   "maximum/minimum/bitwise_*); fix: xp.bitwise_or.at on the bool array viewed as uint8, "
+                   "or state_kernels.scatter_at's rounds")
+def test_scatter_nd_op_with_bool_updates_on_the_gpu() -> None:
+    dev = fake_gpu_device()
+    g = fl.Graph()
+    with g.as_default():
+        out = fl.scatter_nd([[0], [2], [0]], [True, False, True], [4])
+    kdef = registry.find_kernel("ScatterNd", "GPU")
+    idx, upd = dev.from_host(np.array([[0], [2], [0]], np.int32)), dev.from_host(np.array([True, False, True]))
+    got = kdef.fn(NodeContext(out.op, dev, 0), idx, upd, np.array([4], np.int32))
+    np.testing.assert_array_equal(dev.to_host(got), [True, False, False, False])

@@ -263,6 +263,80 @@ def test_while_loop_with_a_tensor_array_on_the_gpu(devices: Any, spy: Any) -> No
     assert spy.calls["TopKV2"] == [[False, True]]
 
 
+# --- int32 on the GPU: TensorFlow's host-memory convention ---------------------------------
+def test_int32_shape_math_on_the_gpu_stays_on_the_host(devices: Any) -> None:
+    """Shape arithmetic on the GPU (StridedSlice, Mul, AddV2, FloorDiv, Pack of int32)
+    runs on the host as TensorFlow's int32 GPU kernels do: per step only the feed goes
+    to the device; no int32 crosses either way."""
+    if REAL:
+        pytest.skip("counts the fake device's transfers")
+
+    def build(scope: str) -> Any:
+        x = fl.placeholder(fl.float32, [None, 6], name="x")
+        with fl.device(scope):
+            n = fl.shape(x)[0]
+            rows = n * 2 + 0 * fl.reduce_prod(fl.shape(x))
+            y = fl.reshape(x * 3.0, fl.stack([rows, (fl.size(x) // rows)]))
+        return [y, rows], {"x": x}
+
+    X = np.arange(12, dtype=np.float32).reshape(2, 6)
+    (want_y, want_rows), (got_y, got_rows) = _both(build, {"x": X})
+    np.testing.assert_array_equal(got_y, want_y)
+    assert got_rows == want_rows == 4 and type(got_rows) is np.int32
+    g = fl.Graph()
+    with g.as_default():
+        (y, rows), feeds = build("/gpu:0")
+        with fl.Session(graph=g) as sess:
+            sess.run(y, {feeds["x"]: X})
+            gpu_dev = next(d for d in sess.devices if d.device_type == "GPU")
+            before = dict(gpu_dev.memory_stats())
+            sess.run(y, {feeds["x"]: X})
+            after = gpu_dev.memory_stats()
+    assert after["bytes_from_host"] - before["bytes_from_host"] == X.nbytes  # the feed only
+    # Nothing comes back through the device's to_host (the fetch is read by the session
+    # with `.get()`); with int32 math on the device, Reshape's shape would.
+    assert after["bytes_to_host"] - before["bytes_to_host"] == 0
+
+
+def test_int32_ops_on_the_gpu_run_their_cpu_kernel_with_host_values(devices: Any) -> None:
+    g = fl.Graph()
+    with g.as_default():
+        a = fl.placeholder(fl.int32, [3], name="a")
+        f = fl.placeholder(fl.float32, [3], name="f")
+        with fl.device("/gpu:0"):
+            i = fl.add(a, 1, name="i")  # int32: host memory, the CPU kernel
+            x = fl.add(f, 1.0, name="x")  # float32: the device
+            c = fl.cast(i, fl.float32, name="c")  # Cast keeps int32 in device memory
+            lab = fl.nn.sparse_softmax_cross_entropy_with_logits(labels=a, logits=fl.stack([x, x, x]))
+    dev = fake_gpu_device()
+    assert memory_types(i.op, registry.find_kernel("AddV2", "GPU"), dev) == ([True, True], [True])
+    assert memory_types(x.op, registry.find_kernel("AddV2", "GPU"), dev) == ([False, False], [False])
+    assert memory_types(c.op, registry.find_kernel("Cast", "GPU"), dev) == ([False], [False])
+    assert memory_types(lab.op, registry.find_kernel("SparseSoftmaxCrossEntropyWithLogits", "GPU"),
+                        dev)[0] == [False, False]
+    with fl.Session(graph=g) as sess:
+        got = sess.run([i, x, c, lab], {a: [0, 1, 2], f: [1.0, 2.0, 3.0]})
+    np.testing.assert_array_equal(got[0], [1, 2, 3])
+    assert got[0].dtype == np.int32 and got[2].dtype == np.float32
+
+
+def test_int32_on_a_gpu_crosses_as_host_send_and_recv(devices: Any) -> None:
+    """TensorFlow's int32 GPU kernels declare their arguments host memory, so an int32
+    Add's output leaving a GPU goes by `_HostSend`."""
+    g = fl.Graph()
+    with g.as_default():
+        n = fl.placeholder(fl.int32, [], name="n")
+        with fl.device("/gpu:0"):
+            a = fl.add(n, 1, name="a")
+        with fl.device("/cpu:0"):
+            z = fl.add(a, 2, name="z")
+    with fl.Session(graph=g) as sess:
+        assert sess.run(z, {n: 3}) == 6
+        parts = sess.partitions(z, {n: 3})
+    types = {nd["op"] for gd in parts.values() for nd in gd["node"]}
+    assert "_HostSend" in types and "_Send" not in types
+
+
 # --- which pair crosses devices ------------------------------------------------------------
 def _cross_edges(tf: Any) -> tuple[list[Any], dict[str, Any]]:
     with tf.device("/cpu:0"):
