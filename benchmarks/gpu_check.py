@@ -4,12 +4,14 @@ Run on a machine with a CUDA GPU and `pip install -e .[gpu]`:
 
     python benchmarks/gpu_check.py [--steps 20] [--no-tests]
 
-It (1) runs tests/runtime/test_gpu_kernels.py, test_gpu_device.py and
-test_host_memory.py with FLOWLAB_REAL_GPU=1, so that every GPU kernel runs on CuPy
-against the CPU session and the host-memory steps run against real CuPy arrays, and
-(2) runs an MLP training step (784-512-512-10, batch 256) with variables and math on
-/gpu:0 beside the same step on /cpu:0: the losses of the first and last steps must
-match the CPU's (`losses_match`, rtol 1e-3), and both are timed.  One JSON object is
+It (1) runs tests/runtime/test_gpu_kernels.py, test_gpu_device.py, test_host_memory.py
+and test_gpu_training.py with FLOWLAB_REAL_GPU=1, so that every GPU kernel runs on CuPy
+against the CPU session, the host-memory steps run against real CuPy arrays and the
+optimizers train on the device, and (2) runs an MLP training step (784-512-512-10,
+batch 256) with variables and math on /gpu:0 beside the same step on /cpu:0, twice:
+plain SGD through `assign_sub` ("train") and Adam through `minimize()` ("train_adam":
+the six ApplyAdam must be placed on the GPU, `adam_devices`); the losses of the first
+and last steps must match the CPU's (`losses_match`, rtol 1e-3), and all are timed.  One JSON object is
 printed; a failure of one part is reported in it and the others still run.
 
 Without CuPy or a GPU it prints {"gpu": false, "message": ...} and exits 0.  The exit
@@ -41,7 +43,7 @@ SIZES = (784, 512, 512, 10)
 BATCH = 256
 
 
-def build(scope: str) -> tuple[Any, ...]:
+def build(scope: str, optimizer: str = "sgd") -> tuple[Any, ...]:
     rs = np.random.RandomState(0)
     g = fl.Graph()
     with g.as_default():
@@ -60,16 +62,19 @@ def build(scope: str) -> tuple[Any, ...]:
                 if i + 2 < len(params):
                     h = fl.nn.relu(h)
             loss = fl.reduce_mean(fl.nn.sparse_softmax_cross_entropy_with_logits(labels=yi, logits=h))
-            grads = fl.gradients(loss, params)
-            train = fl.group(*[fl.assign_sub(p, 0.1 * gr) for p, gr in zip(params, grads)])
+            if optimizer == "adam":
+                train = fl.train.AdamOptimizer(1e-3).minimize(loss)
+            else:
+                grads = fl.gradients(loss, params)
+                train = fl.group(*[fl.assign_sub(p, 0.1 * gr) for p, gr in zip(params, grads)])
         with fl.device("/cpu:0"):
             out = fl.identity(loss)
         init = fl.global_variables_initializer()
     return g, x, y, out, train, init
 
 
-def time_step(scope: str, steps: int, train_step: bool) -> dict[str, Any]:
-    g, x, y, out, train, init = build(scope)
+def time_step(scope: str, steps: int, train_step: bool, optimizer: str = "sgd") -> dict[str, Any]:
+    g, x, y, out, train, init = build(scope, optimizer)
     rs = np.random.RandomState(1)
     feed = {x: rs.randn(BATCH, SIZES[0]).astype(np.float32), y: rs.randint(0, 10, BATCH).astype(np.int32)}
     fetches = [out, train] if train_step else [out]
@@ -81,14 +86,17 @@ def time_step(scope: str, steps: int, train_step: bool) -> dict[str, Any]:
             last = float(sess.run(fetches, feed)[0])  # fetching the loss synchronizes
         ms = (time.perf_counter() - t0) / steps * 1e3
         stats = {d.device_type: d.memory_stats() for d in sess._devices}
-    return {"step_ms": round(ms, 3), "first_loss": first, "last_loss": last, "memory": stats.get("GPU")}
+        placed = sess.placement(fetches, feed).device_of
+        updates = sorted(placed[op.name].device_type for op in g.get_operations() if op.type == "ApplyAdam")
+    return {"step_ms": round(ms, 3), "first_loss": first, "last_loss": last, "memory": stats.get("GPU"),
+            "adam_devices": updates}
 
 
 def run_tests() -> dict[str, Any]:
     env = dict(os.environ, FLOWLAB_REAL_GPU="1")
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
            "tests/runtime/test_gpu_kernels.py", "tests/runtime/test_gpu_device.py",
-           "tests/runtime/test_host_memory.py"]
+           "tests/runtime/test_host_memory.py", "tests/runtime/test_gpu_training.py"]
     r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     lines = r.stdout.strip().splitlines()
     failed = [ln for ln in lines if ln.startswith("FAILED")]
@@ -119,15 +127,19 @@ def main() -> int:
     if not args.no_tests:
         out["tests"] = run_tests()
         ok = out["tests"]["returncode"] == 0
-    for kind, train_step in (("train", True), ("forward", False)):
+    for kind, train_step, optimizer in (("train", True, "sgd"), ("train_adam", True, "adam"),
+                                        ("forward", False, "sgd")):
         try:
-            fig = out[kind] = {"gpu": time_step("/gpu:0", args.steps, train_step),
-                               "cpu": time_step("/cpu:0", args.steps, train_step)}
+            fig = out[kind] = {"gpu": time_step("/gpu:0", args.steps, train_step, optimizer),
+                               "cpu": time_step("/cpu:0", args.steps, train_step, optimizer)}
             fig["cpu_over_gpu"] = round(fig["cpu"]["step_ms"] / fig["gpu"]["step_ms"], 2)
             fig["losses_match"] = bool(np.allclose(
                 [fig["gpu"]["first_loss"], fig["gpu"]["last_loss"]],
                 [fig["cpu"]["first_loss"], fig["cpu"]["last_loss"]], rtol=1e-3))
             ok = ok and fig["losses_match"]
+            if optimizer == "adam":
+                fig["adam_on_gpu"] = fig["gpu"]["adam_devices"] == ["GPU"] * 6
+                ok = ok and fig["adam_on_gpu"]
         except Exception as e:  # noqa: BLE001 -- reported, the check goes on
             out[kind] = {"error": f"{type(e).__name__}: {str(e)[:500]}"}
             ok = False
