@@ -38,7 +38,7 @@ caches per step signature; `run_partitioned` runs one step of it, every partitio
 from __future__ import annotations
 
 import queue
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -65,6 +65,7 @@ from flowlab.runtime.partition_control_flow import (
     needs_unpartitioned,
 )
 from flowlab.runtime.partition_refs import Refs, by_reference
+from flowlab.runtime.partition_view import Partitions
 from flowlab.runtime.plan import (
     Plan,
     compile_plan,
@@ -138,45 +139,6 @@ class PartitionedGraph:
     fetches: list[Tensor] = field(default_factory=list)
 
 
-class Partitions(Mapping[str, dict[str, Any]]):
-    """What `Session.partitions(fetches, feed_dict)` returns: device name -> GraphDef.
-
-    >>> parts = sess.partitions(y)                   # doctest: +SKIP
-    >>> list(parts)                                  # the devices with ops
-    >>> parts["/job:localhost/replica:0/task:0/device:CPU:1"]["node"]
-    >>> parts.pairs                                  # [SendRecvPair(key=..., ...)]
-
-    Attributes:
-      pairs: the `SendRecvPair`s, one per (tensor, destination device) and per
-        cross-device control edge.
-      placement: the `Placement` the partitions were made from.
-    """
-
-    def __init__(self, graph_defs: dict[str, dict[str, Any]], pairs: list[SendRecvPair], placement: Any) -> None:
-        self._defs = graph_defs
-        self.pairs = list(pairs)
-        self.placement = placement
-
-    def __getitem__(self, device: str) -> dict[str, Any]:
-        return self._defs[device]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._defs)
-
-    def __len__(self) -> int:
-        return len(self._defs)
-
-    def __repr__(self) -> str:
-        sizes = ", ".join(f"{d}: {len(g['node'])} nodes" for d, g in self._defs.items())
-        return f"<Partitions {{{sizes}}}, {len(self.pairs)} Send/Recv pairs>"
-
-    # Notebook display: its picture (flowlab.viz, imported only when shown).
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from flowlab.viz import mimebundle
-
-        return mimebundle(self, include, exclude)
-
-
 # --- partitioning --------------------------------------------------------------------------
 class _Partitioner:
     def __init__(
@@ -186,6 +148,8 @@ class _Partitioner:
         self.device_of = device_of
         self.opt = optimization
         self.constants: dict[str, list[Any]] = optimization.constants if optimization is not None else {}
+        # Ops the dependency optimization converted: cloned as NoOps (see `clone`).
+        self.noops: set[str] = set(optimization.noops) if optimization is not None else set()
         # (id(op), output index) -> the partition tensor standing for that output.
         self.out_of: dict[tuple[int, int], Tensor] = {}
         self.has_control_flow = any(op.op_def is not None and op.op_def.is_control_flow for op in ops)
@@ -225,6 +189,13 @@ class _Partitioner:
             values = self.constants.get(op.name)
             if values is not None:
                 c = self.folded(op, device, values)
+            elif op.name in self.noops:
+                # As Grappler leaves it: a NoOp whose data inputs became control inputs
+                # (`partition` adds them), so the step skips the same work on every path.
+                c = Operation(
+                    self.part(device).graph, "NoOp", op.name, [], [], {}, device.name, [],
+                    get_op_def("NoOp"), op._colocation, op._traceback,
+                )
             else:
                 c = Operation(
                     self.part(device).graph, op.type, op.name, [], [t.dtype for t in op._outputs],
@@ -447,10 +418,14 @@ def partition(
         part = p.part(device_of[op.name])
         if p.loops is not None:
             p.loops.participate(p.loops.op_frame(op), part.device)
-        ref_flags = input_ref_flags(op)
-        c._inputs = [p.data_input(op, k, t, ref_flags[k]) for k, t in enumerate(inputs_of(op))]
+        deps = op._control_inputs
+        if op.name in p.noops:  # converted: its producers become control inputs
+            deps = [t.op for t in inputs_of(op) if (id(t.op), t.value_index) not in p.fed] + deps
+        else:
+            ref_flags = input_ref_flags(op)
+            c._inputs = [p.data_input(op, k, t, ref_flags[k]) for k, t in enumerate(inputs_of(op))]
         controls: list[Operation] = []
-        for ctl in op._control_inputs:
+        for ctl in deps:
             if ctl.name not in in_step:
                 continue  # not run this step: satisfied by a feed (see prune)
             r = p.control_input(op, ctl)

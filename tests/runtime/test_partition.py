@@ -96,11 +96,13 @@ def test_partitions_of_an_optimized_step():
 
 
 class _FoldedView:
-    """The parts of an Optimization that partitioning reads: `mul` folded."""
+    """The parts of an Optimization that partitioning reads: `mul` folded, no op
+    converted to a NoOp."""
 
     def __init__(self, ops, constants):
         self.ops = ops
         self.constants = constants
+        self.noops = []
 
     def inputs_of(self, op):
         return [] if op.name in self.constants else list(op._inputs)
