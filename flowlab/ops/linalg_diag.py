@@ -72,6 +72,10 @@ def _diag_v3(op: Operation) -> list[Any]:
     batch = s[:-1] if lo == hi else s[:-2]
     if lo != hi and len(s) < 2:
         raise ValueError(f"Shape must be at least rank 2 but is rank {len(s)}")
+    if lo != hi and s[-2] is not None and s[-2] != hi - lo + 1:
+        raise ValueError("The number of rows of `diagonal` doesn't match the number of diagonals implied from "
+                         f"`d_lower` and `d_upper`.\nnum_diags = {hi - lo + 1}, d_lower = {lo}, d_upper = {hi} "
+                         f"{s[-2]} {s[-1]}")
     max_len = s[-1]
     rows, cols = int(rows), int(cols)
     if max_len is None:
