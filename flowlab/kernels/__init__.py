@@ -10,6 +10,7 @@ from flowlab.kernels import (
     depthwise_kernels,
     grad_kernels,
     io_kernels,
+    lrn_kernels,
     math_kernels,
     nn_kernels,
     proximal_kernels,

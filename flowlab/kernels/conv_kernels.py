@@ -456,3 +456,66 @@ def max_pool_grad_grad(ctx: Any, x: Any, y: Any, g: Any) -> Any:
     for t, (i, j) in enumerate(geo.taps()):
         xp.copyto(out, geo.tap(gpad, i, j), where=idx == t)
     return _finish(xp, out, g.dtype, geo.nchw)
+
+
+# --- max pooling with argmax (NHWC only, as TensorFlow) ----------------------------------
+def _argmax_attrs(ctx: Any) -> Any:
+    return {**ctx.attrs, "data_format": "NHWC"}
+
+
+class _NHWC:
+    """`ctx` seen with data_format NHWC (the argmax ops have no data_format attr)."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.xp = ctx.xp
+        self.attrs = _argmax_attrs(ctx)
+
+
+def _flat_argmax(xp: Any, geo: _Geometry, idx: Any, shape: tuple[int, ...], with_batch: bool,
+                 dtype: Any) -> Any:
+    """Tap numbers [n, oh, ow, c] -> flat input indices ((b*h + y)*w + x)*c + channel."""
+    n, h, w, c = shape
+    taps = np.asarray(geo.taps())
+    ti, tj = xp.asarray(taps[:, 0]), xp.asarray(taps[:, 1])
+    rows = xp.arange(geo.out[0])[None, :, None, None] * geo.s[0] - geo.pad[0][0] + ti[idx]
+    cols = xp.arange(geo.out[1])[None, None, :, None] * geo.s[1] - geo.pad[1][0] + tj[idx]
+    flat = (rows * w + cols) * c + xp.arange(c)[None, None, None, :]
+    if with_batch:
+        flat = flat + xp.arange(n)[:, None, None, None] * (h * w * c)
+    return flat.astype(dtype)
+
+
+@kernel("MaxPoolWithArgmax")
+def max_pool_with_argmax(ctx: Any, x: Any) -> Any:
+    _check4("input", x)
+    nctx = _NHWC(ctx)
+    y = max_pool(nctx, x)
+    geo, _, idx = _argmax(nctx, x)
+    return y, _flat_argmax(ctx.xp, geo, idx, x.shape, ctx.attrs["include_batch_in_index"],
+                           np.dtype(ctx.attrs["Targmax"].as_numpy_dtype))
+
+
+@kernel("MaxPoolGradWithArgmax")
+def max_pool_grad_with_argmax(ctx: Any, x: Any, dy: Any, argmax: Any) -> Any:
+    xp = ctx.xp
+    if argmax.dtype != np.int64:  # TensorFlow registers this kernel for int64 indices only
+        raise _invalid("No OpKernel was registered to support Op 'MaxPoolGradWithArgmax' with Targmax=DT_INT32")
+    _check4("input", x)
+    geo = _pool_setup(_NHWC(ctx), x.shape)
+    n, h, w, c = x.shape
+    want = (n, geo.out[0], geo.out[1], c)
+    if tuple(dy.shape) != want or tuple(argmax.shape) != want:
+        raise _invalid(f"Expected grad and argmax shape to be {list(want)}, but got {list(dy.shape)} and "
+                       f"{list(argmax.shape)}")
+    flat = argmax.astype(np.int64)
+    if not ctx.attrs["include_batch_in_index"]:
+        flat = flat + xp.arange(n, dtype=np.int64)[:, None, None, None] * (h * w * c)
+    if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= x.size):
+        raise _invalid("Invalid argmax index: out of range of the input")
+    ct = _compute_dtype(dy.dtype)
+    out = xp.zeros(x.size, dtype=ct)
+    if xp is np:
+        np.add.at(out, flat.reshape(-1), dy.astype(ct, copy=False).reshape(-1))
+    else:
+        xp.add.at(out, flat.reshape(-1), dy.astype(ct, copy=False).reshape(-1))
+    return out.reshape(x.shape).astype(dy.dtype, copy=False)

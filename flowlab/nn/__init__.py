@@ -14,7 +14,8 @@ from flowlab.ops.conv_ops import *  # noqa: F401,F403,E402  (registers conv kern
 from flowlab.ops.convolution_ops import *  # noqa: F401,F403,E402  (convolution, atrous_conv2d, pool)
 from flowlab.ops.depthwise_conv_ops import *  # noqa: F401,F403,E402  (depthwise_conv2d, separable_conv2d)
 from flowlab.ops.embedding_ops import *  # noqa: F401,F403,E402  (embedding_lookup)
+from flowlab.ops.lrn_ops import *  # noqa: F401,F403,E402  (lrn, local_response_normalization)
 from flowlab.ops.math_ops import sigmoid, tanh  # noqa: F401
 from flowlab.ops.nn_impl import *  # noqa: F401,F403
 from flowlab.ops.nn_ops import *  # noqa: F401,F403
-from flowlab.ops.space_to_batch_ops import batch_to_space_nd, space_to_batch_nd  # noqa: F401,E402
+from flowlab.ops.space_to_batch_ops import batch_to_space_nd, space_to_batch_nd, with_space_to_batch  # noqa: F401,E402

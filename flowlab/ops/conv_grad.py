@@ -14,7 +14,7 @@ from typing import Any
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.ops import array_ops
 from flowlab.ops.builder import apply_op
-from flowlab.ops.gradient_registry import gradient
+from flowlab.ops.gradient_registry import gradient, not_differentiable
 
 __all__: list[str] = []
 
@@ -111,3 +111,13 @@ def _avg_pool_grad(op: Operation, grad: Tensor) -> list[Tensor]:
 @gradient("AvgPoolGrad")
 def _avg_pool_grad_grad(op: Operation, grad: Tensor) -> list[Any]:
     return [None, apply_op("AvgPool", value=grad, name="AvgPool", **_pool_attrs(op))]
+
+
+@gradient("MaxPoolWithArgmax")
+def _max_pool_with_argmax_grad(op: Operation, grad: Tensor, _: Any) -> list[Tensor]:
+    return [apply_op("MaxPoolGradWithArgmax", input=op.inputs[0], grad=grad, argmax=op.outputs[1],
+                     name="MaxPoolGradWithArgmax",
+                     **_attrs(op, "ksize", "strides", "padding", "include_batch_in_index"))]
+
+
+not_differentiable("MaxPoolGradWithArgmax")  # TensorFlow registers no gradient for it either

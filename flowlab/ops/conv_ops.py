@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from flowlab.graph import dtypes
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
 from flowlab.ops import array_ops
@@ -30,7 +31,7 @@ from flowlab.ops.op_def import op_def
 
 __all__ = [
     "conv1d", "conv2d", "conv2d_transpose", "conv2d_backprop_input", "conv2d_backprop_filter",
-    "max_pool", "avg_pool",
+    "max_pool", "avg_pool", "max_pool_with_argmax",
 ]
 
 _PADDINGS = ("SAME", "VALID", "EXPLICIT")
@@ -208,6 +209,35 @@ op_def("MaxPoolGradGrad", inputs=["orig_input: T", "orig_output: T", "grad: T"],
        attrs=["T: {float16, float32, float64, int32, int64, uint8, int16, int8, uint16}"]
        + _POOL_ATTRS, shape_fn=_grad_grad_shape,
        doc="Gradient of MaxPoolGrad: grad (input-shaped) read at each window's maximum.")
+
+_ARGMAX_ATTRS = ["ksize: list(int)", "strides: list(int)", "Targmax: {int32, int64} = int64", "padding: string",
+                 "include_batch_in_index: bool = false",
+                 "T: {float16, float32, float64, int32, int64, uint8, int16, int8, uint16}"]
+
+
+def _argmax_pool_shape(op: Operation) -> list[Any]:
+    if op.get_attr("padding") not in _PADDINGS[:2]:
+        raise ValueError(f"Attr 'padding' of '{op.type}' Op passed string '{op.get_attr('padding')}' not in: "
+                         '"SAME", "VALID".')
+    for attr in ("ksize", "strides"):
+        if len(op.get_attr(attr)) != 4:
+            field = "window size" if attr == "ksize" else "strides"
+            raise ValueError(f"Sliding window {field} field must specify 4 dimensions")
+    x = _rank4(op.inputs[0].shape)
+    kh, kw = spatial(op.get_attr("ksize"), "NHWC")
+    sh, sw = spatial(op.get_attr("strides"), "NHWC")
+    pad = op.get_attr("padding")
+    oh = output_size(x[1], kh, sh, 1, pad)[0]
+    ow = output_size(x[2], kw, sw, 1, pad)[0]
+    return [[x[0], oh, ow, x[3]]] * 2
+
+
+op_def("MaxPoolWithArgmax", inputs=["input: T"], outputs=["output: T", "argmax: Targmax"], attrs=_ARGMAX_ATTRS,
+       shape_fn=_argmax_pool_shape,
+       doc="MaxPool (NHWC) and the flat index of each window's (first) maximum.")
+op_def("MaxPoolGradWithArgmax", inputs=["input: T", "grad: T", "argmax: Targmax"], outputs=["output: T"],
+       attrs=_ARGMAX_ATTRS, shape_fn=_first_shape,
+       doc="Gradient of MaxPoolWithArgmax: each grad element added at its argmax.")
 
 
 # --- builders --------------------------------------------------------------------------
@@ -387,6 +417,22 @@ def avg_pool(value: Any = None, ksize: Any = None, strides: Any = None, padding:
         strides=_sequence(strides, "strides", data_format), padding=padding,
         data_format=data_format, name=name or "AvgPool",
     )
+
+
+def max_pool_with_argmax(input: Any, ksize: Any, strides: Any, padding: str,  # noqa: A002
+                         data_format: str = "NHWC", Targmax: Any = None, name: str | None = None,  # noqa: N803
+                         output_dtype: Any = None, include_batch_in_index: bool = False) -> Any:
+    """(max pooled output, argmax): argmax is the flat index ((y * w + x) * c + channel,
+    plus the batch offset when `include_batch_in_index`) of each window's maximum."""
+    if data_format != "NHWC":
+        raise ValueError(f"`data_format` values other  than 'NHWC' are not supported. Received: "
+                         f"data_format={data_format}")
+    if Targmax is not None and output_dtype is not None:
+        raise ValueError("Cannot specify both 'output_dtype' and 'Targmax'")
+    targmax = Targmax if Targmax is not None else output_dtype
+    return apply_op("MaxPoolWithArgmax", input=input, ksize=list(ksize), strides=list(strides), padding=padding,
+                    Targmax=dtypes.int64 if targmax is None else targmax,
+                    include_batch_in_index=include_batch_in_index, name=name or "MaxPoolWithArgmax")
 
 
 # The kernels and gradient functions register against the declarations above.

@@ -26,6 +26,7 @@ from flowlab.ops.core_ops import stop_gradient
 from flowlab.ops.nn_ops import _axis_arg, _name_scope, _require_both, bias_add, relu
 
 __all__ = [
+    "swish", "silu",
     "sigmoid_cross_entropy_with_logits", "weighted_cross_entropy_with_logits", "log_poisson_loss",
     "xw_plus_b", "relu_layer", "crelu", "l2_normalize", "moments", "batch_normalization",
     "dropout",
@@ -264,3 +265,28 @@ def dropout(
         out = array_ops.where_v2(keep_mask, kept, zero)
         out.set_shape(x.shape)
         return out
+
+
+def swish(features: Any, beta: Any = 1.0) -> Tensor:
+    """`tf.nn.swish` / `tf.nn.silu`: features * sigmoid(beta * features), with
+    TensorFlow's custom gradient (also with respect to beta)."""
+    from flowlab.ops.custom_gradient import custom_gradient  # noqa: PLC0415 - imports nn_impl's users
+
+    features = convert_to_tensor(features, name="features")
+    beta = math_ops.cast(convert_to_tensor(beta, name="beta"), features.dtype)
+
+    @custom_gradient
+    def swish_impl(features: Tensor, beta: Tensor) -> Any:
+        def grad(dy: Tensor) -> Any:
+            with dy.graph.control_dependencies([dy]):
+                sig = math_ops.sigmoid(beta * features)
+            activation_grad = sig * (1.0 + (beta * features) * (1.0 - sig))
+            beta_grad = math_ops.reduce_sum(dy * math_ops.square(features) * sig * (1.0 - sig))
+            return dy * activation_grad, beta_grad
+
+        return features * math_ops.sigmoid(beta * features), grad
+
+    return swish_impl(features, beta)
+
+
+silu = swish
