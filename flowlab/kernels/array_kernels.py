@@ -9,6 +9,7 @@ Bad runtime input raises InvalidArgumentError with TensorFlow's message.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -50,7 +51,8 @@ def _axis(a: Any, rank: int) -> int:
 # --- shapes ---------------------------------------------------------------------------
 @kernel("Shape", host_memory=("output",))
 def shape(ctx: Any, x: Any) -> Any:
-    return np.array(np.shape(x), dtype=_np_type(ctx, "out_type"))
+    s = x.shape if type(x) is np.ndarray else np.shape(x)
+    return np.array(s, dtype=_np_type(ctx, "out_type"))
 
 
 @kernel("ShapeN", host_memory=("output",))
@@ -71,6 +73,19 @@ def rank(ctx: Any, x: Any) -> Any:
 
 @kernel("Reshape", host_memory=("shape",))
 def reshape(ctx: Any, x: Any, shape: Any) -> Any:
+    if type(shape) is np.ndarray and shape.ndim == 1 and type(x) is np.ndarray:
+        # The usual case, checked with Python ints (np.prod of a list costs more
+        # than the reshape): sizes >= 0 whose product is the input's, or one -1
+        # among positive sizes that divide it.  Anything else takes the full path.
+        dims = shape.tolist()
+        if min(dims, default=0) >= 0:
+            if math.prod(dims) == x.size:
+                return x.reshape(dims)
+        elif dims.count(-1) == 1 and min(dims) == -1:
+            known = -math.prod(dims)
+            if known > 0 and x.size % known == 0:
+                dims[dims.index(-1)] = x.size // known
+                return x.reshape(dims)
     s = np.asarray(shape)
     if s.ndim != 1:
         raise _bad(f"sizes input must be 1-D, not {_dims(s.shape)}")
@@ -240,6 +255,12 @@ def ones_like(ctx: Any, x: Any) -> Any:
 # --- dimensions -------------------------------------------------------------------------
 @kernel("ExpandDims", host_memory=("dim",))
 def expand_dims(ctx: Any, x: Any, dim: Any) -> Any:
+    if type(x) is np.ndarray and isinstance(dim, np.integer):
+        r = x.ndim  # the usual case: a 0-d dim (a NumPy scalar in a step) in range
+        d0 = int(dim)
+        if -r - 1 <= d0 <= r:
+            a = d0 % (r + 1)
+            return x.reshape(x.shape[:a] + (1,) + x.shape[a:])
     d = _ints(dim)
     if len(d) != 1:
         raise _bad(f"'dim' must be a tensor with a single value, got {d}")
@@ -268,8 +289,8 @@ def squeeze(ctx: Any, x: Any) -> Any:
 
 @kernel("Tile", host_memory=("multiples",))
 def tile(ctx: Any, x: Any, multiples: Any) -> Any:
-    m = _ints(multiples)
-    r = np.ndim(x)
+    m = multiples.tolist() if type(multiples) is np.ndarray and multiples.ndim == 1 else _ints(multiples)
+    r = x.ndim if type(x) is np.ndarray else np.ndim(x)
     if len(m) != r:
         raise _bad(f"Expected multiples argument to be a vector of length {r} but got length {len(m)}")
     for i, v in enumerate(m):

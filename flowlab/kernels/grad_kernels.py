@@ -55,17 +55,23 @@ for _name in _FUSED_FORMULAS:
     _fused_kernel(_name)
 
 
+# The signed integer type of each float width: a select on the bits of a float.
+_BITS = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
 @kernel("ReluGrad")
 def _relu_grad_k(ctx: Any, g: Any, f: Any) -> Any:
     xp = ctx.xp
-    if getattr(g, "ndim", 0) and g.shape == f.shape and g.dtype.kind == "f":
-        # A multiply by the mask is ~10x faster than `where` with a scalar operand
-        # (measured on a [64,28,28,32] CNN gradient); it equals TensorFlow's select
-        # unless g holds inf/NaN (0 * inf), which the fallback handles.
-        out = g * (f > 0)
-        if xp.isfinite(g).all():
-            out += g.dtype.type(0)  # -3 * False is -0.0; a select gives +0.0
-            return out
+    bits = _BITS.get(g.dtype.itemsize) if g.dtype.kind == "f" else None
+    if bits is not None and type(g) is np.ndarray and type(f) is np.ndarray and g.shape == f.shape:
+        # TensorFlow's select (g where f > 0, else +0.0) on the bits: g AND a mask of
+        # all ones where f > 0 (an int8 -1 widens to all ones).  Exact for every g
+        # (inf, NaN, -0.0 kept; +0.0 where masked), ~10x faster than `where` with a
+        # scalar operand and 1.4-1.8x faster than `g * (f > 0)` plus its finiteness
+        # check and -0.0 fix (micro-benchmark on [128,512], hot and cold caches).
+        mask = (f > 0).view(np.int8)
+        np.negative(mask, out=mask)
+        return np.bitwise_and(g.view(bits), mask).view(g.dtype)
     return _scalar_out(xp.where(f > 0, g, g.dtype.type(0)))
 
 

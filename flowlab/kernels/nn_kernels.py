@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels.registry import kernel
+from flowlab.kernels.registry import can_forward, fits, kernel
 
 # Constants of the SELU paper (Klambauer et al. 2017), as TensorFlow writes them.
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -32,10 +32,20 @@ def _invalid(message: str) -> errors.InvalidArgumentError:
 
 
 # --- activations --------------------------------------------------------------------
-@kernel("Relu")
+@kernel("Relu", forward=(0,))
 def relu(ctx: Any, x: Any) -> Any:
     # maximum propagates NaN, as Eigen's cwiseMax does in TensorFlow's kernel.
+    if type(x) is np.ndarray:
+        out = x if ctx.forwardable and can_forward(x) else None
+        if x.size >= _VECTOR_MAX_SIZE:
+            # NumPy vectorizes maximum of two arrays, not of an array and a scalar:
+            # against a zero array it is 2-3x faster on a [128,512] float32 input.
+            return np.maximum(x, np.zeros(x.shape, x.dtype), out=out)
+        return np.maximum(x, x.dtype.type(0), out=out)
     return ctx.xp.maximum(x, x.dtype.type(0))
+
+
+_VECTOR_MAX_SIZE = 4096  # below this, the zero array costs more than it saves
 
 
 @kernel("Relu6")
@@ -120,7 +130,7 @@ def log_softmax(ctx: Any, x: Any) -> Any:
 
 
 # --- BiasAdd, L2Loss ----------------------------------------------------------------
-@kernel("BiasAdd")
+@kernel("BiasAdd", forward=(0,))
 def bias_add(ctx: Any, value: Any, bias: Any) -> Any:
     if value.ndim < 2:
         raise _invalid(f"Input tensor must be at least 2D: {_dims(value.shape)}")
@@ -135,6 +145,8 @@ def bias_add(ctx: Any, value: Any, bias: Any) -> Any:
         )
     b = bias.reshape((-1,) + (1,) * (value.ndim - 1 - channel_axis))
     with np.errstate(over="ignore", invalid="ignore"):
+        if ctx.forwardable and can_forward(value) and fits(b, value):
+            return np.add(value, b, out=value)  # the input dies here: its buffer
         return value + b
 
 
@@ -173,7 +185,7 @@ def softmax_cross_entropy_with_logits(ctx: Any, logits: Any, labels: Any) -> Any
     return loss, backprop
 
 
-@kernel("SparseSoftmaxCrossEntropyWithLogits")
+@kernel("SparseSoftmaxCrossEntropyWithLogits", forward=(0,))
 def sparse_softmax_cross_entropy_with_logits(ctx: Any, logits: Any, labels: Any) -> Any:
     xp = ctx.xp
     if logits.ndim != 2:
@@ -201,10 +213,19 @@ def sparse_softmax_cross_entropy_with_logits(ctx: Any, logits: Any, labels: Any)
         )
     rows = xp.arange(batch)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        shifted, e, s = _shifted_exp(xp, logits)
-        loss = xp.log(s[:, 0]) - shifted[rows, labels]
-        backprop = e / s
-    backprop[rows, labels] -= logits.dtype.type(1)  # a fresh array: not an input
+        if ctx.forwardable and can_forward(logits):
+            # The logits die here: the same arithmetic, in their buffer.
+            np.subtract(logits, logits.max(axis=-1, keepdims=True), out=logits)
+            picked = logits[rows, labels]
+            e = np.exp(logits, out=logits)
+            s = e.sum(axis=-1, keepdims=True)
+            loss = np.log(s[:, 0]) - picked
+            backprop = np.divide(e, s, out=e)
+        else:
+            shifted, e, s = _shifted_exp(xp, logits)
+            loss = xp.log(s[:, 0]) - shifted[rows, labels]
+            backprop = e / s
+    backprop[rows, labels] -= logits.dtype.type(1)  # a fresh array or the dying logits
     return loss, backprop
 
 

@@ -28,6 +28,25 @@ TensorArrays key their state by it.
 
 Rules: kernels never modify their inputs in place (values are shared between
 consumers and with variables), and raise `flowlab.errors` classes for bad input.
+
+The one exception is buffer forwarding (TensorFlow's
+`forward_input_or_allocate_output`).  A kernel registered with `forward=(i, ...)`
+names the inputs whose buffer could hold one of its outputs.  When compiling the
+straight-line function of a step, the plan (flowlab.runtime.forwarding) gives such a
+node a context whose `ctx.forwardable` lists those of the positions whose value dies
+at this op: read by no later op, not fetched, not fed, not a variable or a constant,
+not passed twice.  `ctx.forwardable` is empty everywhere else (the dataflow executor,
+traced steps, ops run one by one).  At run time the kernel must additionally call
+`can_forward(x)` -- directly, on its own parameter, because it counts references --
+which accepts only a writeable NumPy array owning its data that nothing but the
+step's slot holds (no alias, view, fetch or feed); and the kernel itself checks that
+the output has the input's shape and dtype.  Only then may it write into `x`:
+
+    @kernel("AddV2", forward=(0, 1))
+    def add_v2(ctx, x, y):
+        if ctx.forwardable and 0 in ctx.forwardable and can_forward(x) and fits(y, x):
+            return np.add(x, y, out=x)
+        return x + y
 Placement reads `supported_device_types(op_type)` to know where an op can run;
 `host_memory_indices(kdef, op)` turns a kernel's `host_memory` argument names into
 input and output positions (flowlab.runtime.memory_types).
@@ -35,10 +54,13 @@ input and output positions (flowlab.runtime.memory_types).
 
 from __future__ import annotations
 
+import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 
 class _Dead:
@@ -80,6 +102,8 @@ class KernelDef:
     # Relative cost hint for the executor: True for kernels worth a pool thread.
     expensive: bool = False
     defined_at: str = ""
+    # Input positions whose buffer may hold the output (see "buffer forwarding").
+    forward: tuple[int, ...] = ()
 
 
 _KERNELS: dict[tuple[str, str], KernelDef] = {}
@@ -92,8 +116,10 @@ def kernel(
     asynchronous: bool = False,
     host_memory: tuple[str, ...] = (),
     expensive: bool = False,
+    forward: tuple[int, ...] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register the decorated function as the kernel of `op_type` on `devices`."""
+    """Register the decorated function as the kernel of `op_type` on `devices`
+    (`forward`: the inputs it can write its output into, see the module docstring)."""
     if isinstance(devices, str):
         devices = (devices,)
 
@@ -108,7 +134,8 @@ def kernel(
                     f"(first at {_KERNELS[key].defined_at})."
                 )
             _KERNELS[key] = KernelDef(
-                op_type, dev, fn, step or asynchronous, asynchronous, host_memory, expensive, where
+                op_type, dev, fn, step or asynchronous, asynchronous, host_memory, expensive, where,
+                tuple(forward),
             )
         return fn
 
@@ -172,3 +199,54 @@ def frame_of(step: Any) -> tuple[str, int]:
     """`(frame_id, iteration)` of the invocation that received `step`; `("", 0)` in
     the root frame (outside every loop)."""
     return getattr(step, "frame_id", ""), getattr(step, "iteration", 0)
+
+
+def can_forward(x: Any) -> bool:
+    """Whether a kernel may write its output into its input `x`, which the plan
+    declared forwardable (`ctx.forwardable`): `x` is a writeable NumPy array (not 0-d:
+    those flow as NumPy scalars) that owns its data and that nothing holds but the step's slot and this call -- not an alias
+    (an Identity's output still alive, a view's base, a fetched or fed value, a
+    variable's or a constant's storage, the same value passed twice).  Call it from
+    the kernel itself, on the kernel's own parameter: it counts references, and
+    `_ALONE` is the count of a value held by exactly that chain."""
+    return (type(x) is np.ndarray and x.base is None and x.ndim > 0 and x.flags.writeable
+            and sys.getrefcount(x) <= _ALONE)
+
+
+def fits(y: Any, x: Any) -> bool:
+    """Whether `y` broadcasts to `x`'s shape without growing it and has its dtype, so
+    that an elementwise result of the two has `x`'s shape and dtype."""
+    if y.dtype != x.dtype:
+        return False
+    ys, xs = y.shape, x.shape
+    if ys == xs or not ys:
+        return True
+    k = len(xs) - len(ys)
+    if k < 0:
+        return False
+    for i, d in enumerate(ys):
+        if d != 1 and d != xs[k + i]:
+            return False
+    return True
+
+
+def _count_alone() -> int:
+    """The reference count `can_forward` sees for a value held by one local of a
+    generated straight-line function and passed to a kernel: measured by running that
+    very chain once (a Python version may count differently)."""
+    seen: list[int] = []
+
+    def probe_kernel(ctx: Any, x: Any) -> None:
+        seen.append(_probe_count(x))
+
+    ns: dict[str, Any] = {"k0": probe_kernel, "np": np}
+    exec(compile("def _step(c0):\n    s0 = np.empty(4)\n    k0(c0, s0)\n", "<forwarding probe>", "exec"), ns)
+    ns["_step"](None)
+    return seen[0]
+
+
+def _probe_count(x: Any) -> int:
+    return sys.getrefcount(x)
+
+
+_ALONE = _count_alone()

@@ -1,0 +1,186 @@
+"""The straight-line function of a plan: one generated line per op (flowlab.runtime.plan).
+
+`generate_straight_line(plan)` compiles a plan without control flow (and with at most
+one asynchronous kernel) into a Python function `_step(step, feeds)` with one line
+per op in a fixed topological order (the approach of torch.fx's code generation):
+`s7 = k5(c5, s6, s4.read())` calls node 5's kernel with its context and its input
+slots, which are the function's local variables.  Constants are bound as values, an
+Identity becomes a second name for its input, a NoOp without inputs no line at all.
+Because the order is fixed, the generator knows where each value is read for the last
+time: it deletes the name there and lets the kernels that can write their output into
+such a dying input do so (buffer forwarding, flowlab.runtime.forwarding).
+
+With `traced=True` it generates the recording twin instead (`TracedLine`): every op
+keeps its kernel call and its outputs, a clock read goes between two ops, and nothing
+is deleted or forwarded, so that a trace describes the step as the untraced function
+runs it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+from flowlab.kernels.core_kernels import identity as _identity_fn
+from flowlab.kernels.core_kernels import no_op as _no_op_fn
+from flowlab.runtime import forwarding
+from flowlab.runtime.plan import (
+    OutputShape,
+    Plan,
+    PlanNode,
+    TracedLine,
+    await_async,
+    const_value,
+    fed_fetch_value,
+    fetch_value,
+)
+
+_plan_ids = itertools.count()
+
+
+def generate_straight_line(plan: Plan, traced: bool = False) -> None:
+    """Compile `plan` into one Python function with a line per op (`plan.straight_line`);
+    with `traced`, its recording twin instead (`plan.traced`, see `TracedLine`)."""
+    lines = ["def _tstep(step, feeds, t, _c=_c):" if traced else "def _step(step, feeds):"]
+    ns: dict[str, Any] = {"_fv": fetch_value, "_c": time.perf_counter_ns, "_sd": OutputShape.of}
+    line_to_node: dict[int, int] = {}  # line -> node index (traced: position in order)
+    out_names: list[str] = []
+    out_start: list[int] = []
+    if plan.feed_slots:
+        lhs = ", ".join(f"s{s}" for s in plan.feed_slots)
+        lines.append(f"    {lhs}, = feeds")
+        # The traced function is driven by an Execution, which moved the feeds already.
+        for j, move in enumerate(() if traced else plan.feed_to_device or ()):
+            if move is not None:
+                ns[f"_fh{j}"] = move
+                lines.append(f"    s{plan.feed_slots[j]} = _fh{j}(s{plan.feed_slots[j]})")
+    ns["_aw"] = await_async
+    # Both functions run the ops in one order (a trace shows the step as it runs
+    # untraced).  Not the dataflow executor's first-in-first-out order: on the mlp_train
+    # step that order (all sources first, then layer by layer) cost 2-3% more.
+    order = _line_order(plan.nodes)
+    # Untraced, a slot is deleted after its last reader and dying inputs may be
+    # forwarded (flowlab.runtime.forwarding); the traced function keeps every output.
+    dying = [[] for _ in order] if traced else forwarding.last_reads(order, plan.fetch_slots)
+    forward = {} if traced else forwarding.forwardable(order, dying, plan.feed_slots, plan.fetch_slots)
+    for k, node in enumerate(order):
+        i = node.index
+        key = k if traced else i
+        out_start.append(len(out_names))
+        if traced:
+            lines.append(f"    t[{k}] = _c()")
+        if node.constants is not None:
+            # A folded op: its stored values, bound once like a Const's.
+            for j, slot in enumerate(node.outputs):
+                ns[f"K{i}_{j}"] = node.constants[j]
+                out_names.append(f"s{slot}" if slot >= 0 else f"K{i}_{j}")
+                if slot >= 0:
+                    lines.append(f"    s{slot} = K{i}_{j}")
+                    line_to_node[len(lines)] = key
+            continue
+        if node.op.type == "Const" and node.outputs[0] >= 0:
+            # A constant is a value of the generated function, not a call per step.
+            ns[f"K{i}"] = const_value(node.op.get_attr("value"))
+            lines.append(f"    s{node.outputs[0]} = K{i}")
+            line_to_node[len(lines)] = key
+            out_names.append(f"s{node.outputs[0]}")
+            continue
+        if not traced and node.kernel.fn is _no_op_fn and not node.inputs:
+            continue  # computes nothing: its place in the order is all it means
+        if (not traced and node.kernel.fn is _identity_fn and len(node.inputs) == 1
+                and node.outputs[0] >= 0):
+            # An Identity passes its value on: a name for it, not a kernel call.
+            slot, read = node.inputs[0]
+            lines.append(f"    s{node.outputs[0]} = s{slot}{'.read()' if read else ''}")
+            line_to_node[len(lines)] = key
+            _delete(lines, dying[k])
+            continue
+        ns[f"k{i}"] = node.kernel.fn
+        ns[f"c{i}"] = node.ctx if i not in forward else node.ctx.forwarding(forward[i])
+        args = [f"c{i}"]
+        if node.kernel.needs_step and not node.kernel.asynchronous:
+            args.append("step")
+        args.extend(f"s{slot}.read()" if read else f"s{slot}" for slot, read in node.inputs)
+        if node.kernel.asynchronous:
+            call = f"_aw(step, k{i}, {', '.join(args)})"
+        else:
+            call = f"k{i}({', '.join(args)})"
+        # Traced, an output nobody reads still gets a name: the trace describes it.
+        names = [f"s{s}" if s >= 0 else f"u{i}_{j}" if traced else "_" for j, s in enumerate(node.outputs)]
+        out_names.extend(names)
+        if node.num_outputs == 0 or (not traced and all(s < 0 for s in node.outputs)):
+            stmt = call
+        elif node.single_output:
+            stmt = f"{names[0]} = {call}"
+        else:
+            stmt = f"{', '.join(names)}, = {call}"
+        lines.append(f"    {stmt}")
+        line_to_node[len(lines)] = key
+        _delete(lines, dying[k])
+        if traced:
+            # An output nobody reads is kept as its description only: it is freed at
+            # once, as in the untraced function (a 400 KB gradient in mlp_train).
+            for j, s in enumerate(node.outputs):
+                if s < 0 and node.num_outputs:
+                    lines.append(f"    u{i}_{j} = _sd(u{i}_{j})")
+    out_start.append(len(out_names))
+    if traced:
+        lines.append(f"    t[{len(order)}] = _c()")
+    rets = []
+    fed_slots = set(plan.feed_slots)
+    ns["_ffv"] = fed_fetch_value
+    for slot, ref in zip(plan.fetch_slots, plan.fetch_refs):
+        if slot in fed_slots:
+            rets.append(f"_ffv(s{slot})")
+        else:
+            rets.append(f"_fv(s{slot}.read())" if ref else f"_fv(s{slot})")
+    if traced:
+        outs = f"({', '.join(out_names)},)" if out_names else "()"
+        lines.append(f"    return [{', '.join(rets)}], {outs}")
+    else:
+        lines.append(f"    return [{', '.join(rets)}]")
+    source = "\n".join(lines) + "\n"
+    filename = f"<flowlab {'traced ' if traced else ''}plan {next(_plan_ids)}>"
+    code = compile(source, filename, "exec")
+    exec(code, ns)
+    fn = ns["_tstep" if traced else "_step"]
+    if traced:
+        plan.traced = TracedLine(fn, fn.__code__, order, out_start, out_names, line_to_node, source)
+        return
+    plan.straight_line = fn
+    plan.code = fn.__code__
+    plan.line_to_node = line_to_node
+    plan.source = source
+
+
+def _delete(lines: list[str], slots: list[int]) -> None:
+    """Drop the straight-line function's names of values read for the last time."""
+    if slots:
+        lines.append(f"    del {', '.join(f's{s}' for s in slots)}")
+
+
+def _line_order(nodes: list[PlanNode]) -> list[PlanNode]:
+    """The straight-line functions' order: constants that wait for nothing first (a
+    line each, free; placed first as the dataflow executor does, so that a trace's
+    critical path does not run through them), then `_async_last_order`."""
+    first = [n for n in nodes if not n.deps and (n.constants is not None or n.op.type == "Const")]
+    if not first:
+        return _async_last_order(nodes)
+    hoisted = {n.index for n in first}
+    return first + _async_last_order([n for n in nodes if n.index not in hoisted])
+
+
+def _async_last_order(nodes: list[PlanNode]) -> list[PlanNode]:
+    """A topological order that runs the (single) asynchronous node as late as possible:
+    everything that does not depend on it first.  Then nothing that could unblock it
+    (an enqueue, a close) is still waiting behind it when it blocks, so waiting in line
+    is as live as the dataflow executor."""
+    waits = [n for n in nodes if n.kernel.asynchronous]
+    if not waits:
+        return nodes
+    after = {waits[0].index}
+    for n in nodes:  # nodes are in topological order
+        if any(d in after for d in n.deps):
+            after.add(n.index)
+    return [n for n in nodes if n.index not in after] + [n for n in nodes if n.index in after]
