@@ -51,9 +51,14 @@ def depthwise_conv2d_native(ctx: Any, x: Any, f: Any) -> Any:
     f = f.astype(ct, copy=False)
     m = f.shape[3]
     oh, ow = geo.out
-    y = xp.zeros((n, oh, ow, c, m), dtype=ct)
-    for i, j in geo.taps():
-        y += geo.tap(xpad, i, j)[..., None] * f[i, j]
+    # The first tap writes the sum, the others multiply into one reused buffer and add:
+    # two passes over the output per tap, no allocation per tap.
+    taps = geo.taps()
+    y = xp.multiply(geo.tap(xpad, *taps[0])[..., None], f[taps[0]])
+    tmp = xp.empty_like(y)
+    for i, j in taps[1:]:
+        xp.multiply(geo.tap(xpad, i, j)[..., None], f[i, j], out=tmp)
+        y += tmp
     return _finish(xp, y.reshape(n, oh, ow, c * m), dtype, geo.nchw)
 
 
@@ -79,7 +84,11 @@ def depthwise_conv2d_native_backprop_input(ctx: Any, sizes: Any, f: Any, dy: Any
     _check_dy(geo, dyn, n, c, m)
     dy5 = dyn.reshape(n, geo.out[0], geo.out[1], c, m)
     f = f.astype(ct, copy=False)
-    dx = geo.scatter(xp, lambda i, j: (dy5 * f[i, j]).sum(axis=-1), nhwc_shape, ct)
+    if m == 1:  # no sum over the multiplier: one product per tap
+        dy4, f3 = dy5[..., 0], f[..., 0]
+        dx = geo.scatter(xp, lambda i, j: dy4 * f3[i, j], nhwc_shape, ct)
+    else:
+        dx = geo.scatter(xp, lambda i, j: xp.einsum("nhwcm,cm->nhwc", dy5, f[i, j]), nhwc_shape, ct)
     return _finish(xp, dx, dtype, geo.nchw)
 
 
