@@ -5,6 +5,7 @@ from flowlab.kernels import (
     check_kernels,
     checkpoint_kernels,
     control_flow_kernels,
+    conv3d_kernels,
     conv_kernels,
     core_kernels,
     depthwise_kernels,

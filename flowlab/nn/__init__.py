@@ -10,6 +10,7 @@ from flowlab.nn import rnn_cell  # noqa: E402  (`tf.nn.rnn_cell.BasicLSTMCell`, 
 from flowlab.nn.raw_rnn import *  # noqa: F401,F403,E402  (raw_rnn)
 from flowlab.nn.rnn import *  # noqa: F401,F403,E402  (static_rnn, dynamic_rnn)
 from flowlab.ops.batch_norm import *  # noqa: F401,F403,E402  (fused_batch_norm)
+from flowlab.ops.conv3d_ops import *  # noqa: F401,F403,E402  (conv3d)
 from flowlab.ops.conv_ops import *  # noqa: F401,F403,E402  (registers conv kernels and gradients)
 from flowlab.ops.convolution_ops import *  # noqa: F401,F403,E402  (convolution, atrous_conv2d, pool)
 from flowlab.ops.depthwise_conv_ops import *  # noqa: F401,F403,E402  (depthwise_conv2d, separable_conv2d)
