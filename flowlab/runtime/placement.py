@@ -8,8 +8,10 @@ in every step whatever the step fetches (a variable with no request whose users 
 it elsewhere goes where they ask, in its initializer's step too), and the greedy
 strategy never moves state between steps.  When the graph grows, the new version is
 placed again, but ops holding state (`is_stateful`) keep the device an earlier
-version gave them while it is still a candidate, as TensorFlow's
-`GraphExecutionState` restores its stateful placements.  A group no device can take
+version gave them, as TensorFlow's `GraphExecutionState` restores its stateful
+placements: that device is merged into their group first, so an op added later that
+asks for another device in the group is TensorFlow's colocation error (ignored under
+`allow_soft_placement`), never a move of the state.  A group no device can take
 is not an error until a step runs one of its ops (TensorFlow fails every step of
 such a graph; here only the steps that need it).  `optimize_and_place` is the
 session's stage that optimizes a pruned step (`flowlab.runtime.optimize`) and places
@@ -373,24 +375,35 @@ def _merge_requests(
     """The merged request of a group and the op whose request came first.  Ops that
     joined through a reference edge are merged last and yield on conflict.  `kept`
     (op name -> device) are the devices an earlier placement gave stateful ops: they
-    merge after the ops' own requests and before the reference edges' (so a new
-    reference user's request yields to where the state already lives), and yield
-    themselves to a conflicting explicit request."""
+    merge first and never yield, as TensorFlow restores its stateful placements as
+    assigned devices (the state lives there): a new explicit request that disagrees
+    is TensorFlow's colocation error, or is ignored under soft placement."""
     spec = DeviceSpec()
     owner: Operation | None = None
     kept = kept or {}
-    entries = [(op, op.device, False) for op in members if op.name not in lenient]
-    entries += [(op, kept[op.name], True) for op in members if op.name in kept]
+    entries = [(op, kept[op.name], True) for op in members if op.name in kept]
+    entries += [(op, op.device, False) for op in members if op.name not in lenient]
     entries += [(op, op.device, False) for op in members if op.name in lenient]
+    pinned = bool(entries) and entries[0][2]
     for op, device, is_kept in entries:
         if not device:
             continue
         req = DeviceSpec.from_string(device)
         if not spec.is_compatible_with(req):
             assert owner is not None
-            if is_kept:
-                notes[op.name] = f"moved from {req}: '{owner.name}' requests {spec}"
+            if is_kept:  # two stateful ops of one group kept apart: the first one's wins
+                notes[op.name] = f"moved from {req}: '{owner.name}' lives on {spec}"
                 continue
+            if pinned and op.name not in lenient:
+                if soft:
+                    notes[op.name] = f"soft placement ignored its request {req}: '{owner.name}' lives on {spec}"
+                    continue
+                raise errors.InvalidArgumentError(
+                    None, op,
+                    f"Cannot colocate nodes '{op.name}' and '{owner.name}': {_merge_conflict(spec, req)}. "
+                    f"'{owner.name}' holds state placed on {spec} by an earlier run and '{op.name}', added "
+                    f"since, requests {req}; drop the request or use allow_soft_placement=True.",
+                )
             if op.name in lenient:
                 notes[op.name] = (
                     f"ignoring its request {req}: a reference input ties it to '{owner.name}', "

@@ -413,7 +413,7 @@ def test_loss_on_cpu0_variables_on_cpu1_to_3_trained_with_momentum(tf1):
             losses = [s.run([train, loss])[1] for _ in range(6)]
             _, placed = _run_placed(tf, s, train)
             return losses, s.run(ws), s.run(gs), {k: v for k, v in placed.items()
-                                                  if k.startswith(("w1", "w2", "w3", "Momentum/update"))}
+                                                  if k.startswith(("w1", "w2", "w3", "Momentum/update_"))}
 
     same_results(tf1, towers, rtol=1e-4)
 
@@ -509,3 +509,44 @@ def test_grown_graph_placement_is_what_a_fresh_session_gives_for_stateless_ops(t
         return vals, [placed[n] for n in "abc"]
 
     same_results(tf1, grown)
+
+
+def _grow_against_the_variable(tf: Any, soft: bool) -> Any:
+    """v is placed (on CPU:0) by a first run; an op added later in v's colocation group
+    asks for /cpu:2.  A fresh placement would move v there; TensorFlow keeps the
+    stateful placement (v's value lives on CPU:0)."""
+    v = tf.Variable(np.array([1.0, 2.0], np.float32), name="v")
+    with tf.Session(config=_config(tf, allow_soft_placement=soft)) as s:
+        s.run(v.initializer)
+        s.run(tf.assign_add(v, [1.0, 1.0]))
+        with tf.colocate_with(v):
+            with tf.device("/cpu:2"):
+                r = tf.multiply(v, 3.0, name="r")
+        vals, placed = _run_placed(tf, s, r)
+        return vals, r.device, placed["v"], placed["r"]
+
+
+def test_grown_graph_cannot_pull_a_placed_variable_elsewhere(tf1):
+    tf_err, fl_err = same_error(tf1, lambda tf: _grow_against_the_variable(tf, False), "Cannot colocate nodes")
+    want = ("Cannot merge devices with incompatible ids: '/job:localhost/replica:0/task:0/device:CPU:0' "
+            "and '/device:CPU:2'")
+    assert want in str(tf_err) and want in str(fl_err)
+    assert "r/y" in str(fl_err) and "'v'" in str(fl_err)
+
+
+def test_grown_graph_under_soft_placement_keeps_the_variable_and_its_value(tf1):
+    same_results(tf1, lambda tf: _grow_against_the_variable(tf, True))
+
+
+def test_fresh_session_on_the_grown_graph_places_the_variable_where_asked(tf1):
+    def fresh(tf):
+        v = tf.Variable(np.array([1.0, 2.0], np.float32), name="v")
+        with tf.colocate_with(v):
+            with tf.device("/cpu:2"):
+                r = tf.multiply(v, 3.0, name="r")
+        with tf.Session(config=_config(tf)) as s:
+            s.run(v.initializer)
+            vals, placed = _run_placed(tf, s, r)
+        return vals, placed["v"], placed["r"]
+
+    same_results(tf1, fresh)
