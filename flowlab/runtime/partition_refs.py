@@ -20,7 +20,10 @@ Partitioning keeps that rule across devices by moving the variable itself (its
 * the `_Send` of such a tensor takes its input by reference (`by_reference`), so the
   plan hands the kernel the `VariableState`, and its `_Recv` declares a ref output
   (`<T>_ref`): every consumer on the receiving device reads the variable when it
-  runs, and a receiving Identity becomes an alias as on one device.
+  runs, and a receiving Identity becomes an alias as on one device.  An Enter over
+  such a Recv (a read made outside a loop, used inside it on another device) forwards
+  the variable into the frame (`Refs.enter`), as TensorFlow's Enter forwards the
+  buffer, so each iteration reads it when it runs.
 
 What a GraphDef shows is TensorFlow's partition graph: the Send's input is `v/read`,
 `T` and `tensor_type` are the base dtype (the ref-ness is in the op's declaration and
@@ -82,3 +85,18 @@ class Refs:
         op._op_def = IDENTITY_OF_REF
         t._dtype = t.dtype._as_ref()
         return True
+
+    def enter(self, op: Operation) -> None:
+        """An Enter clone over a shared read received from another device forwards the
+        variable into its frame (TensorFlow's Enter forwards the buffer), so each
+        iteration's readers see the variable as of when they run."""
+        if op.type != "Enter" or len(op._inputs) != 1:
+            return
+        src = op._inputs[0]
+        if not (src.dtype.is_ref_dtype and src.op.type in ("_Recv", "_HostRecv") and id(src.op) in self.owned):
+            return
+        od = op._op_def
+        op._op_def = replace(
+            od, inputs=[replace(od.inputs[0], is_ref=True)], outputs=[replace(od.outputs[0], is_ref=True)]
+        )
+        op._outputs[0]._dtype = op._outputs[0].dtype._as_ref()
