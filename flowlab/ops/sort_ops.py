@@ -29,8 +29,18 @@ from flowlab.ops.op_def import op_def
 __all__ = ["sort", "argsort", "roll", "bincount", "searchsorted", "histogram_fixed_width"]
 
 
-def _same(op: Operation) -> list[Any]:
-    return [op.inputs[0].shape]
+def _roll_shape(op: Operation) -> list[Any]:
+    s = op.inputs[0].shape
+    if s.ndims == 0:
+        raise ValueError("Shape must be at least rank 1 but is rank 0")
+    for t in op.inputs[1:]:
+        if t.shape.ndims is not None and t.shape.ndims > 1:
+            raise ValueError(f"Shape must be at most rank 1 but is rank {t.shape.ndims}")
+    a, b = op.inputs[1].shape.as_tuple(), op.inputs[2].shape.as_tuple()
+    if a is not None and b is not None and len(a) == len(b) == 1 and None not in (a[0], b[0]) and a[0] != b[0]:
+        raise ValueError(f"Dimension 0 in both shapes must be equal, but are {a[0]} and {b[0]}. Shapes are "
+                         f"[{a[0]}] and [{b[0]}].")
+    return [s]
 
 
 def _bincount_shape(op: Operation) -> list[Any]:
@@ -58,7 +68,7 @@ def _histogram_shape(op: Operation) -> list[Any]:
 
 
 op_def("Roll", inputs=["input: T", "shift: Tshift", "axis: Taxis"], outputs=["output: T"],
-       attrs=["T: all", "Tshift: {int32, int64}", "Taxis: {int32, int64}"], shape_fn=_same)
+       attrs=["T: all", "Tshift: {int32, int64}", "Taxis: {int32, int64}"], shape_fn=_roll_shape)
 op_def("DenseBincount", inputs=["input: Tidx", "size: Tidx", "weights: T"], outputs=["output: T"],
        attrs=["Tidx: {int32, int64}", "T: {int32, int64, float32, float64}", "binary_output: bool = false"],
        shape_fn=_bincount_shape)

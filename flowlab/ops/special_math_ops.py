@@ -29,10 +29,11 @@ from flowlab.ops.gradient_registry import gradient, not_differentiable
 from flowlab.ops.math_defs import FLOAT, FLOAT_C, NUMERIC, _binary, _reduction, _scan, _unary
 from flowlab.ops.math_grad import _kept_shape, unbroadcast
 from flowlab.ops.op_def import op_def
+from flowlab.ops.sort_ops import bincount  # tf.math.bincount
 
 __all__ = ["asinh", "acosh", "atanh", "erfc", "rint", "xlogy", "xdivy", "xlog1py",
            "divide_no_nan", "div_no_nan", "multiply_no_nan", "reduce_variance", "reduce_std",
-           "reduce_euclidean_norm", "cumulative_logsumexp", "polyval", *_gamma_all]
+           "reduce_euclidean_norm", "cumulative_logsumexp", "polyval", "bincount", *_gamma_all]
 
 for _name in ("Asinh", "Acosh", "Atanh"):
     _unary(_name, FLOAT_C)
