@@ -222,3 +222,18 @@ def test_depthwise_runtime_errors(tf1: Any, case: str) -> None:
         with tf.Session() as sess:
             return sess.run(y, {p: np.ones((1, 4, 4, 2 if case == "depth" else 3), np.float32)})
     same_error(tf1, prog, None if case == "depth" else "only supports equal length strides")
+
+
+def test_one_d_convolution_and_pool_match_tensorflow(tf1: Any) -> None:
+    def run(tf: Any) -> Any:
+        rng = np.random.RandomState(9)
+        x = tf.constant(rng.randn(2, 9, 3).astype(np.float32), name="x")
+        k = tf.constant(rng.randn(3, 3, 4).astype(np.float32), name="k")
+        ys = [tf.nn.convolution(x, k, "SAME", strides=[2]), tf.nn.convolution(x, k, "VALID"),
+              tf.nn.pool(x, [2], "MAX", "VALID", strides=[2]), tf.nn.pool(x, [3], "AVG", "SAME")]
+        grads = tf.gradients(tf.add_n([tf.reduce_sum(tf.sin(y)) for y in ys]), [x, k])
+        names = sorted((op.name, op.type, tuple(i.name for i in op.inputs))
+                       for op in tf.get_default_graph().get_operations() if not op.name.startswith("gradients"))
+        with tf.Session() as sess:
+            return sess.run(ys + grads), names
+    same_results(tf1, run, rtol=1e-5, atol=1e-5)
