@@ -9,6 +9,8 @@ import functools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import flowlab as fl
 from flowlab.debug import Stepper
@@ -258,7 +260,33 @@ def test_stepper_runs_the_shared_read_partition_by_partition():
         (out,), _ = update_then_read_elsewhere(fl)
         with fl.Session(graph=g, config=four_cpus()) as s:
             s.run(fl.global_variables_initializer())
-            st = Stepper(s, out, stop_on_nan_or_inf=True)
-            assert st.partitioned
-            assert st.result() == 12.0
+            stepper = Stepper(s, out, stop_on_nan_or_inf=True)
+            assert stepper.partitioned
+            assert stepper.result() == 12.0
             assert s.run(out) == 18.0
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3)), min_size=1, max_size=6), st.integers(0, 3))
+def test_reads_chained_with_updates_over_random_devices_see_every_earlier_update(steps, var_device):
+    # A chain of updates and reads ordered by control edges, each read on a random
+    # CPU: each read sees exactly the updates before it, as on one device.
+    g = fl.Graph()
+    with g.as_default():
+        with fl.device(f"/cpu:{var_device}"):
+            v = fl.Variable(np.zeros(2, np.float32), name="v")
+        r = v.value()
+        last, reads, expected, total = [], [], [], 0.0
+        for k, (update, dev) in enumerate(steps):
+            with fl.control_dependencies(last):
+                if update:
+                    last = [fl.assign_add(v, fl.constant([float(k + 1)] * 2))]
+                    total += k + 1
+                    continue
+                with fl.device(f"/cpu:{dev}"):
+                    reads.append(fl.reduce_sum(r) * 1.0)
+                last = [reads[-1]]
+                expected.append(2.0 * total)
+        with fl.Session(graph=g, config=four_cpus()) as s:
+            s.run(v.initializer)
+            assert s.run(reads) == expected
