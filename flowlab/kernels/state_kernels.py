@@ -7,6 +7,13 @@ until the session is closed.  The update kernels receive that state object for t
 `step.write_var`, which keeps the old value for rollback; they never modify the
 stored array in place, so a read taken earlier in a step stays a stable snapshot.
 With `use_locking` the whole read-modify-write happens under the variable's lock.
+
+The scatter updates are written over `ctx.xp` and registered for CPU and GPU, their
+indices and updates in device memory as in TensorFlow's GPU kernels.  `scatter_at`
+is their in-place "ufunc.at": NumPy's on a CPU; on a GPU the module's own scatter
+(CuPy 13's `ufunc.at`, or `cupyx.scatter_*`) where it has one for the op and dtype,
+else `occurrence_rounds` (one vectorized update per round of distinct indices), so a
+repeated index always applies its updates in order, as on the CPU.
 """
 
 from __future__ import annotations
