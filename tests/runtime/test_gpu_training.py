@@ -20,13 +20,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import flowlab as fl
 import flowlab.runtime.session as session_mod
 from flowlab import errors
 from flowlab.kernels import registry
 from flowlab.kernels.resources import VariableState
-from flowlab.kernels.state_kernels import occurrence_rounds
+from flowlab.kernels.state_kernels import occurrence_rounds, scatter_at
 from flowlab.runtime import gpu
 from flowlab.runtime.device import local_devices
 from flowlab.runtime.plan import NodeContext
@@ -332,3 +334,23 @@ def test_scatter_nd_op_with_bool_updates_on_the_gpu() -> None:
     idx, upd = dev.from_host(np.array([[0], [2], [0]], np.int32)), dev.from_host(np.array([True, False, True]))
     got = kdef.fn(NodeContext(out.op, dev, 0), idx, upd, np.array([4], np.int32))
     np.testing.assert_array_equal(dev.to_host(got), [True, False, False, False])
+
+
+@settings(max_examples=60, deadline=None)
+@given(idx=st.lists(st.integers(0, 5), min_size=0, max_size=12),
+       how=st.sampled_from(["update", "add", "sub", "mul", "div", "min", "max"]),
+       dtype=st.sampled_from([np.float32, np.float64, np.int32, np.int64]),
+       old_cupy=st.booleans())
+def test_scatter_at_on_a_gpu_equals_numpys_ufunc_at(idx: list[int], how: str, dtype: Any, old_cupy: bool) -> None:
+    """Any index list (repeats, empty): the GPU path of `scatter_at` (module scatter or
+    rounds) gives NumPy's `ufunc.at` result (ScatterDiv's truncation for integers)."""
+    dev = fake_gpu_device(old_cupy=old_cupy)
+    rs = np.random.RandomState(len(idx))
+    base = (rs.randint(1, 9, (6, 2)) * (1 if how != "div" else 8)).astype(dtype)
+    upd = rs.randint(1, 4, (len(idx), 2)).astype(dtype)
+    want = base.copy()
+    flat = np.array(idx, np.int32)
+    scatter_at(np, None, how, want, flat, upd)
+    got = dev.from_host(base)
+    scatter_at(dev.xp, dev.xpx, how, got, dev.from_host(flat), dev.from_host(upd))
+    np.testing.assert_array_equal(dev.to_host(got), want)
