@@ -295,7 +295,7 @@ def matrix_diag_v3(ctx: Any, diagonal: Any, k: Any, num_rows: Any, num_cols: Any
     if rows < min_rows or cols < min_cols or (rows != min_rows and cols != min_cols):
         raise InvalidArgumentError(None, None, f"The number of rows or columns is not consistent with the specified "
                                    f"d_lower, d_upper, and diagonal. num_rows {rows} num_cols {cols}")
-    i, j, r, c, _ = diag_index(lo, hi, ctx.attrs["align"], rows, cols)
+    i, j, r, c = (xp.asarray(v) for v in diag_index(lo, hi, ctx.attrs["align"], rows, cols)[:4])
     out = xp.full(diags.shape[:-2] + (rows, cols), pad, dtype=diagonal.dtype)
     out[..., i, j] = diags[..., r, c]
     return out
@@ -312,6 +312,7 @@ def matrix_diag_part_v3(ctx: Any, x: Any, k: Any, pad: Any) -> Any:
         raise InvalidArgumentError(None, None, f"Diagonal out of bounds: k = ({lo}, {hi}) for a {rows}x{cols} "
                                    "matrix")
     i, j, r, c, max_len = diag_index(lo, hi, ctx.attrs["align"], rows, cols)
+    i, j, r, c = (xp.asarray(v) for v in (i, j, r, c))
     out = xp.full(x.shape[:-2] + (hi - lo + 1, max_len), pad, dtype=x.dtype)
     out[..., r, c] = x[..., i, j]
     return out[..., 0, :] if lo == hi else out
@@ -322,6 +323,7 @@ def matrix_set_diag_v3(ctx: Any, x: Any, diagonal: Any, k: Any) -> Any:
     lo, hi = _k(k)
     rows, cols = x.shape[-2:]
     i, j, r, c, max_len = diag_index(lo, hi, ctx.attrs["align"], rows, cols)
+    i, j, r, c = (ctx.xp.asarray(v) for v in (i, j, r, c))
     diags = diagonal if lo != hi else diagonal[..., None, :]
     want = x.shape[:-2] + (hi - lo + 1, max_len)
     if diags.shape != want:
