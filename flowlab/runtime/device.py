@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from flowlab import errors
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.kernels import host_allocator
 from flowlab.kernels.resources import ResourceManager, VariableState
@@ -124,7 +125,10 @@ def local_devices(device_count: dict[str, int] | None = None, job: str = "localh
     """The devices of one in-process task: `device_count["CPU"]` virtual CPUs, then
     the GPUs CuPy finds (at most `device_count["GPU"]`; 0 hides them)."""
     count = dict(device_count or {})
-    n_cpu = max(1, int(count.get("CPU", 1)))
+    n_cpu = int(count.get("CPU", 1))
+    if n_cpu < 1:
+        # TensorFlow's session creation fails the same way (its CPU device is never optional).
+        raise errors.NotFoundError(None, None, "No CPU devices are available in this process")
     # The CPU kernels' step temporaries are reused from the heap instead of being
     # page-faulted in on every step (see host_allocator); once per process.
     host_allocator.tune()

@@ -718,3 +718,67 @@ def test_partition_graphs_read_as_graph_defs(tf1):
         return sorted((n.op, n.device) for pg in md.partition_graphs for n in pg.node if n.op in ("_Send", "_Recv"))
 
     same_results(tf1, protos)
+
+
+# --- devices and the placement log ------------------------------------------------------------------
+@pytest.mark.parametrize("count", [{"CPU": 4}, {"CPU": 2, "GPU": 0}, {"CPU": 1, "GPU": 2}, {}])
+def test_list_devices_fields(tf1, count):
+    def devices(tf):
+        with tf.Session(config=tf.ConfigProto(device_count=count)) as s:
+            ds = s.list_devices()
+            return [(d.name, d.device_type, d.memory_limit_bytes, type(d.incarnation).__name__) for d in ds]
+
+    same_results(tf1, devices)
+
+
+def test_no_cpu_device_is_not_found(tf1):
+    def none(tf):
+        with tf.Session(config=tf.ConfigProto(device_count={"CPU": 0})) as s:
+            return s.list_devices()
+
+    same_error(tf1, none, "No CPU devices are available in this process")
+
+
+# TensorFlow 2.21's stdout for `_log_program` below (printf from its placer, recorded once:
+# capturing a C-level printf in-process is unreliable).  Generators (no inputs) come last.
+_TF_LOG = f"""\
+w: (VariableV2): {CPU}1
+w/Assign: (Assign): {CPU}1
+w/read: (Identity): {CPU}1
+h: (MatMul): {CPU}2
+Square: (Square): {CPU}2
+loss: (Mean): {CPU}2
+enq: (QueueEnqueueV2): {CPU}0
+sh: (Shape): {CPU}3
+n: (Size): {CPU}3
+x: (Placeholder): {CPU}0
+w/initial_value: (Const): {CPU}1
+Const: (Const): {CPU}2
+q: (FIFOQueueV2): {CPU}0
+--""".splitlines()
+
+
+def _log_program(tf: Any) -> Any:
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    with tf.device("/cpu:1"):
+        w = tf.get_variable("w", initializer=np.ones((2, 2), np.float32))
+    with tf.device("/cpu:2"):
+        h = tf.matmul(x, w, name="h")
+        loss = tf.reduce_mean(tf.square(h), name="loss")
+    q = tf.FIFOQueue(3, tf.float32, name="q")
+    enq = q.enqueue(loss, name="enq")
+    with tf.device("/cpu:3"):
+        sh = tf.shape(h, name="sh")
+        n = tf.size(x, name="n")
+    with tf.Session(config=tf.ConfigProto(device_count={"CPU": 4}, log_device_placement=True)) as s:
+        s.run(w.initializer)
+        print("--")
+        return s.run([enq, sh, n], {x: np.ones((3, 2), np.float32)})[1:]
+
+
+def test_log_device_placement_of_variables_queues_and_shapes(capsys):
+    import flowlab as fl
+    with fl.Graph().as_default():
+        sh, n = _log_program(fl)
+    assert list(sh) == [3, 2] and n == 6
+    assert capsys.readouterr().out.splitlines() == _TF_LOG
