@@ -78,6 +78,7 @@ class Graph:
             st.control_stack = []
             st.colocation_stack = []
             st.control_flow_context = None
+            st.name_journal = None  # provisional_names: names to release on a rename
         return st
 
     # --- identity and version -----------------------------------------------------
@@ -128,15 +129,22 @@ class Graph:
         with self._lock:
             i = self._names_in_use.get(key, 0)
             if mark_as_used:
+                self._journal(key)
                 self._names_in_use[key] = i + 1
             if i > 0:
                 while f"{key}_{i}" in self._names_in_use:
                     i += 1
                 if mark_as_used:
                     # Reserve "name_i" itself, so a later unique_name("name_i") moves on.
+                    self._journal(f"{key}_{i}")
                     self._names_in_use[f"{key}_{i}"] = 1
                 name = f"{name}_{i}"
         return name
+
+    def _journal(self, key: str) -> None:
+        j = self._state().name_journal
+        if j is not None:
+            j.append((key, self._names_in_use.get(key)))
 
     @contextlib.contextmanager
     def name_scope(self, name: str | None) -> Iterator[str]:
@@ -392,6 +400,7 @@ class Graph:
             op._id = self._last_id
             self._ops.append(op)
             self._by_name[op.name] = op
+            self._journal(op.name.lower())
             self._names_in_use.setdefault(op.name.lower(), 1)
             for t in op._inputs:
                 t._consumers.append(op)

@@ -211,6 +211,7 @@ class Operation:
         self._outputs = [Tensor(self, i, d) for i, d in enumerate(output_dtypes)]
         self._id = 0
         self._control_flow_context: Any = None  # the cond branch / loop it was built in
+        self._provisional: Any = None  # provisional_names: a value its reader renames
 
     # --- read-only views ----------------------------------------------------------
     @property

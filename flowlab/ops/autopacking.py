@@ -16,6 +16,7 @@ import numpy as np
 
 from flowlab.graph import dtypes
 from flowlab.graph.graph import get_default_graph
+from flowlab.graph.provisional_names import mark, provisional
 from flowlab.graph.tensor import Tensor
 from flowlab.graph.tensor_shape import Dimension, TensorShape
 from flowlab.ops.builder import apply_op, convert_to_tensor, register_tensor_conversion_function
@@ -66,7 +67,7 @@ def _autopack(value: Any, dtype: Any = None, name: str | None = None, as_ref: bo
             elif isinstance(v, (list, builtins.tuple)) and _has_tensor(v):
                 elems.append(_autopack(v, dt, str(i)))
             else:
-                elems.append(constant(_plain(v), dtype=dt))
+                elems.append(constant(_plain(v), dtype=dt, name=str(i)))
         return apply_op("Pack", values=elems, axis=0, name=scope)
 
 
@@ -125,9 +126,17 @@ for _base in (Dimension, TensorShape, _ListWithDimensions):
 
 
 def _to_tensor(value: Any, name: str, dtype: Any = None, hint: Any = None) -> Tensor:
-    if _has_tensor(value) and not isinstance(value, Tensor):
-        return _autopack(value, dtype, name)
-    return convert_to_tensor(value, dtype=dtype, name=name, preferred_dtype=hint)
+    """`value` as a Tensor named `name`; a value made here is provisional: the op that
+    reads it first renames it into its own scope (`Reshape/shape`, as TensorFlow)."""
+    if isinstance(value, Tensor):
+        return value
+    g = get_default_graph()
+    with provisional(g) as box:
+        if _has_tensor(value):
+            t = _autopack(value, dtype, name)
+        else:
+            t = convert_to_tensor(value, dtype=dtype, name=name, preferred_dtype=hint)
+    return mark(g, box, t)
 
 
 def _index(value: Any, name: str, like: Tensor | None = None) -> Tensor:

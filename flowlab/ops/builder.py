@@ -18,6 +18,7 @@ import numpy as np
 
 from flowlab.graph import dtypes
 from flowlab.graph.graph import Graph, get_default_graph
+from flowlab.graph.provisional_names import adopt
 from flowlab.graph.tensor import Operation, Tensor, user_traceback
 from flowlab.graph.tensor_shape import TensorShape, as_shape
 from flowlab.ops.constant_op import make_const, to_numpy
@@ -134,6 +135,7 @@ def create_op(op_type: str, name: str | None = None, **kwargs: Any) -> Operation
     # Inputs convert inside a scope named after the op, so that the constants they
     # make are named "Reshape/shape" (TensorFlow's rule); the scope's own name is
     # the op's unique name.
+    adoptions: list[tuple[Tensor, str]] = []
     with g.as_default(), g.name_scope(name) as scope:
         inputs: list[Tensor] = []
         ref_inputs: list[Tensor] = []
@@ -141,7 +143,7 @@ def create_op(op_type: str, name: str | None = None, **kwargs: Any) -> Operation
             if arg.name not in kwargs:
                 raise TypeError(f"{op_type} '{name}': missing input argument '{arg.name}'")
             value = kwargs[arg.name]
-            converted = _convert_arg(od, name, arg, value, inferred)
+            converted = _convert_arg(od, name, arg, value, inferred, adoptions)
             inputs.extend(converted)
             if arg.is_ref:
                 ref_inputs.extend(converted)
@@ -186,12 +188,16 @@ def create_op(op_type: str, name: str | None = None, **kwargs: Any) -> Operation
     # An op that takes a reference (Assign, ScatterUpdate, Apply*) is built colocated
     # with each ref input's op, as TensorFlow's op_def_library does: it gets the
     # variable's device and `_class`, whatever device scope encloses it.
-    if not ref_inputs:
-        return g._create_op(op_type, inputs, out_dtypes, attrs, unique, od, checked_shapes)
     with contextlib.ExitStack() as stack:
         for t in ref_inputs:
             stack.enter_context(g.colocate_with(t.op))
-        return g._create_op(op_type, inputs, out_dtypes, attrs, unique, od, checked_shapes)
+        op = g._create_op(op_type, inputs, out_dtypes, attrs, unique, od, checked_shapes)
+    # Values an array builder converted before calling us take their names from the op
+    # now that it exists (`Reshape/shape`; flowlab/graph/provisional_names.py).
+    for t, base in adoptions:
+        with g.name_scope(scope):
+            adopt(g, t, g.unique_name(base, mark_as_used=False), op)
+    return op
 
 
 def _shape_str(s: TensorShape) -> str:
@@ -217,7 +223,8 @@ def graph_of(values: Any) -> Graph:
 
 
 def _convert_arg(
-    od: OpDef, name: str, arg: ArgDef, value: Any, inferred: dict[str, Any]
+    od: OpDef, name: str, arg: ArgDef, value: Any, inferred: dict[str, Any],
+    adoptions: list[tuple[Tensor, str]],
 ) -> list[Tensor]:
     if arg.is_list:
         if isinstance(value, (Tensor, np.ndarray)) or not isinstance(value, (list, tuple)):
@@ -227,14 +234,14 @@ def _convert_arg(
         if arg.number_attr is not None:
             inferred[arg.number_attr] = len(value)
         if arg.type_list_attr is not None:
-            ts = [_to_tensor(od, name, arg, v, None) for v in value]
+            ts = [_to_tensor(od, name, arg, v, None, index=i, adoptions=adoptions) for i, v in enumerate(value)]
             inferred[arg.type_list_attr] = [t.dtype.base_dtype for t in ts]
             return ts
         want = arg.fixed_type or inferred.get(arg.type_attr)  # type: ignore[arg-type]
         if want is None:
             # Nothing fixes the type yet: each element converts on its own, and all
             # must agree (TensorFlow's rule; `add_n([1, x_f32])` is an error).
-            ts = [_to_tensor(od, name, arg, v, None, index=i) for i, v in enumerate(value)]
+            ts = [_to_tensor(od, name, arg, v, None, index=i, adoptions=adoptions) for i, v in enumerate(value)]
             types = [t.dtype.base_dtype for t in ts]
             if any(t is not types[0] for t in types):
                 raise TypeError(
@@ -244,7 +251,7 @@ def _convert_arg(
             if arg.type_attr is not None and ts:
                 inferred[arg.type_attr] = types[0]
             return ts
-        ts = [_to_tensor(od, name, arg, v, want, index=i) for i, v in enumerate(value)]
+        ts = [_to_tensor(od, name, arg, v, want, index=i, adoptions=adoptions) for i, v in enumerate(value)]
         if arg.type_attr is not None:
             inferred[arg.type_attr] = want
         return ts
@@ -254,7 +261,7 @@ def _convert_arg(
         # A type attr's default guides Python values (`Tidx = int32`: axis [] is int32).
         adef = od.attrs[arg.type_attr]
         hint = adef.default if adef.has_default else None
-    t = _to_tensor(od, name, arg, value, want, hint=hint)
+    t = _to_tensor(od, name, arg, value, want, hint=hint, adoptions=adoptions)
     if arg.type_attr is not None and arg.type_attr not in inferred:
         inferred[arg.type_attr] = t.dtype.base_dtype
     return [t]
@@ -268,10 +275,15 @@ def _to_tensor(
     want: dtypes.DType | None,
     index: int | None = None,
     hint: dtypes.DType | None = None,
+    adoptions: list[tuple[Tensor, str]] | None = None,
 ) -> Tensor:
     argname = arg.name if index is None else f"{arg.name}[{index}]"
+    # TensorFlow names a converted list element `<arg>_<i>` (internal_convert_n_to_tensor).
+    const_name = arg.name if index is None else f"{arg.name}_{index}"
     if isinstance(value, Tensor) or hasattr(value, "_as_graph_element") and not isinstance(value, (list, tuple)):
         t = convert_to_tensor(value, as_ref=arg.is_ref) if not isinstance(value, Tensor) else value
+        if t.op._provisional is not None and adoptions is not None:
+            adoptions.append((t, const_name))
         if want is not None and t.dtype.base_dtype is not want:
             first = next((a.name for a in od.inputs if a.type_attr == arg.type_attr), arg.name)
             of = f" of argument '{first}'" if arg.fixed_type is None else ""
@@ -282,7 +294,7 @@ def _to_tensor(
             )
     else:
         try:
-            t = convert_to_tensor(value, dtype=want, name=arg.name, preferred_dtype=hint)
+            t = convert_to_tensor(value, dtype=want, name=const_name, preferred_dtype=hint)
         except (TypeError, ValueError) as e:
             raise TypeError(
                 f"Expected {want.name if want else 'a tensor'} for argument '{argname}' of "

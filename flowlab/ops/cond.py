@@ -113,7 +113,9 @@ def _branch_result(ctx: cfc.CondContext, v: Any) -> Tensor:
 
 
 def _build_branch(g: Any, ctx: cfc.CondContext, fn: Callable[[], Any], what: str) -> tuple[Any, list[Tensor]]:
-    with cfc.building(g, ctx, ctx.pivot.op):
+    # Outer control dependencies apply inside the branch, as in TensorFlow (an op of
+    # the branch with no input made in the block gets them).
+    with cfc.building(g, ctx, ctx.pivot.op, clear_control_dependencies=False):
         original = fn()
         if original is None:
             raise ValueError(f"'{what}' must have a return value.")

@@ -164,8 +164,15 @@ class ControlFlowContext:
     def add_op(self, op: Operation) -> None:
         """The graph's hook: `op` was just created with this context current."""
         op._set_control_flow_context(self)
-        if self._phase is not None:
-            self._phase.pending[op] = None
+        phase = self._phase
+        if phase is None:
+            return
+        if phase.pivot is None and getattr(self, "pivot", None) is None:
+            phase.pending[op] = None  # a loop still being built: its pivot comes later
+        else:
+            # Rewired at once, as TensorFlow's AddOp: the first op to read an outside
+            # value names its Switch or Enter (`cond/Greater/Switch`).
+            self._process(op, phase.pivot)
 
     def _process(self, op: Operation, pivot: Operation | None) -> None:
         if op.type in ("Enter", "RefEnter"):
@@ -198,11 +205,19 @@ class ControlFlowContext:
             g._set_control_flow_context(None)
             try:
                 with g.control_dependencies(None), (g.name_scope(scope) if scope else contextlib.nullcontext()):
-                    got = self._make_external(t)
+                    got = self._make_external(self._outer_value(t, consumer))
             finally:
                 g._set_control_flow_context(prev)
             self._external[t] = got
         return got
+
+    def _outer_value(self, t: Tensor, consumer: Operation | None) -> Tensor:
+        """`t` as the outer context sees it, brought in there first and in the same
+        name scope (TensorFlow's AddValue): a nested cond's outer Switch of `x` read by
+        `add` is `add/Switch` and the inner one `add/Switch_1`."""
+        if self.outer is None or value_inside(t, self.outer):
+            return t
+        return self.outer.add_value(t, consumer)
 
     def _make_external(self, t: Tensor) -> Tensor:
         raise NotImplementedError
@@ -223,7 +238,7 @@ class CondContext(ControlFlowContext):
 
         # The Switch belongs to the outer context, which may need to bring t in first.
         # A variable stays a reference in the branch (TensorFlow's _SwitchRefOrTensor).
-        s = ref_switch(t, self.pred) if t.dtype.is_ref_dtype else switch(t, self.pred)
+        s = ref_switch(t, self.pred, name="Switch") if t.dtype.is_ref_dtype else switch(t, self.pred)
         sw = s[0].op
         set_context(sw, self.outer)
         self.graph._scratch.setdefault(_BRANCH_SWITCH, {})[sw] = self
@@ -244,7 +259,7 @@ class WhileContext(ControlFlowContext):
     After `while_loop` builds it: `enters` (loop-var Enters), `merges`, `switches`,
     `identities` (the body's inputs), `next_iterations`, `exits`, `loop_cond`,
     `body_results` (the NextIteration inputs); `const_enters` grows as external values
-    are used inside.  The gradient code adds a forward counter (`forward_count`)."""
+    are used inside.  The gradient code adds a forward counter per `gradients` call (`forward_counts`)."""
 
     def __init__(self, graph: Graph, outer: Any, name: str, parallel_iterations: int = 10,
                  back_prop: bool = True, swap_memory: bool = False,
@@ -265,7 +280,10 @@ class WhileContext(ControlFlowContext):
         self.const_enters: list[Tensor] = []
         self.loop_cond: Tensor | None = None
         self.pivot: Operation | None = None  # the body's pivot (first Identity)
-        self.forward_count: Any = None  # (Identity of the counter, its add op, Exit)
+        # Per `gradients` call (TensorFlow builds one counter per call): its name
+        # scope -> (the count (Exit), the counter's add op, its NextIteration op).
+        self.forward_counts: dict[Any, Any] = {}
+        self.forward_syncs: dict[Any, Operation] = {}
         graph._scratch.setdefault(_LOOPS, []).append(self)
 
     @property

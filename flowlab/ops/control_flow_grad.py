@@ -61,6 +61,26 @@ def _switch_grad(op: Operation, *grads: Any) -> Any:
     return merge(dense, name="cond_grad")[0], None
 
 
+def cond_switch_zeros(op: Operation, index: int) -> Tensor | None:
+    """Zeros for the output `index` of a cond's Switch that got no gradient, made in
+    the `gradients` scope as TensorFlow's ZerosLikeOutsideLoop: a fresh Switch of the
+    same value (`gradients/Switch`), an Identity as pivot, its Shape and `zeros` (a
+    Fill after the pivot), live exactly when that output was.  None for a Switch
+    that is not a cond's."""
+    from flowlab.ops import array_ops, core_ops
+    from flowlab.ops.builder import apply_op
+    from flowlab.ops.control_flow_ops import switch
+
+    ctx = cfc.output_context(op)
+    if not isinstance(ctx, cfc.CondContext) or index != 1 - ctx.branch:
+        return None
+    val = switch(op.inputs[0], ctx.pred)[index]
+    pivot = core_ops.identity(val)
+    shape = apply_op("Shape", input=val, out_type=dtypes.int32, name="Shape")
+    with op.graph.control_dependencies([pivot.op]):
+        return array_ops.zeros(shape, dtype=op.outputs[index].dtype.base_dtype)
+
+
 def _merge_grad(op: Operation, grad: Any, _index_grad: Any = None) -> list[Any]:
     from flowlab.ops import math_ops
     from flowlab.ops.cond import cond_contexts_of_merge
@@ -133,9 +153,12 @@ for _t in ("RefSwitch", "RefMerge", "RefEnter", "RefExit", "RefNextIteration"):
 # forward counter is built once per loop and shared by later `gradients` calls.
 def forward_counter(w: cfc.WhileContext) -> tuple[Tensor, Operation, Operation]:
     """(the iteration count (Exit), the increment op, the counter's NextIteration op)
-    of the loop `w`; built into the loop the first time a gradient needs it."""
-    if w.forward_count is not None:
-        return w.forward_count
+    of the loop `w`; built into the loop the first time a `gradients` call needs it,
+    once per call as TensorFlow does (`gradients_1/f_count`)."""
+    key = gradients_call(w.graph)
+    got = w.forward_counts.get(key)
+    if got is not None:
+        return got
     from flowlab.ops.constant_op import constant
     from flowlab.ops.control_flow_ops import enter, exit, merge, next_iteration, switch
     from flowlab.ops.math_ops import add
@@ -152,23 +175,47 @@ def forward_counter(w: cfc.WhileContext) -> tuple[Tensor, Operation, Operation]:
         n = next_iteration(inc)
         m.op._update_input(1, n)
         total = exit(s[0], name="f_count")
-    w.forward_count = (total, inc.op, n.op)
-    return w.forward_count
+    w.forward_counts[key] = (total, inc.op, n.op)
+    return w.forward_counts[key]
+
+
+# graph._scratch keys: the name scope of the `gradients` call being built, and the
+# control-flow context it was called in (where its stacks are made).
+_GRADIENTS_CALL = "gradients_call"
+_GRADIENTS_CONTEXT = "gradients_call_context"
+
+
+def gradients_call(g: Any) -> Any:
+    return g._scratch.get(_GRADIENTS_CALL)
+
+
+@contextlib.contextmanager
+def in_gradients_call(g: Any, scope: str) -> Any:
+    """Mark the block as the `gradients` call named `scope` (its forward counters,
+    stacks and syncs are its own)."""
+    old = g._scratch.get(_GRADIENTS_CALL), g._scratch.get(_GRADIENTS_CONTEXT)
+    g._scratch[_GRADIENTS_CALL] = scope
+    g._scratch[_GRADIENTS_CONTEXT] = cfc.current_context(g)
+    try:
+        yield
+    finally:
+        g._scratch[_GRADIENTS_CALL], g._scratch[_GRADIENTS_CONTEXT] = old
 
 
 def _forward_sync(w: cfc.WhileContext) -> Operation:
     """The ControlTrigger that orders pushes made in cond branches of `w` before the
     counter's NextIteration (a push in a branch not taken is dead)."""
-    got = getattr(w, "forward_sync", None)
+    key = gradients_call(w.graph)
+    got = w.forward_syncs.get(key)
     if got is None:
         from flowlab.ops.control_flow_ops import control_trigger
 
         g = w.graph
-        with cfc.building(g, w):
+        with cfc.building(g, None):  # placed by hand: no pivot, it fires once the pushes have
             got = control_trigger(name="f_sync")
-            cfc.set_context(got, w)  # no pivot: it fires once the pushes have
+        cfc.set_context(got, w)
         forward_counter(w)[2]._add_control_input(got)
-        w.forward_sync = got
+        w.forward_syncs[key] = got
     return got
 
 
@@ -179,9 +226,9 @@ def _grad_sync(bw: cfc.GradWhileContext) -> Operation:
         from flowlab.ops.control_flow_ops import control_trigger
 
         g = bw.graph
-        with cfc.building(g, bw):
+        with cfc.building(g, None):  # placed by hand: no pivot, after the pops only
             sync = control_trigger(name="b_sync")
-            cfc.set_context(sync, bw)  # no pivot: after the pops only
+        cfc.set_context(sync, bw)
         bw.grad_index._add_control_input(sync)
         bw.count_sync = sync
     return bw.count_sync
@@ -205,7 +252,9 @@ def history_value(bw: cfc.GradWhileContext, t: Tensor, consumer: Operation | Non
     _, add_op, _ = forward_counter(w)
     # In the scope of the op reading the value (the current scope if none).
     with g.name_scope(consumer.name + "/") if consumer is not None else contextlib.nullcontext():
-        with cfc.building(g, w.outer):
+        # The stack lives where `gradients` was called (TensorFlow's
+        # AddForwardAccumulator); nested loops enter it level by level (Enter, Enter_1).
+        with cfc.building(g, g._scratch.get(_GRADIENTS_CONTEXT)):
             max_size = constant(-1, dtype=dtypes.int32)
             handle = stack_v2(max_size, t.dtype.base_dtype, stack_name=t.name, name="f_acc")
         enter_acc = w.add_value(handle)
@@ -376,7 +425,10 @@ def backward_loop(w: cfc.WhileContext, const_enters: list[Tensor], exit_grads: l
         if exit_grads[j] is not None:
             init_g.append(_dense(exit_grads[j]))
         else:
-            init_g.append(array_ops.zeros_like(w.exits[j], optimize=False))
+            # TensorFlow's ZerosLikeForExit: a Const `zeros` when the shape is known.
+            x = w.exits[j]
+            init_g.append(array_ops.zeros(x.shape.as_list(), dtype=x.dtype.base_dtype)
+                          if x.shape.is_fully_defined() else array_ops.zeros_like(x, optimize=False))
     # Per loop variable: b_exit -> b_switch (Merge) -> Merge_k_grad/Switch.
     b_switches, b_merges = [], []
     for i, j in enumerate(var_idx):

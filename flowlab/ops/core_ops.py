@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import builtins
+from contextlib import nullcontext as _nullcontext
 from typing import Any
 
 from flowlab.graph import dtypes
@@ -102,8 +103,21 @@ def group(*inputs: Any, **kwargs: Any) -> Operation:
     deps = _flatten(inputs)
     g = get_default_graph()
     with g.name_scope(name or "group_deps") as scope:
-        with g.control_dependencies(deps):
-            # A name ending in "/" is the scope's own (unique) name: "group_deps".
+        # As TensorFlow's control_flow_ops.group: one NoOp per device of the inputs
+        # (on that device), and the root over them when there are several devices.
+        # A name ending in "/" is the scope's own (unique) name: "group_deps".
+        by_device: dict[str, list[Any]] = {}
+        for d in deps:
+            by_device.setdefault(getattr(d, "device", "") or "", []).append(d)
+        if len(by_device) <= 1:
+            dev = next(iter(by_device), "")
+            with g.control_dependencies(deps), g.device(dev or None) if dev else _nullcontext():
+                return no_op(name=scope)
+        per_device = []
+        for dev in sorted(by_device):
+            with g.control_dependencies(by_device[dev]), g.device(dev) if dev else _nullcontext():
+                per_device.append(no_op())
+        with g.control_dependencies(per_device):
             return no_op(name=scope)
 
 

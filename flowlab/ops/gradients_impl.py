@@ -33,6 +33,7 @@ from typing import Any
 from flowlab.graph import dtypes
 from flowlab.graph.graph import Graph
 from flowlab.graph.tensor import Operation, Tensor
+from flowlab.ops import control_flow_context as cfc
 from flowlab.ops import gradient_registry
 from flowlab.ops.builder import apply_op, convert_to_tensor, graph_of
 from flowlab.ops.constant_op import constant
@@ -310,7 +311,10 @@ def gradients(
         raise ValueError(f"Passed {len(grad_ys_l)} grad_ys for {len(ys)} ys")
     stops = [_to_tensor_or_slices(s, "stop") for s in _as_list(stop_gradients)]
     graph = graph_of(ys + xs)
-    with graph.as_default(), graph.name_scope(name or "gradients"):
+    from flowlab.ops.control_flow_grad import in_gradients_call
+
+    with graph.as_default(), graph.name_scope(name or "gradients") as scope, \
+            in_gradients_call(graph, scope):
         return _gradients(graph, ys, xs, grad_ys_l, stops, colocate_gradients_with_ops,
                           gate_gradients, aggregation_method, unconnected_gradients)
 
@@ -337,7 +341,7 @@ def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], s
         if isinstance(gy, IndexedSlices):
             seeds.append(gy)
             continue
-        gy = convert_to_tensor(gy, name=f"grad_ys_{i}", dtype_hint=y.dtype)
+        gy = convert_to_tensor(gy, name=f"grad_y_{i}", dtype_hint=y.dtype)
         if y.dtype.is_floating or y.dtype.is_complex:
             if gy.dtype.base_dtype is not y.dtype.base_dtype:
                 raise TypeError(
@@ -353,7 +357,13 @@ def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], s
                 f"Gradient type {gy.dtype.name} generated for integer tensor {y.name} with "
                 f"type {y.dtype.name} must be integer"
             )
-        seeds.append(gy)
+        if level is not None:  # a loop body's walk: the seeds are the loop's own
+            seeds.append(gy)
+            continue
+        # TensorFlow names the seed in the gradients scope: an Identity `grad_ys_<i>`.
+        ctx = graph.colocate_with(y.op, ignore_existing=True) if colocate else contextlib.nullcontext()
+        with ctx:
+            seeds.append(core_ops.identity(gy, name=f"grad_ys_{i}"))
 
     lv = _Level(graph, level)
     ys_nodes = [lv.node(y.op) for y in ys]
@@ -415,9 +425,15 @@ def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], s
                     "operation is a constant in your program, you may insert `tf.stop_gradient`."
                 ) from None
             if grad_fn is not None:
-                # A Switch makes its own zeros: they must be dead exactly when the
-                # output they stand for is (flowlab/ops/control_flow_grad.py).
-                if op.type not in ("Switch", "RefSwitch"):
+                # A Switch's zeros must be dead exactly when the output they stand for
+                # is: a cond's are made here (outside loops), others by _switch_grad.
+                if op.type == "Switch" and level is None and cfc.while_context_of_op(op) is None:
+                    from flowlab.ops.control_flow_grad import cond_switch_zeros
+
+                    for i, g in enumerate(out_grads):
+                        if g is None and is_trainable(op.outputs[i]):
+                            out_grads[i] = cond_switch_zeros(op, i)
+                elif op.type not in ("Switch", "RefSwitch"):
                     for i, g in enumerate(out_grads):
                         if g is None and is_trainable(op.outputs[i]):
                             out_grads[i] = array_ops.zeros_like(op.outputs[i])

@@ -192,6 +192,8 @@ class TensorArray:
         self._element_shape = [as_shape(element_shape) if element_shape is not None
                                else TensorShape(None)]
         self._size: Tensor | None = None
+        # A size given as a Python value: TensorFlow's size() makes a fresh Const of it.
+        self._static_size: Any = None
         if handle is not None:
             self._handle = handle
             self._flow = flow
@@ -201,6 +203,8 @@ class TensorArray:
             size_t = convert_to_tensor(size, dtypes.int32, name="size") if not isinstance(
                 size, Tensor) else size
             self._size = size_t
+            if not isinstance(size, Tensor):
+                self._static_size = size
             es = self._element_shape[0]
             self._handle, self._flow = apply_op(
                 "TensorArrayV3", size=size_t, dtype=self._dtype,
@@ -241,6 +245,7 @@ class TensorArray:
                          infer_shape=self._infer_shape)
         ta._dynamic_size = self._dynamic_size
         ta._size = self._size
+        ta._static_size = self._static_size
         ta._element_shape = self._element_shape
         return ta
 
@@ -361,6 +366,8 @@ class TensorArray:
     def size(self, name: str | None = None) -> Tensor:
         """The number of elements (int32 scalar)."""
         if not self._dynamic_size and self._size is not None:
+            if self._static_size is not None:
+                return convert_to_tensor(self._static_size, dtypes.int32)
             return self._size
         return apply_op("TensorArraySizeV3", handle=self._handle, flow_in=self._flow,
                         name=name or "TensorArraySizeV3")
@@ -370,8 +377,9 @@ class TensorArray:
         return apply_op("TensorArrayCloseV3", handle=self._handle, name=name or "TensorArrayCloseV3")
 
 
-def _int32(x: Any) -> Tensor:
-    return convert_to_tensor(x, dtypes.int32) if not isinstance(x, Tensor) else x
+def _int32(x: Any) -> Any:
+    # A Python index is converted by the op itself, in its scope (`TensorArrayReadV3/index`).
+    return x
 
 
 def tensor_array_to_flow(value: Any) -> Any:
