@@ -388,7 +388,13 @@ def _merge_requests(
     for op, device, is_kept in entries:
         if not device:
             continue
-        req = DeviceSpec.from_string(device)
+        try:
+            req = DeviceSpec.from_string(device)
+        except ValueError as e:
+            # TensorFlow accepts any string at build time and its placer rejects it.
+            raise errors.InvalidArgumentError(
+                None, op, f"Malformed device specification '{device}' in node '{op.name}' ({op.type}): {e}",
+            ) from None
         if not spec.is_compatible_with(req):
             assert owner is not None
             if is_kept:  # two stateful ops of one group kept apart: the first one's wins

@@ -364,3 +364,15 @@ def test_graph_placement_reasons_and_candidates_for_inspection():
     assert gp.update(g) is gp and gp.builds == 1  # same version: nothing to do
     fl.identity(b, name="c")
     assert gp.update(g).builds == 2 and gp.device_of["c"].name == CPU + "0"
+
+
+def test_malformed_device_of_an_op_is_tensorflows_placement_error():
+    # The graph refuses such strings when built; an op whose device was set behind its
+    # back (as TensorFlow allows) fails where TensorFlow fails: placing it.
+    x = fl.placeholder(fl.float32, name="x")
+    a = fl.multiply(x, 2.0, name="a")
+    a.op._device = "/foo:bar"
+    with pytest.raises(fl.errors.InvalidArgumentError, match=r"Malformed device specification '/foo:bar' in node 'a'"):
+        _place([a])
+    with pytest.raises(fl.errors.InvalidArgumentError, match="Malformed device specification"):
+        _place([a], allow_soft_placement=True)
