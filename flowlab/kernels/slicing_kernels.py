@@ -14,6 +14,7 @@ import numpy as np
 
 from flowlab.kernels.array_kernels import _bad, _dims, _host, _ints
 from flowlab.kernels.registry import kernel
+from flowlab.kernels.state_kernels import scatter_at
 from flowlab.ops.slicing import MASKS, strided_slice_plan
 
 
@@ -158,11 +159,11 @@ def scatter_nd(ctx: Any, indices: Any, updates: Any, shape: Any) -> Any:
                    f"shape {_dims(out_shape)}")
     out = xp.zeros(out_shape, dtype=u.dtype)
     where = tuple(xp.asarray(c) for c in flat.T)  # validated on the host, used on the device
-    if u.dtype == np.bool_:
-        hit = xp.zeros(out_shape, dtype=np.bool_)
-        xp.logical_or.at(hit, where, u.reshape((flat.shape[0],) + out_shape[k:]))
-        return hit
-    xp.add.at(out, where, u.reshape((flat.shape[0],) + out_shape[k:]))
+    # Repeated indices sum (bools: any, i.e. a running maximum).  scatter_at picks what
+    # the array module has: NumPy's ufunc.at, CuPy's scatter, or rounds of distinct indices.
+    how = "max" if u.dtype == np.bool_ else "add"
+    scatter_at(xp, getattr(ctx.device, "xpx", None), how, out, where,
+               u.reshape((flat.shape[0],) + out_shape[k:]))
     return out
 
 

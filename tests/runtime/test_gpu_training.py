@@ -321,10 +321,6 @@ def test_occurrence_rounds() -> None:
     assert [dev.to_host(r).tolist() for r in on_dev] == [[0, 1, 3], [2, 5], [4]]
 
 
-@pytest.mark.xfail(strict=True, reason="flowlab/kernels/slicing_kernels.py scatter_nd: bool updates use "
-                   "xp.logical_or.at, which CuPy does not have (its ufunc.at covers add/subtract/"
-                   "maximum/minimum/bitwise_*); fix: xp.bitwise_or.at on the bool array viewed as uint8, "
-                   "or state_kernels.scatter_at's rounds")
 def test_scatter_nd_op_with_bool_updates_on_the_gpu() -> None:
     dev = fake_gpu_device()
     g = fl.Graph()
