@@ -7,7 +7,8 @@ more are contracted pairwise, left to right, keeping the labels that later opera
 or the output still need (TensorFlow orders the pairs with opt_einsum; the values are
 the same, the intermediate equations may differ).  The gradient of each operand is
 another einsum of the output gradient with the other operand, broadcast back over
-labels only that operand had, and summed over batch dimensions it was broadcast in.
+labels only that operand had, put back on the diagonal for a label it repeats ("ii"),
+and summed over batch dimensions it was broadcast in.
 Kernel: `numpy.einsum` over `ctx.xp` (cupy has einsum).
 """
 
@@ -172,6 +173,64 @@ def _sum_to(grad: Any, x: Tensor) -> Any:
     return array_ops.reshape(grad, list(sx))
 
 
+def _positions(x: Tensor, subs: str) -> tuple[Any, list[tuple[str, int]]]:
+    """x's dynamic shape and (label, axis) for each label of `subs` ("." spans n axes)."""
+    rank = x.shape.ndims
+    if rank is None:
+        raise NotImplementedError("flowlab's einsum gradient needs the operand's rank")
+    n_ell = rank - len(subs.replace(_ELL, ""))
+    axes: list[tuple[str, int]] = []
+    pos = 0
+    for c in subs:
+        for k in range(n_ell if c == _ELL else 1):
+            axes.append((c, pos + k))
+        pos += n_ell if c == _ELL else 1
+    return array_ops.shape(x), axes
+
+
+def _expand_unique(gx: Any, x: Tensor, sx: str, kept: str) -> Any:
+    """Broadcast gx (labels `kept`) to one axis per distinct label of x, over the labels
+    only x had: the forward pass summed them."""
+    shape_x, axes = _positions(x, sx)
+    dims, full, seen = [], [], set()
+    for c, a in axes:
+        key = (c, a) if c == _ELL else c
+        if key in seen:
+            continue
+        seen.add(key)
+        full.append(shape_x[a])
+        dims.append(shape_x[a] if c == _ELL or c in kept else 1)
+    return array_ops.broadcast_to(array_ops.reshape(gx, array_ops.stack(dims)), array_ops.stack(full))
+
+
+def _to_diagonals(gx: Any, x: Tensor, sx: str, unique: str) -> Any:
+    """gx has one axis per label of `unique`; x repeats some labels.  Insert the repeated
+    axes and zero everything off their diagonals."""
+    shape_x, axes = _positions(x, sx)
+    first: dict[str, int] = {}
+    for c, a in axes:
+        if c == _ELL:
+            continue
+        first.setdefault(c, a)
+    out = gx
+    for c, a in axes:
+        if c != _ELL and first[c] != a:
+            out = array_ops.expand_dims(out, a)
+    result = out
+    rank = len(axes)
+    for c, a in axes:
+        p = first.get(c, a)
+        if c == _ELL or p == a:
+            continue
+        n = shape_x[a]
+        eye = math_ops.cast(math_ops.equal(array_ops.expand_dims(math_ops.range(n), 1),
+                                           array_ops.expand_dims(math_ops.range(n), 0)), gx.dtype)
+        # eye is symmetric, so its two axes can stand at p and a in either order.
+        mask = array_ops.reshape(eye, array_ops.stack([n if i in (p, a) else 1 for i in range(rank)]))
+        result = result * mask
+    return array_ops.broadcast_to(result, shape_x)
+
+
 @gradient("Einsum")
 def _einsum_grad(op: Operation, grad: Any) -> Any:
     ins, out = parse(op.get_attr("equation"), len(op.inputs))
@@ -179,35 +238,19 @@ def _einsum_grad(op: Operation, grad: Any) -> Any:
     for i, x in enumerate(op.inputs):
         sx = ins[i]
         others = [(ins[j], op.inputs[j]) for j in range(len(ins)) if j != i]
-        if len(set(sx.replace(_ELL, ""))) != len(sx.replace(_ELL, "")):
-            raise NotImplementedError(f"flowlab's einsum gradient does not handle a repeated label in one operand "
-                                      f"({op.get_attr('equation')!r})")
+        # A label repeated in x (a diagonal, "ii->i") is differentiated once, then the
+        # gradient is placed back on that diagonal.
+        unique = "".join(c for k, c in enumerate(sx) if c not in sx[:k])
         present = out + "".join(s for s, _ in others)
-        kept = "".join(c for c in sx if c == _ELL or c in present)
+        kept = "".join(c for c in unique if c == _ELL or c in present)
         if _ELL in kept and _ELL not in present:
             raise NotImplementedError(f"flowlab's einsum gradient does not handle an ellipsis summed away "
                                       f"({op.get_attr('equation')!r})")
         eq = _unparse([out] + [s for s, _ in others], kept)
         gx = apply_op("Einsum", inputs=[grad] + [t for _, t in others], equation=eq, name="Einsum")
-        if kept != sx:
-            # Labels only x had were summed in the forward pass: broadcast back over them.
-            shape_x = array_ops.shape(x)
-            dims = []
-            pos = 0
-            rank = x.shape.ndims
-            if rank is None:
-                raise NotImplementedError("flowlab's einsum gradient needs the operand's rank")
-            n_ell = rank - len(sx.replace(_ELL, ""))
-            for c in sx:
-                if c == _ELL:
-                    dims.extend(shape_x[pos + k] for k in range(n_ell))
-                    pos += n_ell
-                elif c in kept:
-                    dims.append(shape_x[pos])
-                    pos += 1
-                else:
-                    dims.append(1)
-                    pos += 1
-            gx = array_ops.broadcast_to(array_ops.reshape(gx, array_ops.stack(dims)), shape_x)
+        if kept != unique:
+            gx = _expand_unique(gx, x, sx, kept)
+        if unique != sx:
+            gx = _to_diagonals(gx, x, sx, unique)
         grads.append(_sum_to(gx, x))
     return grads

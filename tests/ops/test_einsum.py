@@ -58,7 +58,8 @@ def test_gradients_match_tensorflow(tf1):
         v = tf.Variable(C)
         ys = [tf.einsum("bij,jk->bik", x, w), tf.einsum("bij,j->bi", x, v), tf.einsum("...ij->...j", x),
               tf.einsum("bij,bkj->bik", x, x), tf.einsum("ij,jk,k->i", w, tf.transpose(w), v),
-              tf.einsum("bij->", x), tf.einsum("i,j->ij", v, v)]
+              tf.einsum("bij->", x), tf.einsum("i,j->ij", v, v), tf.einsum("ii", w[:3, :3]),
+              tf.einsum("bii->bi", x[:, :, :3]), tf.einsum("iji,j->j", x[:, :2, :2], v[:2])]
         return [tf.gradients(tf.reduce_sum(tf.square(y)), [x, w, v], unconnected_gradients="zero") for y in ys]
 
     assert_same(tf1, build, rtol=1e-4, atol=1e-4)

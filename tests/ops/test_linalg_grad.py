@@ -60,6 +60,8 @@ grad_case("Einsum", RS.randn(2, 3), RS.randn(3, 4))(lambda tf, a, b: tf.einsum("
 grad_case("Einsum", RS.randn(2, 3), RS.randn(4, 3))(lambda tf, a, b: tf.einsum("ij,kj->i", a, b))
 grad_case("Einsum", RS.randn(2, 3, 4))(lambda tf, a: tf.einsum("bij->jb", a))
 grad_case("Einsum", RS.randn(2, 2, 3), RS.randn(1, 3, 2))(lambda tf, a, b: tf.einsum("...ij,...jk->...ik", a, b))
+grad_case("Einsum", RS.randn(3, 3))(lambda tf, a: tf.einsum("ii->i", a))
+grad_case("Einsum", RS.randn(2, 3, 2), RS.randn(3))(lambda tf, a, b: tf.einsum("iji,j->i", a, b))
 grad_case("Roll", RS.randn(3, 4))(lambda tf, x: tf.roll(x, [1, -2], [0, 1]))
 
 
