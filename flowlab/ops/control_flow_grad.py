@@ -166,6 +166,11 @@ def forward_counter(w: cfc.WhileContext) -> tuple[Tensor, Operation, Operation]:
     g = w.graph
     with cfc.building(g, w.outer):
         zero = constant(0, dtype=dtypes.int32, name="f_count")
+    outer = w.outer_loop
+    if outer is not None and key in outer.forward_counts:
+        # A nested loop's i-th run pushes before its (i+1)-th: its counter starts after
+        # the outer counter's increment (TensorFlow's AddForwardLoopCounter).
+        zero.op._add_control_input(outer.forward_counts[key][1])
     with cfc.building(g, w, w.pivot):
         e = enter(zero, w.name, is_constant=False, parallel_iterations=w.parallel_iterations,
                   name="f_count")
@@ -312,6 +317,10 @@ def _backward_counter(bw: cfc.GradWhileContext, total: Tensor) -> None:
         m.op._update_input(1, n)
         x = exit(s[0], name="b_count")
     bw.loop_cond, bw.pivot, bw.count_identity, bw.grad_index = pred, index.op, index, n.op
+    if isinstance(bw.outer, cfc.GradWhileContext):
+        # The pops of an inner loop's i-th run before those of its (i+1)-th
+        # (TensorFlow's AddBackpropLoopCounter).
+        _grad_sync(bw.outer)._add_control_input(x.op)
     bw.enters.append(e)
     bw.merges.append(m)
     bw.switches.append(s)

@@ -309,10 +309,10 @@ def while_gradient_twice(tf):
     tf.gradients(y * 2.0, x)
 
 
-@program(xfail="nested loops: TensorFlow gives the inner loop's forward-counter Const a "
-               "control input from the outer counter's Add, and its backward b_sync one "
-               "from b_count_7 (flowlab/ops/control_flow_grad.py, helper G's: not done)")
+@program
 def nested_while_gradient(tf):
+    """Stacks made where `gradients` was called and entered level by level; the inner
+    counters ordered after the outer ones (f_count_3 after Add, b_sync after b_count_7)."""
     x = tf.placeholder(tf.float32, [], name="x")
 
     def body(i, y):
