@@ -274,3 +274,21 @@ def test_reads_chained_with_updates_over_random_devices_see_every_earlier_update
         with fl.Session(graph=g, config=four_cpus()) as s:
             s.run(v.initializer)
             assert s.run(reads) == expected
+
+
+def test_the_users_graph_is_untouched_and_the_partition_copies_carry_the_reference():
+    g = fl.Graph()
+    with g.as_default():
+        (out,), _ = update_then_read_elsewhere(fl)
+        read = g.get_tensor_by_name("v/read:0")
+        with fl.Session(graph=g, config=four_cpus()) as s:
+            s.run(fl.global_variables_initializer())
+            s.run(out)
+            plan = s._plan_for([], [out], [])
+    assert read.dtype == fl.float32 and not read.op.op_def.inputs[0].is_ref
+    ops = {op.name: op for part in plan.partitions for op in part.ops}
+    (pair,) = [p for p in plan.pairs if p.by_reference]
+    assert ops["v/read"]._outputs[0].dtype == fl.float32._as_ref() and ops["v/read"].op_def.inputs[0].is_ref
+    assert ops[pair.send_op].op_def.inputs[0].is_ref and ops[pair.send_op].get_attr("T") == fl.float32
+    assert ops[pair.recv_op]._outputs[0].dtype == fl.float32._as_ref()
+    assert ops[pair.recv_op].get_attr("tensor_type") == fl.float32
