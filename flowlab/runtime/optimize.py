@@ -41,7 +41,10 @@ then a walk back for the fourth:
   control-flow op and kernels that take the step.  The converted op's run-time
   errors are the one thing a step no longer shows (as in TensorFlow).  In the plan
   the op keeps its data inputs (the dependencies) but runs `noop_kernel`, which
-  reads nothing.  A step split across devices runs the op as it is.
+  reads nothing.  A data input whose producer already reaches another of the NoOp's
+  dependencies is dropped from them (Grappler's transitive reduction; across devices
+  it would be a control Send/Recv pair TensorFlow does not have; see
+  flowlab.runtime.noop_dependencies).  Partitions hold the op as a `NoOp` node.
 
 Fetched and fed tensors, targets and stateful ops always survive; ops whose last
 consumer went away are dropped.  Results never change.
@@ -82,6 +85,7 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.kernels.registry import KernelDef, find_kernel
 from flowlab.ops.const_fold import constant_value
 from flowlab.runtime.device import Device
+from flowlab.runtime.noop_dependencies import reduced_noop_inputs
 
 DEFAULT_MAX_FOLDED_BYTES = 10 * 1024 * 1024
 # Grappler skips graphs smaller than this (RewriterConfig.min_graph_nodes = 0 picks it).
@@ -173,6 +177,8 @@ class Optimization:
     merged: dict[str, str] = field(default_factory=dict)
     removed_identities: list[str] = field(default_factory=list)
     noops: list[str] = field(default_factory=list)
+    # Converted op -> the data inputs it still depends on (flowlab.runtime.noop_dependencies).
+    noop_inputs: dict[str, list[Tensor]] = field(default_factory=dict)
     dropped: list[str] = field(default_factory=list)
     switches: OptimizerSwitches = field(default_factory=OptimizerSwitches)
 
@@ -184,6 +190,8 @@ class Optimization:
         """`op`'s data inputs as the step runs it (none for a folded op)."""
         if op.name in self.constants:
             return []
+        if self.noop_inputs and op.name in self.noop_inputs:
+            return list(self.noop_inputs[op.name])
         if not self.forward:
             return list(op._inputs)
         fwd = self.forward
@@ -471,6 +479,7 @@ class _Pass:
                 readers[id(t.op)] -= 1
         converted.reverse()
         res.noops = converted
+        res.noop_inputs = reduced_noop_inputs(res.ops, converted, res.inputs_of, self.fed, _is_control_flow)
 
     def convertible(self, op: Operation, fetched: set[Key]) -> bool:
         od = op.op_def

@@ -44,6 +44,7 @@ from flowlab.runtime.placement import GraphPlacement, Placement, optimize_and_pl
 from flowlab.runtime.plan import Plan, compile_plan, run_straight_line
 from flowlab.runtime.prune import prune
 from flowlab.runtime.rendezvous import RendezvousManager
+from flowlab.runtime.run_metadata import fill_run_metadata, step_partitions, traced
 from flowlab.runtime.step import Step
 from flowlab.runtime.step_stats import StepStatsCollector, session_resolver
 
@@ -130,21 +131,10 @@ class Session:
     def partitions(self, fetches: Any, feed_dict: Any = None) -> Partitions:
         """The per-device GraphDefs and Send/Recv pairs of the step that runs
         `fetches` with `feed_dict`'s keys fed (see `flowlab.runtime.partition`).  A
-        step on one device has one partition and no pairs."""
-        plan = self._plan_of(fetches, feed_dict)
-        if isinstance(plan, PartitionedPlan):
-            return plan.view()
-        device_of = plan.placement.device_of
-        by_device: dict[str, list[Any]] = {}
-        for n in plan.nodes:
-            node = n.op.node_def
-            node["device"] = device_of[n.op.name].name
-            by_device.setdefault(node["device"], []).append(node)
-        defs = {
-            d: {"format": "flowlab.GraphDef", "version": 1, "node": nodes, "library": {}}
-            for d, nodes in by_device.items()
-        }
-        return Partitions(defs, [], plan.placement)
+        step on one device has one partition and no pairs.  Each GraphDef is a JSON
+        dict that also reads as TensorFlow's proto (`gd.node[0].op`; see
+        `flowlab.runtime.run_metadata`)."""
+        return step_partitions(self._plan_of(fetches, feed_dict))
 
     def _plan_of(self, fetches: Any, feed_dict: Any) -> Plan | PartitionedPlan:
         self._check_open()
@@ -224,11 +214,21 @@ class Session:
         self._check_open()
         mapper = FetchMapper(self._graph, fetches)
         feed_tensors, feed_values = self._convert_feeds(feed_dict)
-        trace = options is not None and options.trace_level >= RunOptions.SOFTWARE_TRACE and run_metadata is not None
-        listener = self._listener
         plan = self._plan_for(feed_tensors, mapper.tensors, mapper.targets)
-        values = self._execute(plan, feed_values, options, run_metadata if trace else None, listener)
-        return mapper.build(values)
+        if run_metadata is None:
+            return mapper.build(self._execute(plan, feed_values, options, None, self._listener))
+        return mapper.build(self._run_with_metadata(plan, feed_values, options, run_metadata))
+
+    def _run_with_metadata(
+        self, plan: Plan | PartitionedPlan, feed_values: list[Any], options: RunOptions | None,
+        run_metadata: RunMetadata,
+    ) -> list[Any]:
+        """A step given a RunMetadata: traced only when `options` ask for a trace; then
+        the metadata TensorFlow leaves (partition graphs when asked, traced or not)."""
+        trace = traced(options, run_metadata)
+        values = self._execute(plan, feed_values, options, run_metadata if trace else None, self._listener)
+        fill_run_metadata(run_metadata, options, plan, trace)
+        return values
 
     def make_callable(
         self, fetches: Any, feed_list: list[Any] | None = None, accept_options: bool = False
@@ -249,7 +249,9 @@ class Session:
             if len(args) != n:
                 raise TypeError(f"This callable takes {n} feed values, got {len(args)}.")
             vals = [c(a) for c, a in zip(converters, args)]
-            return build(self._execute(plan, vals, options, run_metadata, self._listener))
+            if run_metadata is None:
+                return build(self._execute(plan, vals, options, None, self._listener))
+            return build(self._run_with_metadata(plan, vals, options, run_metadata))
 
         # The fast callables below were chosen with no listener set; one set later
         # sends the call to `call_general` (one attribute test per call).
@@ -380,11 +382,8 @@ class Session:
             with self._steps_lock:
                 self._active_steps.discard(step)
             self._rendezvous.cleanup(step.step_id)
-        if run_metadata is not None:
-            if collector is not None:
-                collector.fill(run_metadata)
-            if options is not None and options.output_partition_graphs:
-                run_metadata.partition_graphs = list(plan.view().values())
+        if collector is not None and run_metadata is not None:
+            collector.fill(run_metadata)
         return result
 
     def _straight(self, plan: Plan, listener: Listener | None, run_metadata: RunMetadata | None) -> bool:

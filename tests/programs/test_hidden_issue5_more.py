@@ -659,13 +659,11 @@ def _train_two_fl() -> Any:
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "three transfers differ (values are equal): (1) TensorFlow 2.21 replicates the small constant x onto "
+    "two transfers differ (values are equal): (1) TensorFlow 2.21 replicates the small constant x onto "
     "CPU:0 for the gradient MatMul_1 where flowlab/runtime/partition.py sends it from CPU:2 (TF's "
-    "ReplicateConstants pass; fix: clone small Consts into each reading partition); (2) "
-    "flowlab/runtime/optimize.py's dependency optimization turns the unused gradient MatMul into a NoOp "
-    "that keeps a control input on w/read, a cross-device control edge (a ctrl Const Send/Recv CPU:1->CPU:0) "
-    "Grappler drops with the NoOp; (3) flowlab keeps the tuple Identity control_dependency_1 and sends it, "
-    "Grappler bypasses it and sends gradients/mm_grad/MatMul_1"))
+    "ReplicateConstants pass; fix: clone small Consts into each reading partition); (3) flowlab keeps "
+    "the tuple Identity control_dependency_1 and sends it, Grappler bypasses it and sends "
+    "gradients/mm_grad/MatMul_1. ((2), the NoOp'd gradient MatMul's control edge from w/read, is fixed.)"))
 def test_partition_pairs_of_a_training_step_equal_tensorflows(tf1):
     def train(tf):
         with tf.device("/cpu:1"):
@@ -701,13 +699,6 @@ def test_partition_pairs_of_a_feed_and_a_fetch_on_other_devices(tf1):
     same_results(tf1, fed)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "flowlab/runtime/session.py fills run_metadata.partition_graphs only for a traced step "
-    "(Session.run passes run_metadata on only when trace_level >= SOFTWARE_TRACE) and only for a "
-    "partitioned plan; TensorFlow fills it whenever RunOptions(output_partition_graphs=True), one "
-    "GraphDef per device used, also for a step on one device. Fix: in Session.run pass run_metadata "
-    "through when options.output_partition_graphs, and in _execute set partition_graphs from "
-    "Session.partitions(...) for a one-device Plan (without collecting step stats when not tracing)."))
 def test_partition_graphs_without_tracing_and_on_one_device(tf1):
     def untraced(tf):
         with tf.device("/cpu:1"):
@@ -725,11 +716,6 @@ def test_partition_graphs_without_tracing_and_on_one_device(tf1):
     same_results(tf1, untraced)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "flowlab's RunMetadata.partition_graphs holds GraphDef JSON dicts (flowlab/runtime/session.py, "
-    "Partitions.view in partition.py); TensorFlow's are GraphDef protos, read as pg.node[i].op / "
-    ".device / .attr['tensor_name'].s. Fix: wrap each partition in flowlab's GraphDef object "
-    "(flowlab.graph.graph_def) with node records exposing name/op/device/input/attr."))
 def test_partition_graphs_read_as_graph_defs(tf1):
     def protos(tf):
         with tf.device("/cpu:1"):
