@@ -61,8 +61,8 @@ def _run_placed(tf: Any, sess: Any, fetches: Any, feed: Any = None) -> tuple[Any
     feed = _feeds(tf) if feed is None else feed
     vals = sess.run(fetches, feed, options=opts, run_metadata=md)
     if not md.partition_graphs and hasattr(sess, "placement"):
-        # flowlab leaves partition_graphs empty for a step on one device (see
-        # test_partition_graphs_of_a_step_on_one_device); its placement says the same.
+        # An older flowlab left partition_graphs empty for a step on one device; its
+        # placement says the same.
         return vals, {k: d.name for k, d in sess.placement(fetches, feed).device_of.items()}
     return vals, _node_devices(tf, md)
 
