@@ -36,8 +36,10 @@ from flowlab.ops.linalg_ops import (
     cross,
     logdet,
     lstsq,
+    matrix_rank,
     matrix_transpose,
     matvec,
+    pinv,
     qr,
     slogdet,
     svd,
@@ -66,6 +68,6 @@ from flowlab.ops.tensordot_ops import eye, tensordot
 __all__ = [
     "adjoint", "band_part", "cholesky", "cholesky_solve", "cross", "det", "diag", "diag_part", "eigh", "eigvalsh",
     "einsum", "eye", "global_norm", "inv", "l2_normalize", "logdet", "lstsq", "matmul", "matrix_transpose",
-    "matvec", "norm", "qr", "set_diag", "slogdet", "solve", "svd", "tensor_diag", "tensor_diag_part",
+    "matrix_rank", "matvec", "norm", "pinv", "qr", "set_diag", "slogdet", "solve", "svd", "tensor_diag", "tensor_diag_part",
     "tensordot", "trace", "transpose", "triangular_solve",
 ]

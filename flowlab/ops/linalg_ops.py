@@ -17,6 +17,8 @@ from __future__ import annotations
 import collections
 from typing import Any
 
+import numpy as np
+
 from flowlab.graph import dtypes
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
@@ -337,5 +339,49 @@ def matrix_solve_ls(matrix: Any, rhs: Any, l2_regularizer: Any = 0.0, fast: bool
 
 lstsq = matrix_solve_ls
 
-# Referenced here so their names are importable from this module too.
-_ = (matrix_set_diag, dtypes)
+
+def _static_dim(a: Tensor, i: int) -> Any:
+    d = a.shape.as_tuple()[i] if a.shape.ndims is not None else None  # type: ignore[index]
+    return d if d is not None else array_ops.shape(a)[i]
+
+
+def pinv(a: Any, rcond: Any = None, validate_args: bool = False, name: str | None = None) -> Tensor:
+    """Moore-Penrose pseudo-inverse through the SVD; singular values below
+    rcond * max(s) count as zero (rcond defaults to 10 * max(M, N) * eps)."""
+    g = graph_of([a])
+    with g.as_default(), g.name_scope(name or "pinv"):
+        a = convert_to_tensor(a, name="a")
+        np_dtype = a.dtype.as_numpy_dtype
+        if rcond is None:
+            rows, cols = _static_dim(a, -2), _static_dim(a, -1)
+            if isinstance(rows, int) and isinstance(cols, int):
+                big: Any = float(max(rows, cols))
+            else:
+                big = math_ops.cast(math_ops.maximum(rows, cols), a.dtype)
+            rcond = 10.0 * big * np.finfo(np_dtype).eps
+        rcond = convert_to_tensor(rcond, dtype=a.dtype, name="rcond")
+        s, u, v = svd(a, full_matrices=False, compute_uv=True)
+        cutoff = rcond * math_ops.reduce_max(s, axis=-1)
+        # inf, not 0: 1 / s is then 0 without NaN gradients.
+        s = array_ops.where_v2(s > array_ops.expand_dims(cutoff, -1), s, np.array(np.inf, np_dtype))
+        return math_ops.matmul(v / array_ops.expand_dims(s, -2), u, adjoint_b=True)
+
+
+def matrix_rank(a: Any, tol: Any = None, validate_args: bool = False, name: str | None = None) -> Tensor:
+    """Number of singular values above `tol` (default eps * max(M, N) * max(s)), int32."""
+    g = graph_of([a])
+    with g.as_default(), g.name_scope(name or "matrix_rank"):
+        a = convert_to_tensor(a, name="a")
+        s = svd(a, compute_uv=False)
+        if tol is None:
+            shape = a.shape.as_tuple()
+            if shape is not None and None not in shape[-2:]:
+                m: Any = max(shape[-2:])
+            else:
+                m = math_ops.reduce_max(array_ops.shape(a)[-2:])
+            eps = np.finfo(a.dtype.as_numpy_dtype).eps
+            tol = eps * math_ops.cast(m, a.dtype) * math_ops.reduce_max(s, axis=-1, keepdims=True)
+        return math_ops.reduce_sum(math_ops.cast(s > tol, dtypes.int32), axis=-1)
+
+# Referenced here so its name is importable from this module too.
+_ = matrix_set_diag

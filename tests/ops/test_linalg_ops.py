@@ -188,3 +188,22 @@ def test_namespaces():
               "svd", "self_adjoint_eig", "matrix_band_part", "matrix_diag", "matrix_diag_part", "matrix_set_diag",
               "trace", "cross", "einsum", "diag", "diag_part", "matrix_transpose", "matrix_solve_ls"):
         assert hasattr(fl, n), n
+
+
+def test_pinv_and_matrix_rank_match_tensorflow(tf1):
+    low_rank = (RS.randn(2, 4, 2) @ RS.randn(2, 2, 3)).astype(np.float64)
+
+    def build(tf):
+        a = tf.constant(low_rank)
+        v = tf.Variable(GEN[0])
+        return [tf.linalg.pinv(a), tf.linalg.pinv(tf.constant(GEN.astype(np.float32))), tf.linalg.matrix_rank(a),
+                tf.linalg.matrix_rank(tf.constant(GEN)), tf.linalg.matrix_rank(a, tol=0.5),
+                tf.gradients(tf.reduce_sum(tf.linalg.pinv(v) * GEN[1]), v)]
+
+    assert_same(tf1, build, rtol=1e-5, atol=1e-6)
+    names = []
+    for mod in (tf1, fl):
+        with mod.Graph().as_default():
+            a = mod.constant(GEN[0])
+            names.append([mod.linalg.pinv(a).name, mod.linalg.matrix_rank(a).name])
+    assert names[0] == names[1]
