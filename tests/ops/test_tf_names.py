@@ -174,6 +174,69 @@ def group_on_several_devices(tf):
     tf.group()
 
 
+@program
+def variables_naming(tf):
+    with tf.name_scope("s"):
+        v = tf.Variable([1.0, 2.0])
+        v2 = tf.Variable(tf.zeros([2]), name="z")
+    tf.Variable(3, name="s/z")
+    tf.get_variable("g", initializer=tf.constant([1.0]))
+    tf.assign(v, [3.0, 4.0])
+    tf.assign_add(v2, tf.ones([2]))
+    v.assign_sub([1.0, 1.0])
+    tf.variables_initializer([v, v2])
+    tf.local_variables_initializer()
+
+
+@program
+def variable_scopes_absolute_and_reused(tf):
+    with tf.variable_scope("net") as vs:
+        with tf.name_scope("block/"):
+            tf.constant(1.0, name="c")
+        v = tf.get_variable("v", [2])
+    with tf.variable_scope(vs, reuse=True):
+        tf.identity(tf.get_variable("v"))
+    with tf.variable_scope(vs, auxiliary_name_scope=False):
+        tf.constant(2.0, name="d")
+    with tf.name_scope("net/"):
+        tf.identity(v)
+    with tf.variable_scope("net_1"):
+        tf.get_variable("w", [1])
+
+
+@program
+def import_with_input_map(tf):
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [2], name="x")
+        tf.identity(tf.add(x, 1.0, name="y"), name="z")
+    c = tf.constant([1.0, 2.0], name="c")
+    tf.import_graph_def(g.as_graph_def(), input_map={"x:0": c}, return_elements=["z:0"], name="m")
+
+
+@program
+def array_and_math_ops_named(tf):
+    x = tf.placeholder(tf.float32, [2, 3], name="x")
+    tf.reduce_sum(x, axis=1, name="rs")
+    tf.reduce_mean(x, name="rm")
+    tf.argmax(x, 1)
+    tf.cast(x, tf.int32)
+    tf.concat([x, x], 0, name="cc")
+    tf.split(x, 3, axis=1)
+    tf.unstack(x)
+    tf.zeros_like(x)
+    tf.ones([2, 3])
+    tf.fill([2], 3.0)
+    tf.range(5)
+    tf.where(x > 0)
+    tf.gather(x, [0], axis=1)
+    tf.one_hot([0, 1], 3)
+    tf.squeeze(tf.expand_dims(x, 0))
+    tf.matmul(x, x, transpose_b=True)
+    tf.nn.softmax(x, name="sm")
+    tf.nn.bias_add(x, tf.ones([3]))
+
+
 @program(xfail="the Saver's RestoreV2 and its constants are on /device:CPU:0 in TensorFlow "
                "(flowlab/train/saver.py: build the restore op under tf.device('/cpu:0'))")
 def variables_scopes_and_saver(tf):
