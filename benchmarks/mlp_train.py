@@ -104,6 +104,9 @@ def numpy_step() -> Callable[[], float]:
     b1, b2, eps, lr = np.float32(0.9), np.float32(0.999), np.float32(1e-8), np.float32(1e-3)
     power = [np.float32(1), np.float32(1)]
     rows = np.arange(BATCH)
+    # NumPy vectorizes maximum of two arrays but not of an array and a scalar: the
+    # ReLU against a zero array is 1.5-4% of this step faster (session 4).
+    zeros = [np.zeros((BATCH, n), np.float32) for n in SIZES[1:-1]]
 
     def step() -> float:
         hs = [x]
@@ -111,7 +114,7 @@ def numpy_step() -> Callable[[], float]:
             z = hs[-1] @ params[i]
             z += params[i + 1]
             if i < len(params) - 2:
-                np.maximum(z, 0, out=z)
+                np.maximum(z, zeros[i // 2], out=z)
             hs.append(z)
         z = hs.pop()
         z -= z.max(axis=1, keepdims=True)
