@@ -14,6 +14,7 @@ from flowlab.kernels import (
     lrn_kernels,
     math_kernels,
     nn_kernels,
+    pool3d_kernels,
     proximal_kernels,
     queue_kernels,
     random_kernels,

@@ -19,4 +19,5 @@ from flowlab.ops.lrn_ops import *  # noqa: F401,F403,E402  (lrn, local_response_
 from flowlab.ops.math_ops import sigmoid, tanh  # noqa: F401
 from flowlab.ops.nn_impl import *  # noqa: F401,F403
 from flowlab.ops.nn_ops import *  # noqa: F401,F403
+from flowlab.ops.pool3d_ops import *  # noqa: F401,F403,E402  (max_pool3d, avg_pool3d)
 from flowlab.ops.space_to_batch_ops import batch_to_space_nd, space_to_batch_nd, with_space_to_batch  # noqa: F401,E402
