@@ -132,3 +132,23 @@ def test_ftrl_checkpoint_round_trip(tf1):
         return before, after, listed, tf.train.load_variable(saved, "w/acc")
 
     same_results(tf1, prog, rtol=1e-6, atol=1e-7)
+
+
+def test_conv3d_pool3d_net_trained_by_proximal_gd(tf1):
+    def prog(tf):
+        rs = np.random.RandomState(6)
+        x = tf.constant(rs.randn(2, 5, 6, 6, 2).astype(np.float32))
+        k = tf.Variable(rs.randn(3, 3, 3, 2, 4).astype(np.float32) * 0.2, name="k")
+        w = tf.Variable(rs.randn(4, 1).astype(np.float32) * 0.3, name="w")
+        h = tf.nn.relu(tf.nn.conv3d(x, k, [1, 1, 2, 2, 1], "SAME"))
+        h = tf.nn.max_pool3d(h, [1, 2, 2, 2, 1], [1, 2, 2, 2, 1], "SAME")
+        h = tf.nn.avg_pool3d(h, [1, 2, 1, 1, 1], [1, 1, 1, 1, 1], "VALID")
+        y = tf.matmul(tf.reduce_mean(h, axis=[1, 2, 3]), w)
+        loss = tf.reduce_mean(tf.square(y - tf.constant([[1.0], [-1.0]])))
+        train = tf.train.ProximalGradientDescentOptimizer(0.1, l2_regularization_strength=0.01).minimize(loss)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            losses = [sess.run([train, loss])[1] for _ in range(8)]
+            return losses, sess.run([k, w])
+
+    same_results(tf1, prog, rtol=2e-4, atol=2e-5)
