@@ -424,7 +424,7 @@ def partition(
         else:
             ref_flags = input_ref_flags(op)
             c._inputs = [p.data_input(op, k, t, ref_flags[k]) for k, t in enumerate(inputs_of(op))]
-            p.refs.enter(c)
+            p.refs.forward(c)
         controls: list[Operation] = []
         for ctl in deps:
             if ctl.name not in in_step:

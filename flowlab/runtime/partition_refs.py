@@ -20,10 +20,10 @@ Partitioning keeps that rule across devices by moving the variable itself (its
 * the `_Send` of such a tensor takes its input by reference (`by_reference`), so the
   plan hands the kernel the `VariableState`, and its `_Recv` declares a ref output
   (`<T>_ref`): every consumer on the receiving device reads the variable when it
-  runs, and a receiving Identity becomes an alias as on one device.  An Enter over
-  such a Recv (a read made outside a loop, used inside it on another device) forwards
-  the variable into the frame (`Refs.enter`), as TensorFlow's Enter forwards the
-  buffer, so each iteration reads it when it runs.
+  runs, and a receiving Identity becomes an alias as on one device.  An Enter or a
+  Switch over such a Recv (a read made outside a loop or cond, used inside it on
+  another device) forwards the variable into the frame or branch (`Refs.forward`), as
+  TensorFlow's forward the buffer, so the readers there read it when they run.
 
 What a GraphDef shows is TensorFlow's partition graph: the Send's input is `v/read`,
 `T` and `tensor_type` are the base dtype (the ref-ness is in the op's declaration and
@@ -86,17 +86,24 @@ class Refs:
         t._dtype = t.dtype._as_ref()
         return True
 
-    def enter(self, op: Operation) -> None:
-        """An Enter clone over a shared read received from another device forwards the
-        variable into its frame (TensorFlow's Enter forwards the buffer), so each
-        iteration's readers see the variable as of when they run."""
-        if op.type != "Enter" or len(op._inputs) != 1:
+    def forward(self, op: Operation) -> None:
+        """An Enter or Switch clone over a shared read received from another device
+        forwards the variable (TensorFlow's forward the buffer): into the loop frame,
+        or into the taken branch, whose readers then see the variable as of when they
+        run (a loop's later iterations; a branch op after an update)."""
+        if op.type not in _FORWARDING or not op._inputs:
             return
         src = op._inputs[0]
         if not (src.dtype.is_ref_dtype and src.op.type in ("_Recv", "_HostRecv") and id(src.op) in self.owned):
             return
         od = op._op_def
         op._op_def = replace(
-            od, inputs=[replace(od.inputs[0], is_ref=True)], outputs=[replace(od.outputs[0], is_ref=True)]
+            od, inputs=[replace(od.inputs[0], is_ref=True), *od.inputs[1:]],
+            outputs=[replace(a, is_ref=True) for a in od.outputs],
         )
-        op._outputs[0]._dtype = op._outputs[0].dtype._as_ref()
+        for t in op._outputs:
+            t._dtype = t.dtype._as_ref()
+
+
+# Ops that forward their first input unchanged (to a frame, to a branch).
+_FORWARDING = frozenset({"Enter", "Switch"})

@@ -136,6 +136,41 @@ def test_a_read_entering_a_loop_on_one_device_sees_each_iterations_update(tf1):
     assert_same_on_devices(tf1, read_entering_a_loop("/cpu:0"))
 
 
+def read_in_a_branch_after_an_update(device):
+    def build(tf):
+        v = tf.Variable(np.arange(3, dtype=np.float32), name="v")
+        p = tf.placeholder(tf.bool, [])
+        r = v.value()
+        first = r * 1.0  # before the update
+        with tf.control_dependencies([first]):
+            upd = tf.assign_add(v, tf.ones([3]))
+
+        def taken():
+            with tf.device(device):
+                with tf.control_dependencies([upd]):
+                    return tf.reduce_sum(r)
+
+        return [first, tf.cond(p, taken, lambda: tf.constant(0.0))], {p: True}
+
+    return build
+
+
+def test_a_read_switched_into_a_branch_on_another_device_sees_the_update(tf1):
+    # The branch's Switch of v/read is on cpu:3, fed by the shared read: it forwards
+    # the variable, and the Sum (after the update) reads it.
+    out = assert_same_on_devices(tf1, read_in_a_branch_after_an_update("/cpu:3"), steps=2)
+    assert out[0][1] == 6.0
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "flowlab 3.0 on one device vs TensorFlow's 6.0: cond's Switch of v/read forwards the variable's "
+    "buffer in TensorFlow, so the branch's Sum (after the update by its control input) sees the "
+    "update; flowlab's plan reads the variable at the Switch, which may run before the update "
+    "(runtime/plan.py: a Switch, like an Enter, over a read needs the Identity's alias rule)"))
+def test_a_read_switched_into_a_branch_on_one_device_sees_the_update(tf1):
+    assert_same_on_devices(tf1, read_in_a_branch_after_an_update("/cpu:0"))
+
+
 def test_minimize_with_variables_on_one_device_and_the_loss_on_another(tf1):
     def build(tf):
         with tf.device("/cpu:1"):
