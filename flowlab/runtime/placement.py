@@ -12,8 +12,8 @@ version gave them, as TensorFlow's `GraphExecutionState` restores its stateful
 placements: that device is merged into their group first, so an op added later that
 asks for another device in the group is TensorFlow's colocation error (ignored under
 `allow_soft_placement`), never a move of the state.  A group no device can take
-is not an error until a step runs one of its ops (TensorFlow fails every step of
-such a graph; here only the steps that need it).  `optimize_and_place` is the
+fails every step of a session that places the whole graph, as in TensorFlow (a
+step running one of its ops names it first).  `optimize_and_place` is the
 session's stage that optimizes a pruned step (`flowlab.runtime.optimize`) and places
 what remains.
 
@@ -281,6 +281,11 @@ def place(
     # placer reaches them last.
     for op in sorted(ops, key=lambda o: not o._inputs):
         whole.check(op)
+    if whole.failed and whole.graph is not None:
+        # TensorFlow places the whole graph for every step: a group no device can
+        # take fails the steps that do not run it too.
+        for op in sorted(whole.graph.get_operations(), key=lambda o: not o._inputs):
+            whole.check(op)
     graph = ops[0].graph if ops else None
     if strategy == "first":
         return Placement(

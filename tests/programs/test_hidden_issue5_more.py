@@ -792,3 +792,15 @@ def test_log_device_placement_of_variables_queues_and_shapes(capsys):
         sh, n = _log_program(fl)
     assert list(sh) == [3, 2] and n == 6
     assert capsys.readouterr().out.splitlines() == _TF_LOG
+
+
+def test_an_unplaceable_op_fails_steps_that_do_not_run_it(tf1):
+    def whole_graph(tf):
+        x = tf.placeholder(tf.float32, name="x")
+        c = tf.add(x, 1.0, name="c")
+        with tf.device("/cpu:9"):
+            tf.multiply(x, 2.0, name="b")
+        with tf.Session(config=_config(tf)) as s:
+            return s.run(c, {x: 1.0})
+
+    same_error(tf1, whole_graph, "Cannot assign a device for operation b: {{node b}} was explicitly assigned")
