@@ -162,6 +162,21 @@ def _substitute(t: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
     return x
 
 
+@kernel("MatrixSolveLs", devices=CPU, host_memory=("l2_regularizer",))
+def matrix_solve_ls(ctx: Any, a: Any, b: Any, l2: Any) -> Any:
+    if a.ndim < 2 or b.ndim < 2 or a.shape[:-2] != b.shape[:-2]:
+        raise InvalidArgumentError(None, None, "All input tensors must have the same outer dimensions.")
+    if a.shape[-2] != b.shape[-2]:
+        raise InvalidArgumentError(None, None, "Input matrix and right-hand side must have the same number of rows.")
+    out = np.zeros(a.shape[:-2] + (a.shape[-1], b.shape[-1]), dtype=b.dtype)
+    if out.size == 0 or a.shape[-2] == 0:
+        return out
+    for idx in np.ndindex(a.shape[:-2]):
+        # Minimum-norm least squares (TensorFlow: complete orthogonal decomposition).
+        out[idx] = np.linalg.lstsq(_compute(a[idx]), _compute(b[idx]), rcond=None)[0]
+    return out
+
+
 @kernel("Qr")
 def qr(ctx: Any, x: Any) -> Any:
     xp = ctx.xp

@@ -25,6 +25,7 @@ from flowlab.graph.tensor_shape import TensorShape
 from flowlab.kernels import linalg_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops import array_ops, math_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor, graph_of
+from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.linalg_diag import *  # noqa: F403  (the diagonal ops)
 from flowlab.ops.linalg_diag import __all__ as _diag_all
 from flowlab.ops.linalg_diag import matrix_diag_part, matrix_set_diag
@@ -85,6 +86,15 @@ def _solve(op: Operation) -> list[Any]:
             raise ValueError(f"Shapes must be equal rank, but are {len(a)} and {len(b)}")
         batch = tuple(x if x is not None else y for x, y in zip(a[:-2], b[:-2]))
     return [TensorShape(tuple(batch) + (m if m is not None else b[-2], b[-1]))]  # type: ignore[arg-type]
+
+
+def _solve_ls(op: Operation) -> list[Any]:
+    a, b = _matrix(op, 0), _matrix(op, 1)
+    if a is None or b is None:
+        return [TensorShape(None)]
+    if a[-2] is not None and b[-2] is not None and a[-2] != b[-2]:
+        raise ValueError(f"Dimensions must be equal, but are {a[-2]} and {b[-2]}")
+    return [TensorShape(a[:-2] + (a[-1], b[-1]))]
 
 
 def _qr(op: Operation) -> list[Any]:
@@ -150,6 +160,10 @@ op_def("Svd", inputs=["input: T"], outputs=["s: T", "u: T", "v: T"],
        attrs=["compute_uv: bool = true", "full_matrices: bool = false", f"T: {_LINALG}"], shape_fn=_svd)
 op_def("SelfAdjointEigV2", inputs=["input: T"], outputs=["e: T", "v: T"],
        attrs=["compute_v: bool = true", f"T: {_LINALG}"], shape_fn=_eig)
+op_def("MatrixSolveLs", inputs=["matrix: T", "rhs: T", "l2_regularizer: float64"], outputs=["output: T"],
+       attrs=[f"T: {_LINALG}", "fast: bool = true"], shape_fn=_solve_ls)
+# TensorFlow's gradient raises for fast=False, the only form the builders create.
+not_differentiable("MatrixSolveLs")
 op_def("Cross", inputs=["a: T", "b: T"], outputs=["product: T"], attrs=["T: real"], shape_fn=_cross)
 
 
@@ -317,11 +331,15 @@ def _gramian_cholesky(matrix: Tensor, l2_regularizer: Any, first_kind: bool) -> 
 
 def matrix_solve_ls(matrix: Any, rhs: Any, l2_regularizer: Any = 0.0, fast: bool = True,
                     name: str | None = None) -> Tensor:
-    """Least-squares solution of matrix @ X = rhs (with an optional ridge term), by the
-    Cholesky factor of the Gram matrix, as TensorFlow's `fast=True` path."""
+    """Least-squares solution of matrix @ X = rhs: with `fast` (the default) by the
+    Cholesky factor of the regularized Gram matrix, as TensorFlow builds it; otherwise
+    the minimum-norm solution of one MatrixSolveLs op (l2_regularizer unused there, as
+    in TensorFlow's kernel)."""
     if not fast:
-        raise NotImplementedError("flowlab's matrix_solve_ls has only the fast (Cholesky) path: "
-                                  "pass fast=True")
+        # TensorFlow's robust path: one MatrixSolveLs op (minimum-norm solution).
+        return apply_op("MatrixSolveLs", matrix=matrix, rhs=rhs,
+                        l2_regularizer=convert_to_tensor(l2_regularizer, dtype=dtypes.float64, name="l2_regularizer"),
+                        fast=False, name=name or "MatrixSolveLs")
     g = graph_of([matrix, rhs])
     with g.as_default(), g.name_scope(name or "matrix_solve_ls"):
         matrix = convert_to_tensor(matrix, name="matrix")

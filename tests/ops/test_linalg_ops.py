@@ -207,3 +207,18 @@ def test_pinv_and_matrix_rank_match_tensorflow(tf1):
             a = mod.constant(GEN[0])
             names.append([mod.linalg.pinv(a).name, mod.linalg.matrix_rank(a).name])
     assert names[0] == names[1]
+
+
+def test_lstsq_robust_path_matches_tensorflow(tf1):
+    deficient = np.array([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]], np.float32)
+    rhs = np.array([[1.0], [2.0], [3.1]], np.float32)
+
+    def build(tf):
+        return [tf.linalg.lstsq(deficient, rhs, fast=False), tf.matrix_solve_ls(deficient.T, rhs[:2], fast=False),
+                tf.linalg.lstsq(tf.constant(GEN), tf.constant(RHS), fast=False),
+                tf.linalg.lstsq(deficient, rhs, l2_regularizer=0.5, fast=False)]
+
+    assert_same(tf1, build, rtol=1e-5, atol=1e-6)
+    for mod in (tf1, fl):
+        with mod.Graph().as_default():
+            assert mod.linalg.lstsq(deficient, rhs, fast=False).name == "MatrixSolveLs:0"
