@@ -3,7 +3,7 @@
 conventions, written over `ctx.xp` (cupy has the same `linalg` functions) except
 MatrixTriangularSolve (CPU only: NumPy has no triangular solver, so it solves the
 masked triangle with `linalg.solve`, and TensorFlow's inf/NaN for a singular one
-needs a host fallback).
+needs a host fallback) and MatrixSolveLs (CPU only: `lstsq` has no batched form).
 
 Conventions kept: a singular matrix gives InvalidArgumentError in MatrixInverse /
 MatrixSolve ("Input is not invertible." / "Input matrix is not invertible."), but 0
