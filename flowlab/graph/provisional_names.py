@@ -61,7 +61,10 @@ def provisional(g: Graph) -> Iterator[list[Any]]:
 def mark(g: Graph, box: list[Any], t: Tensor) -> Tensor:
     journal, start, scope = box
     ops = g._ops[start:]
-    if ops and ops[-1] is t.op and journal:
+    # Only values made from Python data (constants, autopacked lists): a conversion
+    # function that builds other ops (a variable's read, dense IndexedSlices) keeps
+    # its own names.
+    if ops and ops[-1] is t.op and journal and all(o.type in ("Const", "Pack") for o in ops):
         after = {k: g._names_in_use.get(k) for k, _ in journal}
         t.op._provisional = _Record(ops, journal, after, scope)
     return t
