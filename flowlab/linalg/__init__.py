@@ -8,7 +8,6 @@ tridiagonal ops are not built.
 
 from __future__ import annotations
 
-from flowlab.ops.array_ops import transpose
 from flowlab.ops.clip_ops import global_norm, norm
 from flowlab.ops.einsum_ops import einsum
 from flowlab.ops.linalg_diag import (
@@ -64,6 +63,8 @@ from flowlab.ops.linalg_ops import (
 from flowlab.ops.math_ops import matmul
 from flowlab.ops.nn_impl import l2_normalize
 from flowlab.ops.tensordot_ops import eye, tensordot
+
+transpose = matrix_transpose  # tf.linalg.transpose swaps the last two dimensions
 
 __all__ = [
     "adjoint", "band_part", "cholesky", "cholesky_solve", "cross", "det", "diag", "diag_part", "eigh", "eigvalsh",
