@@ -9,8 +9,8 @@ graph, under a name scope "save" (then "save_1", ...), the same ops as TensorFlo
     save/RestoreV2, save/Assign, save/Assign_1, ...    reads and assigns them
     save/restore_all                                   groups the assigns
 
-When the variables live on several devices (or `sharded=True`) there is one SaveV2
-per device, placed on that device and writing that device's variables to a part
+With `sharded=True` (TensorFlow's default is False, whatever the devices) there is one
+SaveV2 per device of the variables, placed on that device and writing that device's variables to a part
 checkpoint, then one MergeV2Checkpoints combines the parts into
 `<prefix>.data-0000i-of-0000n` + `<prefix>.index`; restore has one RestoreV2 per
 device.  The files are flowlab.kernels.checkpoint_format's (no pickle; checksums).
@@ -228,7 +228,8 @@ class Saver:
             by_device: dict[str, list[_Saveable]] = {}
             for s in saveables:
                 by_device.setdefault(s.device, []).append(s)
-            sharded = self._sharded or len(by_device) > 1
+            # As TensorFlow: one SaveV2/RestoreV2 whatever the devices unless sharded=True.
+            sharded = self._sharded
             if sharded:
                 save_tensor = self._sharded_save(g, fn, by_device)
                 restore_ops = [self._restore_group(g, fn, ss, dev, "restore_shard")

@@ -248,13 +248,13 @@ def _parts(n, prefix, cpus=2):
 CFG = fl.ConfigProto(device_count={"CPU": 2})
 
 
-def test_one_save_op_per_device_and_resharding(tmp_path):
+def test_one_save_op_per_device_when_sharded_and_resharding(tmp_path):
     p = str(tmp_path / "m")
     with fl.Graph().as_default() as g:
         parts = _parts(3, "a")
         with fl.device("/cpu:1"):
             c = fl.Variable(7, name="c")
-        s = fl.train.Saver()
+        s = fl.train.Saver(sharded=True)
         saves = [op for op in g.get_operations() if op.type == "SaveV2"]
         assert sorted(op.device for op in saves) == ["/device:CPU:0", "/device:CPU:1"]
         assert [op.type for op in g.get_operations()].count("RestoreV2") == 2
@@ -294,7 +294,7 @@ def test_failed_sharded_restore_rolls_back(tmp_path):
     p = str(tmp_path / "m")
     with fl.Graph().as_default():
         parts = _parts(2, "a")
-        s = fl.train.Saver()
+        s = fl.train.Saver(sharded=True)
         with fl.Session(config=CFG) as sess:
             sess.run(fl.global_variables_initializer())
             for v, val in parts:
