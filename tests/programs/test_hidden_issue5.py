@@ -569,3 +569,29 @@ def test_partition_graphs_read_as_graph_defs(tf1):
         return sorted((n.op, n.device) for pg in md.partition_graphs for n in pg.node if n.op in ("_Send", "_Recv"))
 
     same_results(tf1, protos)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "flowlab/ops/math_grad.py unbroadcast: for shapes (1, 2) + (2,) broadcast_reduction_axes gives no "
+    "axes for either input and the gradient of the (2,) input is left (1, 2) (ValueError 'Incompatible "
+    "shapes between op input and calculated input gradient'); TensorFlow reshapes every gradient to its "
+    "input's shape after the (possibly empty) reduction. Fix: in unbroadcast (static and partial paths) "
+    "reshape gx/gy to sx/sy whenever the input's rank differs from the result's, even with no axes."))
+def test_adam_with_a_bias_on_another_device_and_a_batch_of_one(tf1):
+    def batch_of_one(tf):
+        with tf.device("/cpu:2"):
+            b = tf.Variable(np.zeros(2, np.float32), name="b")
+        with tf.device("/cpu:1"):
+            a = tf.Variable(np.ones((2, 2), np.float32), name="a")
+        with tf.device("/cpu:3"):
+            loss = tf.reduce_sum(tf.square(tf.matmul(tf.ones((1, 2)), a) + b))
+        opt = tf.train.AdamOptimizer(0.1)
+        train = opt.minimize(loss, global_step=tf.train.get_or_create_global_step())
+        p1, p2 = opt._get_beta_accumulators()
+        with tf.Session(config=_config(tf)) as s:
+            s.run(tf.global_variables_initializer())
+            for _ in range(3):
+                s.run(train)
+            return s.run([a, b, p1, p2]), p1.device, p1.op.get_attr("_class")
+
+    same_results(tf1, batch_of_one)
