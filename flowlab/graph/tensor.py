@@ -277,9 +277,9 @@ class Operation:
         self._attrs[name] = value
 
     def _set_device(self, device: Any) -> None:
-        """A string is kept as written ('/cpu:1'), as TensorFlow keeps it (placement
-        parses it); a DeviceSpec becomes its canonical string.  A string that does not
-        parse fails here (TensorFlow fails only when the graph is placed)."""
+        """A string is kept as written ('/cpu:1'), as TensorFlow keeps it: placement
+        parses it, and a malformed one is placement's InvalidArgumentError when a
+        session runs the op; a DeviceSpec becomes its canonical string."""
         from flowlab.graph.device_spec import DeviceSpec
 
         if isinstance(device, bytes):
@@ -289,8 +289,6 @@ class Operation:
             return
         if not isinstance(device, str):
             raise TypeError(f"Expected binary or unicode string, got {device!r}")
-        if device:
-            DeviceSpec.from_string(device)
         self._device = device
 
     def _add_control_input(self, op: Operation) -> None:

@@ -75,8 +75,11 @@ def test_device_function_results_that_are_not_devices():
     with fl.device(lambda op: None), pytest.raises(TypeError):
         fl.constant(1.0)
     # TensorFlow accepts any string here and fails when the graph is placed.
-    with fl.device(lambda op: "bogus"), pytest.raises(ValueError, match="bogus"):
-        fl.constant(1.0)
+    with fl.device(lambda op: "bogus"):
+        c = fl.constant(1.0)
+    assert c.op.device == "bogus"
+    with fl.Session() as s, pytest.raises(fl.errors.InvalidArgumentError, match="bogus"):
+        s.run(c)
 
 
 def test_a_short_device_string_is_placed():

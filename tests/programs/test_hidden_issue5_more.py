@@ -218,13 +218,6 @@ def test_device_function_returning_none_is_a_type_error(tf1):
     same_error(tf1, returns_none)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "flowlab/graph/tensor.py Operation._set_device parses the string a device function returns (and "
-    "op._set_device's) and raises ValueError while the graph is built; TensorFlow keeps any string and "
-    "its placer raises InvalidArgumentError (\"Malformed device specification '/foo:bar' in node ...\") "
-    "when a session runs the op. Fix: keep the string unparsed in _set_device; placement.py already "
-    "raises TensorFlow's error for it (tests/runtime/test_placement.py::"
-    "test_malformed_device_of_an_op_is_tensorflows_placement_error)."))
 @pytest.mark.parametrize("spec", ["/foo:bar", "/cpu:x"])
 def test_malformed_device_from_a_device_function_fails_at_run_time(tf1, spec):
     def malformed(tf):
