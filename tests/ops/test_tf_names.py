@@ -462,6 +462,33 @@ def grad_ys_given(tf):
     tf.gradients([y, y], [x])
 
 
+@program
+def optimizers_apply_dense(tf):
+    """Every optimizer's slots, update ops and global_step increment, on two variables."""
+    w = tf.Variable(tf.ones([3]), name="w")
+    b = tf.Variable(tf.zeros([2, 2]), name="b")
+    g = tf.placeholder(tf.float32, [3], name="g")
+    gb = tf.placeholder(tf.float32, [2, 2], name="gb")
+    gs = tf.train.get_or_create_global_step()
+    for opt in [tf.train.GradientDescentOptimizer(0.1), tf.train.MomentumOptimizer(0.1, 0.9),
+                tf.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True, name="Nesterov"),
+                tf.train.AdagradOptimizer(0.1), tf.train.AdadeltaOptimizer(0.1),
+                tf.train.RMSPropOptimizer(0.1),
+                tf.train.RMSPropOptimizer(0.1, momentum=0.9, centered=True, name="RMS2"),
+                tf.train.AdamOptimizer(0.1)]:
+        opt.apply_gradients([(g, w), (gb, b)], global_step=gs)
+
+
+@program
+def optimizers_apply_sparse(tf):
+    w = tf.Variable(tf.ones([4, 3]), name="w")
+    vals = tf.placeholder(tf.float32, [2, 3], name="vals")
+    sl = tf.IndexedSlices(vals, tf.constant([0, 2]), tf.constant([4, 3]))
+    for opt in [tf.train.GradientDescentOptimizer(0.1), tf.train.MomentumOptimizer(0.1, 0.9),
+                tf.train.AdagradOptimizer(0.1), tf.train.AdamOptimizer(0.1)]:
+        opt.apply_gradients([(sl, w)])
+
+
 _MATH_GRAD = ("math_grad: the broadcasting gradients read `Shape`/`Shape_1` constants, Sum's "
               "and Mean's gradients name their multiples `Const` (Mean: DynamicStitch/"
               "BroadcastTo when the axis is given) in TensorFlow (flowlab/ops/math_grad.py)")
