@@ -52,16 +52,14 @@ def _lgamma_pos(x: np.ndarray) -> np.ndarray:
 def lgamma(x: Any) -> np.ndarray:
     x = _f64(x)
     with np.errstate(all="ignore"):
-        out = np.empty(x.shape)
-        hi = x >= 0.5
-        out[hi] = _lgamma_pos(x[hi])
-        lo = ~hi & np.isfinite(x)
-        xl = x[lo]
-        out[lo] = np.log(np.pi / _sinpi_abs(xl)) - _lgamma_pos(1.0 - xl)
-        out[np.isinf(x)] = np.inf
-        out[np.isnan(x)] = np.nan
-        out[(x <= 0) & (x == np.floor(x))] = np.inf
-        out[(x == 1) | (x == 2)] = 0.0  # exact zeros (the series leaves ~1e-16)
+        low = x < 0.5
+        # One Lanczos evaluation: at x, or at 1 - x for the reflection formula.
+        base = _lgamma_pos(np.where(low, 1.0 - x, x))
+        out = np.where(low, np.log(np.pi / _sinpi_abs(x)) - base, base)
+        out = np.where(np.isinf(x), np.inf, out)
+        out = np.where((x <= 0) & (x == np.floor(x)), np.inf, out)
+        out = np.where((x == 1) | (x == 2), 0.0, out)  # exact zeros (the series leaves ~1e-16)
+        out = np.where(np.isnan(x), np.nan, out)
     return out
 
 
