@@ -320,7 +320,7 @@ def cholesky_solve(chol: Any, rhs: Any, name: str | None = None) -> Tensor:
 def _gramian_cholesky(matrix: Tensor, l2_regularizer: Any, first_kind: bool) -> Tensor:
     gramian = math_ops.matmul(matrix, matrix, adjoint_a=first_kind, adjoint_b=not first_kind)
     if isinstance(l2_regularizer, Tensor) or l2_regularizer != 0:
-        n = matrix.shape.as_tuple()[-1 if first_kind else -2]  # type: ignore[index]
+        n = _static_dim(matrix, -1 if first_kind else -2)
         eye = array_ops.broadcast_to(
             math_ops.cast(math_ops.equal(array_ops.expand_dims(math_ops.range(n), 1),
                                          array_ops.expand_dims(math_ops.range(n), 0)), matrix.dtype),
@@ -344,15 +344,22 @@ def matrix_solve_ls(matrix: Any, rhs: Any, l2_regularizer: Any = 0.0, fast: bool
     with g.as_default(), g.name_scope(name or "matrix_solve_ls"):
         matrix = convert_to_tensor(matrix, name="matrix")
         rhs = convert_to_tensor(rhs, name="rhs", dtype=matrix.dtype.base_dtype)
-        s = matrix.shape.as_tuple()
-        if s is None or s[-1] is None or s[-2] is None:
-            raise NotImplementedError("flowlab's matrix_solve_ls needs the matrix's last two dimensions "
-                                      "statically known")
-        if s[-2] >= s[-1]:
+
+        def overdetermined() -> Tensor:
             chol = _gramian_cholesky(matrix, l2_regularizer, first_kind=True)
             return cholesky_solve(chol, math_ops.matmul(matrix, rhs, adjoint_a=True))
-        chol = _gramian_cholesky(matrix, l2_regularizer, first_kind=False)
-        return math_ops.matmul(matrix, cholesky_solve(chol, rhs), adjoint_a=True)
+
+        def underdetermined() -> Tensor:
+            chol = _gramian_cholesky(matrix, l2_regularizer, first_kind=False)
+            return math_ops.matmul(matrix, cholesky_solve(chol, rhs), adjoint_a=True)
+
+        s = matrix.shape.as_tuple()
+        if s is not None and s[-1] is not None and s[-2] is not None:
+            return overdetermined() if s[-2] >= s[-1] else underdetermined()
+        from flowlab.ops.cond import cond  # a cond only when the shape is not static, as TensorFlow
+
+        shape = array_ops.shape(matrix)
+        return cond(shape[-2] >= shape[-1], overdetermined, underdetermined)
 
 
 lstsq = matrix_solve_ls

@@ -222,3 +222,19 @@ def test_lstsq_robust_path_matches_tensorflow(tf1):
     for mod in (tf1, fl):
         with mod.Graph().as_default():
             assert mod.linalg.lstsq(deficient, rhs, fast=False).name == "MatrixSolveLs:0"
+
+
+def test_lstsq_with_unknown_shape_uses_a_cond(tf1):
+    def build(tf):
+        a = tf.placeholder(tf.float64, [None, None])
+        b = tf.placeholder(tf.float64, [None, 1])
+        x = tf.linalg.lstsq(a, b, l2_regularizer=0.1)
+        return [x, tf.gradients(tf.reduce_sum(x), a)], {a: RHS[0], b: RHS[0, :, :1]}
+
+    assert_same(tf1, build, rtol=1e-10, atol=1e-10)
+
+    def build_wide(tf):
+        a = tf.placeholder(tf.float64, [None, None])
+        return tf.linalg.lstsq(a, tf.constant(RHS[0, :2, :1])), {a: RHS[0].T}
+
+    assert_same(tf1, build_wide, rtol=1e-8, atol=1e-8)
