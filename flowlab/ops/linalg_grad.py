@@ -131,6 +131,9 @@ def _qr_grad_square_or_deep(q: Any, r: Any, dq: Any, dr: Any) -> Any:
 def _qr_grad(op: Operation, dq: Any, dr: Any) -> Any:
     a = op.inputs[0]
     q, r = op.outputs
+    if a.dtype.is_complex:
+        raise NotImplementedError("flowlab's Qr gradient is for real matrices (TensorFlow's complex "
+                                  "correction term is not built)")
     s = a.shape.as_tuple()
     if s is None or s[-2] is None or s[-1] is None:
         raise NotImplementedError("QrGrad not implemented with dynamic shapes. "
@@ -155,6 +158,9 @@ def _qr_grad(op: Operation, dq: Any, dr: Any) -> Any:
 def _svd_grad(op: Operation, grad_s: Any, grad_u: Any, grad_v: Any) -> Any:
     a = op.inputs[0]
     s_in = a.shape.as_tuple()
+    if a.dtype.is_complex and op.get_attr("compute_uv"):
+        raise NotImplementedError("flowlab's Svd gradient with compute_uv is for real matrices (TensorFlow's "
+                                  "complex phase term is not built)")
     if not op.get_attr("compute_uv"):
         _, u, v = svd(a, compute_uv=True, full_matrices=op.get_attr("full_matrices"))
         m, n = (s_in[-2], s_in[-1]) if s_in is not None else (None, None)
