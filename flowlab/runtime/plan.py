@@ -314,11 +314,19 @@ def compile_plan(
     # the buffer is shared, so a consumer sees the value as of when *it* runs (e.g.
     # after an assign_add it is control-dependent on).  Such an Identity's output slot is
     # therefore an alias of the variable's slot: its consumers read the variable.
+    # An Enter or a Switch over such a read forwards the variable itself into the loop
+    # frame or the branch (TensorFlow's forward the buffer): its output slots hold the
+    # VariableState and alias themselves, so readers there read it when they run.  Not
+    # into a Merge, which takes its input as it arrives on the frame path: an output a
+    # Merge consumes is read at the Enter or Switch, as before.
     ref_alias: dict[int, int] = {}
+    into_merge = merge_inputs(ops, inputs_of)
     for node in nodes:
         op = node.op
         arg_is_ref = input_ref_flags(op)
         deps: set[int] = set()
+        forwards = op.type in FORWARDS_REFERENCE and not any(
+            (id(op), k) in into_merge for k, s in enumerate(node.outputs) if s >= 0)
         for t, takes_ref in zip(inputs_of(op), arg_is_ref):
             key = (id(t.op), t.value_index)
             slot = slot_of.get(key)
@@ -334,6 +342,11 @@ def compile_plan(
             read = t.dtype.is_ref_dtype and not takes_ref and key not in fed
             if not read and not takes_ref and slot in ref_alias:
                 slot, read = ref_alias[slot], True
+            if read and forwards and not node.inputs:  # the data input: hand the variable on
+                read = False
+                for s in node.outputs:
+                    if s >= 0:
+                        ref_alias[s] = s
             node.inputs.append((slot, read))
             if key not in fed:
                 deps.add(index_of[id(t.op)])
@@ -365,6 +378,16 @@ def compile_plan(
     if straight_line and n_async <= 1 and not plan.has_control_flow:
         generate_straight_line(plan)
     return plan
+
+
+# Ops whose first input flows out unchanged into a frame or a branch (TensorFlow's
+# forward the buffer); flowlab.runtime.partition_refs does the same across devices.
+FORWARDS_REFERENCE = frozenset({"Enter", "Switch"})
+
+
+def merge_inputs(ops: list[Operation], inputs_of: Any) -> set[tuple[int, int]]:
+    """(id(op), output index) of every tensor some Merge of `ops` takes as input."""
+    return {(id(t.op), t.value_index) for op in ops if op.type in ("Merge", "RefMerge") for t in inputs_of(op)}
 
 
 def own_inputs(op: Operation) -> list[Tensor]:

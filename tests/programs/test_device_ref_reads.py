@@ -126,14 +126,10 @@ def test_a_read_entering_a_loop_on_another_device_sees_each_iterations_update(tf
     assert out[0][0][1] == 27.0  # 6 + 9 + 12
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "flowlab 9.0 on one device vs TensorFlow's 27.0: a read made outside the loop (v.value()) "
-    "enters it through Enter, and TensorFlow's Enter forwards the variable's buffer, so each "
-    "iteration's Sum sees that iteration's update; flowlab's plan reads the variable once, at the "
-    "Enter (runtime/plan.py aliases only an Identity of a reference; an Enter over one needs the "
-    "same rule: forward the variable into the frame, readers inside read it)"))
 def test_a_read_entering_a_loop_on_one_device_sees_each_iterations_update(tf1):
-    assert_same_on_devices(tf1, read_entering_a_loop("/cpu:0"))
+    # The plan's Enter over v/read forwards the variable (runtime/plan.py `ref_alias`).
+    out = assert_same_on_devices(tf1, read_entering_a_loop("/cpu:0"))
+    assert out[0][0][1] == 27.0
 
 
 def read_in_a_branch_after_an_update(device):
@@ -162,13 +158,128 @@ def test_a_read_switched_into_a_branch_on_another_device_sees_the_update(tf1):
     assert out[0][1] == 6.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "flowlab 3.0 on one device vs TensorFlow's 6.0: cond's Switch of v/read forwards the variable's "
-    "buffer in TensorFlow, so the branch's Sum (after the update by its control input) sees the "
-    "update; flowlab's plan reads the variable at the Switch, which may run before the update "
-    "(runtime/plan.py: a Switch, like an Enter, over a read needs the Identity's alias rule)"))
 def test_a_read_switched_into_a_branch_on_one_device_sees_the_update(tf1):
-    assert_same_on_devices(tf1, read_in_a_branch_after_an_update("/cpu:0"))
+    out = assert_same_on_devices(tf1, read_in_a_branch_after_an_update("/cpu:0"), steps=2)
+    assert out[0][1] == 6.0
+
+
+def read_entering_a_nested_loop(tf):
+    # v/read enters the outer loop, then the inner one (two constant Enters): every
+    # inner iteration's Sum runs after that iteration's update and sees it.
+    v = tf.Variable(np.arange(3, dtype=np.float32), name="v")
+    r = v.value()
+
+    def outer(i, a):
+        def inner(j, b):
+            upd = tf.assign_add(v, tf.ones([3]) * (b * 0.0 + 1.0))
+            with tf.control_dependencies([upd]):
+                s = tf.reduce_sum(r)
+            return j + 1, b + s
+
+        return i + 1, tf.while_loop(lambda j, b: j < 2, inner, [0, a])[1]
+
+    return [tf.while_loop(lambda i, a: i < 2, outer, [0, 0.0])], None
+
+
+def test_a_read_entering_a_nested_loop_sees_each_inner_iterations_update(tf1):
+    out = assert_same_on_devices(tf1, read_entering_a_nested_loop, steps=2)
+    assert out[0][0][1] == 6.0 + 9.0 + 12.0 + 15.0
+
+
+def read_used_in_and_after_a_loop(tf):
+    v = tf.Variable(np.arange(3, dtype=np.float32), name="v")
+    r = v.value()
+
+    def body(i, a):
+        upd = tf.assign_add(v, tf.ones([3]) * (a * 0.0 + 1.0))
+        with tf.control_dependencies([upd]):
+            s = tf.reduce_sum(r)
+        return i + 1, a + s
+
+    _, total = tf.while_loop(lambda i, a: i < 3, body, [0, 0.0])
+    with tf.control_dependencies([total]):  # after the loop's Exit: every update seen
+        after = tf.reduce_sum(r) * 1.0
+    return [total, after], None
+
+
+def test_a_read_used_inside_and_after_a_loop(tf1):
+    out = assert_same_on_devices(tf1, read_used_in_and_after_a_loop, steps=2)
+    assert out[0] == [27.0, 12.0] and out[1] == [54.0, 21.0]
+
+
+def read_in_both_branches(taken):
+    # Both branches read v/read through the cond's Switch; only the true one updates v
+    # (through a RefSwitch of v) before its read.
+    def build(tf):
+        v = tf.Variable(np.arange(3, dtype=np.float32), name="v")
+        p = tf.placeholder(tf.bool, [])
+        r = v.value()
+
+        def true_fn():
+            upd = tf.assign_add(v, tf.ones([3]))
+            with tf.control_dependencies([upd]):
+                return tf.reduce_sum(r) * 1.0
+
+        out = tf.cond(p, true_fn, lambda: tf.reduce_sum(r) * 2.0)
+        return [out], {p: taken}
+
+    return build
+
+
+@pytest.mark.parametrize("taken", [True, False])
+def test_a_read_in_both_branches_with_an_update_in_one(tf1, taken):
+    out = assert_same_on_devices(tf1, read_in_both_branches(taken), steps=2)
+    assert [o[0] for o in out] == ([6.0, 9.0] if taken else [6.0, 6.0])
+
+
+def test_a_read_flowing_into_a_merge_is_read_at_the_switch_or_enter(tf1):
+    # A Merge takes its input as it arrives on the frame path: an Enter or Switch output
+    # a Merge consumes carries the value, not the variable (no update here: TensorFlow
+    # agrees whichever way).
+    def build(tf):
+        v = tf.Variable(np.arange(3, dtype=np.float32), name="v")
+        p = tf.placeholder(tf.bool, [])
+        picked = tf.cond(p, lambda: v.value(), lambda: v.value() * 2.0)
+        _, x = tf.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x + 1.0), [0, v.value()])
+        return [picked, x], {p: False}
+
+    assert_same_on_devices(tf1, build, steps=2)
+
+
+def _run_one_device(build, steps=1, stepper=False):
+    g = fl.Graph()
+    with g.as_default():
+        fetches, feed = build(fl)
+        with fl.Session(graph=g) as s:
+            s.run(fl.global_variables_initializer())
+            if stepper:
+                return [Stepper(s, fetches, feed).result() for _ in range(steps)]
+            return [s.run(fetches, feed) for _ in range(steps)]
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_reads_entering_loops_on_the_fused_and_the_general_frame_paths(monkeypatch, fused):
+    from flowlab.runtime import loop_fusion
+
+    monkeypatch.setattr(loop_fusion, "ENABLED", fused)
+    assert _run_one_device(read_entering_a_nested_loop)[0][0][1] == 42.0
+    assert _run_one_device(read_used_in_and_after_a_loop, steps=2) == [[27.0, 12.0], [54.0, 21.0]]
+    assert _run_one_device(read_entering_a_loop("/cpu:0"))[0][0][1] == 27.0
+
+
+def test_the_stepper_sees_the_update_through_the_forwarded_read():
+    assert _run_one_device(read_entering_a_loop("/cpu:0"), steps=2, stepper=True) == [[(3, 27.0)], [(3, 54.0)]]
+    assert [o[1] for o in _run_one_device(read_in_a_branch_after_an_update("/cpu:0"), 2, True)] == [6.0, 9.0]
+    assert _run_one_device(read_in_both_branches(True), steps=2, stepper=True) == [[6.0], [9.0]]
+
+
+def test_an_uninitialized_variable_entering_a_loop_fails_at_its_reader():
+    g = fl.Graph()
+    with g.as_default():
+        (loop,), _ = read_entering_a_loop("/cpu:0")(fl)
+        with fl.Session(graph=g) as s:
+            with pytest.raises(fl.errors.FailedPreconditionError, match="uninitialized value v"):
+                s.run(loop)
 
 
 def test_minimize_with_variables_on_one_device_and_the_loss_on_another(tf1):
