@@ -115,18 +115,21 @@ def unbroadcast(op: Operation, gx: Any, gy: Any) -> tuple[Any, Any]:
         if sx == sy:
             return gx, gy
         rx, ry = broadcast_reduction_axes(sx, sy)
-        if gx is not None and rx:
+        # As TensorFlow's must_reduce: an input of lower rank than the result needs its
+        # Reshape even with nothing to sum ([1, 2] + [2]: b's gradient is [2], not [1, 2]).
+        if gx is not None and (rx or len(sx) < len(sy)):
             gx = _reduce_to(gx, np.array(rx, np.int32), sx)
-        if gy is not None and ry:
+        if gy is not None and (ry or len(sy) < len(sx)):
             gy = _reduce_to(gy, np.array(ry, np.int32), sy)
         return gx, gy
     px, py = x.shape.as_tuple(), y.shape.as_tuple()
     static = None if px is None or py is None else partial_reduction_axes(list(px), list(py))
     if static is not None:
         rx, ry = static
-        if gx is not None and rx:
+        assert px is not None and py is not None
+        if gx is not None and (rx or len(px) < len(py)):
             gx = _reduce_to(gx, np.array(rx, np.int32), sx if sx is not None else array_ops.shape(x))
-        if gy is not None and ry:
+        if gy is not None and (ry or len(py) < len(px)):
             gy = _reduce_to(gy, np.array(ry, np.int32), sy if sy is not None else array_ops.shape(y))
         return gx, gy
     tsx, tsy = array_ops.shape(x), array_ops.shape(y)

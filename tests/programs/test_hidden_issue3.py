@@ -514,3 +514,24 @@ def test_cross_entropy_over_3d_logits_and_top_k(tf1):
                                        logits)])
 
     same_results(tf1, xent_3d)
+
+
+def test_bias_gradient_with_a_batch_of_one(tf1):
+    # [1, 2] + [2]: nothing to sum, but b's gradient must still be reshaped to [2]
+    # (TensorFlow's must_reduce); a lower-rank input with unknown batch too.
+    def prog(tf):
+        x = tf.placeholder(tf.float32, [1, 2])
+        xp = tf.placeholder(tf.float32, [None, 1, 2])
+        b = tf.Variable(np.array([0.5, -1.0], np.float32), name="b")
+        c = tf.Variable(np.float32(2.0), name="c")
+        y = tf.reduce_sum((x + b) ** 2) + tf.reduce_sum(x * c) + tf.reduce_sum(xp - b)
+        gs = tf.gradients(y, [b, c, x])
+        step = tf.train.GradientDescentOptimizer(0.1).minimize(y)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            f = {x: [[1.0, 2.0]], xp: np.ones((3, 1, 2), np.float32)}
+            out = s.run(gs, f)
+            s.run(step, f)
+            return [g.shape.as_list() for g in gs], out, s.run([b, c])
+
+    same_results(tf1, prog)
