@@ -68,6 +68,8 @@ class Refs:
 
     def __init__(self) -> None:
         self.owned: set[int] = set()  # ids of the ops the partitioner made (clones, Recvs)
+        # Enter and Switch clones `forward` converted: id -> (clone, its op def before).
+        self.forwarded: dict[int, tuple[Operation, OpDef]] = {}
 
     def own(self, op: Operation) -> None:
         self.owned.add(id(op))
@@ -90,13 +92,25 @@ class Refs:
         """An Enter or Switch clone over a shared read received from another device
         forwards the variable (TensorFlow's forward the buffer): into the loop frame,
         or into the taken branch, whose readers then see the variable as of when they
-        run (a loop's later iterations; a branch op after an update)."""
+        run (a loop's later iterations; a branch op after an update).  Not into a
+        Merge, which takes its input as it arrives on the frame path (as the one-device
+        plan, `flowlab.runtime.plan.FORWARDS_REFERENCE`): a Merge clone over such an
+        output turns its producer back into a plain one, which reads the variable."""
+        if op.type in ("Merge", "RefMerge"):
+            for t in op._inputs:
+                done = self.forwarded.pop(id(t.op), None)
+                if done is not None:
+                    done[0]._op_def = done[1]
+                    for o in done[0]._outputs:
+                        o._dtype = o.dtype.base_dtype
+            return
         if op.type not in _FORWARDING or not op._inputs:
             return
         src = op._inputs[0]
         if not (src.dtype.is_ref_dtype and src.op.type in ("_Recv", "_HostRecv") and id(src.op) in self.owned):
             return
         od = op._op_def
+        self.forwarded[id(op)] = (op, od)
         op._op_def = replace(
             od, inputs=[replace(od.inputs[0], is_ref=True), *od.inputs[1:]],
             outputs=[replace(a, is_ref=True) for a in od.outputs],

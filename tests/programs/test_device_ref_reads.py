@@ -232,16 +232,21 @@ def test_a_read_in_both_branches_with_an_update_in_one(tf1, taken):
     assert [o[0] for o in out] == ([6.0, 9.0] if taken else [6.0, 6.0])
 
 
-def test_a_read_flowing_into_a_merge_is_read_at_the_switch_or_enter(tf1):
+@pytest.mark.parametrize("device", ["/cpu:0", "/cpu:2"])
+@pytest.mark.parametrize("taken", [True, False])
+def test_a_read_flowing_into_a_merge_is_read_at_the_switch_or_enter(tf1, device, taken):
     # A Merge takes its input as it arrives on the frame path: an Enter or Switch output
     # a Merge consumes carries the value, not the variable (no update here: TensorFlow
-    # agrees whichever way).
+    # agrees whichever way).  On cpu:2 the read arrives by reference (partition_refs).
     def build(tf):
-        v = tf.Variable(np.arange(3, dtype=np.float32), name="v")
-        p = tf.placeholder(tf.bool, [])
-        picked = tf.cond(p, lambda: v.value(), lambda: v.value() * 2.0)
-        _, x = tf.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x + 1.0), [0, v.value()])
-        return [picked, x], {p: False}
+        with tf.device("/cpu:1"):
+            v = tf.Variable(np.arange(3, dtype=np.float32), name="v")
+        r = v.value()
+        with tf.device(device):
+            p = tf.placeholder(tf.bool, [])
+            picked = tf.cond(p, lambda: r, lambda: r * 2.0)
+            _, x = tf.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x + 1.0), [0, r])
+        return [picked, x], {p: taken}
 
     assert_same_on_devices(tf1, build, steps=2)
 
