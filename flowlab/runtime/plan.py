@@ -24,7 +24,10 @@ an op folded to constants becomes a node whose kernel returns the stored values
 
 Reading a variable: an edge from a `Ref(T)` output into a plain input reads the
 variable's current array at the consumer (`VariableState.read`), so an
-uninitialized variable fails at the op that uses it, as in TensorFlow.
+uninitialized variable fails at the op that uses it, as in TensorFlow.  An Identity
+of a variable (its `read`) is an alias of it, and an Enter or a Switch over such a
+read hands the variable itself into the loop frame or the branch (TensorFlow's
+forward the buffer), so a reader there that runs after an update sees it.
 """
 
 from __future__ import annotations
