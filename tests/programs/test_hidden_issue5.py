@@ -571,12 +571,6 @@ def test_partition_graphs_read_as_graph_defs(tf1):
     same_results(tf1, protos)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "flowlab/ops/math_grad.py unbroadcast: for shapes (1, 2) + (2,) broadcast_reduction_axes gives no "
-    "axes for either input and the gradient of the (2,) input is left (1, 2) (ValueError 'Incompatible "
-    "shapes between op input and calculated input gradient'); TensorFlow reshapes every gradient to its "
-    "input's shape after the (possibly empty) reduction. Fix: in unbroadcast (static and partial paths) "
-    "reshape gx/gy to sx/sy whenever the input's rank differs from the result's, even with no axes."))
 def test_adam_with_a_bias_on_another_device_and_a_batch_of_one(tf1):
     def batch_of_one(tf):
         with tf.device("/cpu:2"):
