@@ -452,3 +452,36 @@ def test_an_error_in_an_inner_fused_loop_names_its_op():
             s.run(acc)
         with _general(), pytest.raises(errors.InvalidArgumentError, match="outer/inner/pick"):
             s.run(acc)
+
+
+def test_a_variable_read_entering_fused_loops_is_read_by_each_reader():
+    # v/read enters the outer and the inner loop and a cond inside the inner body: the
+    # plan forwards the variable (runtime/plan.py), the fused loops read it per reader,
+    # so each Sum after an update sees it, as on the general path and in TensorFlow.
+    v = tf.Variable(np.arange(3, dtype=np.float32), name="v")
+    r = v.value()
+
+    def inner(j, b):
+        upd = tf.assign_add(v, tf.ones([3]) * (b * 0.0 + 1.0))
+        with tf.control_dependencies([upd]):
+            s = tf.cond(tf.equal(j, 0), lambda: tf.reduce_sum(r), lambda: tf.reduce_sum(r) * 10.0)
+        return j + 1, b + s
+
+    def outer(i, a):
+        return i + 1, tf.while_loop(lambda j, b: j < 2, inner, [0, a], name="inner")[1]
+
+    _, total = tf.while_loop(lambda i, a: i < 2, outer, [0, 0.0], name="outer")
+    with tf.Session() as s:
+        assert _fused(s, [total]) == {"outer/while_context", "outer/inner/while_context"}
+        s.run(v.initializer)
+        spy, calls = _counting_fused_runs()
+        with spy:
+            assert s.run(total) == 6.0 + 90.0 + 12.0 + 150.0
+        assert calls
+        plan = s._plan_for([], [total], [])
+        a = analyze(plan)
+        inner_info = next(e.out_info for e in a.entries if e.kind == 2 and e.out_info.name.endswith("inner/while_context"))
+        assert ".read()" in fusion_for(a, inner_info).source
+        s.run(v.initializer)
+        with _general():
+            assert s.run(total) == 258.0
