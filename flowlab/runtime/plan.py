@@ -321,7 +321,8 @@ def compile_plan(
     # frame or the branch (TensorFlow's forward the buffer): its output slots hold the
     # VariableState and alias themselves, so readers there read it when they run.  Not
     # into a Merge, which takes its input as it arrives on the frame path: an output a
-    # Merge consumes is read at the Enter or Switch, as before.
+    # Merge consumes is read at the Enter or Switch, as before, and a Merge over an
+    # alias takes the aliasing Identity's value.
     ref_alias: dict[int, int] = {}
     into_merge = merge_inputs(ops, inputs_of)
     for node in nodes:
@@ -343,7 +344,7 @@ def compile_plan(
                 )
             # A fed reference is a plain value already: readers take it as it is.
             read = t.dtype.is_ref_dtype and not takes_ref and key not in fed
-            if not read and not takes_ref and slot in ref_alias:
+            if not read and not takes_ref and slot in ref_alias and op.type not in MERGES:
                 slot, read = ref_alias[slot], True
             if read and forwards and not node.inputs:  # the data input: hand the variable on
                 read = False
@@ -388,9 +389,12 @@ def compile_plan(
 FORWARDS_REFERENCE = frozenset({"Enter", "Switch"})
 
 
+MERGES = frozenset({"Merge", "RefMerge"})
+
+
 def merge_inputs(ops: list[Operation], inputs_of: Any) -> set[tuple[int, int]]:
     """(id(op), output index) of every tensor some Merge of `ops` takes as input."""
-    return {(id(t.op), t.value_index) for op in ops if op.type in ("Merge", "RefMerge") for t in inputs_of(op)}
+    return {(id(t.op), t.value_index) for op in ops if op.type in MERGES for t in inputs_of(op)}
 
 
 def own_inputs(op: Operation) -> list[Tensor]:
