@@ -245,8 +245,9 @@ def test_a_read_flowing_into_a_merge_is_read_at_the_switch_or_enter(tf1, device,
         with tf.device(device):
             p = tf.placeholder(tf.bool, [])
             picked = tf.cond(p, lambda: r, lambda: r * 2.0)
+            aliased = tf.cond(p, lambda: tf.identity(r), lambda: r * 3.0)  # a Merge over an alias
             _, x = tf.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x + 1.0), [0, r])
-        return [picked, x], {p: taken}
+        return [picked, aliased, x], {p: taken}
 
     assert_same_on_devices(tf1, build, steps=2)
 
