@@ -161,7 +161,13 @@ def _sub_grad(op: Operation, grad: Any) -> Any:
 
 @gradient("Mul")
 def _mul_grad(op: Operation, grad: Any) -> Any:
-    x, y = (_conj(t) for t in op.inputs)
+    x, y = op.inputs
+    if isinstance(grad, Tensor) and grad.dtype.base_dtype in (dtypes.int32, dtypes.float32):
+        s = _static(x)
+        if s is not None and s == _static(y) == _static(grad):
+            # TensorFlow's fast path for equal static shapes: the grad comes first in both.
+            return math_ops.multiply(grad, y), math_ops.multiply(grad, x)
+    x, y = _conj(x), _conj(y)
     return unbroadcast(op, math_ops.multiply(grad, y), math_ops.multiply(x, grad))
 
 

@@ -9,10 +9,8 @@ graphs, so a name is part of the contract.
 
 Programs whose remaining differences lie in code other helpers own are marked
 `xfail(strict=True)` with the difference and the file to fix; a fix there turns
-the xfail into a failure that asks for the marker to go.  One difference is
-tolerated everywhere (`_normalize`): the operand order of the `Mul`s that
-math_grad's `_MulGrad` builds (TensorFlow: `mul(grad, y)`, flowlab `mul(y, grad)`),
-so that the control-flow and naming programs that contain a product can be pinned.
+the xfail into a failure that asks for the marker to go.  Nothing is normalized:
+even the operand order of a gradient's `Mul` is TensorFlow's.
 """
 
 from __future__ import annotations
@@ -43,15 +41,8 @@ def _rows(g):
             except Exception:  # noqa: BLE001 - the op has no such attr
                 continue
             attrs.append((a, str(getattr(v, "name", v))))
-        rows[op.name] = _normalize(op.type, op.name, ins, (op.type, op.device, tuple(attrs)))
+        rows[op.name] = (op.type, op.device, tuple(attrs), tuple(ins))
     return rows
-
-
-def _normalize(op_type, name, ins, rest):
-    if op_type == "Mul" and "_grad/" in name:
-        data = sorted(i for i in ins if not i.startswith("^"))
-        ins = data + [i for i in ins if i.startswith("^")]
-    return (*rest, tuple(ins))
 
 
 def _build(tf, fn):
