@@ -107,36 +107,54 @@ def partial_reduction_axes(sx: list[int | None], sy: list[int | None]) -> tuple[
     return r
 
 
-def unbroadcast(op: Operation, gx: Any, gy: Any) -> tuple[Any, Any]:
-    """Sum the gradients of a broadcasting binary op back to its inputs' shapes."""
+def infer_reduction_axes(sx: Any, sy: Any) -> tuple[list[int], list[int]] | None:
+    """TensorFlow's _InferGradientReductionAxes: the axes each input was surely
+    broadcast along, from partially known shapes; None when it depends on the data."""
+    if sx is None or sy is None:
+        return None
+    n = max(len(sx), len(sy))
+    px, py = [1] * (n - len(sx)) + list(sx), [1] * (n - len(sy)) + list(sy)
+    rx: list[int] = []
+    ry: list[int] = []
+    for i, (a, b) in enumerate(zip(px, py)):
+        if a == 1 and b != 1:
+            rx.append(i)
+        elif b == 1 and a != 1:
+            ry.append(i)
+        elif a is None or b is None:
+            return None
+    return rx, ry
+
+
+def unbroadcast(op: Operation, gx: Any, gy: Any, grad: Any = None) -> tuple[Any, Any]:
+    """Sum the gradients of a broadcasting binary op back to its inputs' shapes, with
+    the nodes TensorFlow's SmartBroadcastGradientArgs builds: `Shape`/`Shape_1` (Consts
+    when static), reduction axes decided statically where the shapes allow, else a
+    BroadcastGradientArgs.  `grad` given: TensorFlow's fast path (Add, Sub, ...) that
+    builds nothing when x, y and grad have one fully known shape."""
     x, y = op.inputs[0], op.inputs[1]
-    sx, sy = _static(x), _static(y)
-    if sx is not None and sy is not None:
-        if sx == sy:
+    if isinstance(grad, Tensor):
+        s = _static(x)
+        if s is not None and s == _static(y) == _static(grad):
             return gx, gy
-        rx, ry = broadcast_reduction_axes(sx, sy)
-        # As TensorFlow's must_reduce: an input of lower rank than the result needs its
-        # Reshape even with nothing to sum ([1, 2] + [2]: b's gradient is [2], not [1, 2]).
-        if gx is not None and (rx or len(sx) < len(sy)):
-            gx = _reduce_to(gx, np.array(rx, np.int32), sx)
-        if gy is not None and (ry or len(sy) < len(sx)):
-            gy = _reduce_to(gy, np.array(ry, np.int32), sy)
-        return gx, gy
-    px, py = x.shape.as_tuple(), y.shape.as_tuple()
-    static = None if px is None or py is None else partial_reduction_axes(list(px), list(py))
-    if static is not None:
-        rx, ry = static
-        assert px is not None and py is not None
-        if gx is not None and (rx or len(px) < len(py)):
-            gx = _reduce_to(gx, np.array(rx, np.int32), sx if sx is not None else array_ops.shape(x))
-        if gy is not None and (ry or len(py) < len(px)):
-            gy = _reduce_to(gy, np.array(ry, np.int32), sy if sy is not None else array_ops.shape(y))
+    if gx is None and gy is None:
         return gx, gy
     tsx, tsy = array_ops.shape(x), array_ops.shape(y)
-    rx, ry = broadcast_gradient_args(tsx, tsy)
-    if gx is not None:
+    px, py = x.shape.as_tuple(), y.shape.as_tuple()
+    axes = infer_reduction_axes(px, py)
+    if axes is None:
+        rx, ry = broadcast_gradient_args(tsx, tsy)
+        must_x = must_y = True
+    else:
+        assert px is not None and py is not None
+        rx, ry = np.array(axes[0], np.int32), np.array(axes[1], np.int32)
+        # As TensorFlow's must_reduce: an input of lower rank than the result needs its
+        # Reshape even with nothing to sum ([1, 2] + [2]: b's gradient is [2], not [1, 2]).
+        must_x = bool(axes[0]) or len(px) < len(py)
+        must_y = bool(axes[1]) or len(py) < len(px)
+    if gx is not None and must_x:
         gx = _reduce_to(gx, rx, tsx)
-    if gy is not None:
+    if gy is not None and must_y:
         gy = _reduce_to(gy, ry, tsy)
     return gx, gy
 
@@ -147,7 +165,7 @@ def unbroadcast(op: Operation, gx: Any, gy: Any) -> tuple[Any, Any]:
 
 # --- binary arithmetic --------------------------------------------------------------
 def _add_grad(op: Operation, grad: Any) -> Any:
-    return unbroadcast(op, grad, grad)
+    return unbroadcast(op, grad, grad, grad)
 
 
 gradient("AddV2")(_add_grad)
@@ -156,6 +174,10 @@ gradient("Add")(_add_grad)
 
 @gradient("Sub")
 def _sub_grad(op: Operation, grad: Any) -> Any:
+    if isinstance(grad, Tensor):
+        s = _static(op.inputs[0])
+        if s is not None and s == _static(op.inputs[1]) == _static(grad):
+            return grad, -grad  # TensorFlow's fast path
     return unbroadcast(op, grad, -grad)
 
 
@@ -232,7 +254,7 @@ def _squared_difference_grad(op: Operation, grad: Any) -> Any:
     with _with_dep(grad):
         two = constant(2, dtype=grad.dtype.base_dtype)
         x_grad = math_ops.multiply(two, grad) * (x - y)
-    return unbroadcast(op, x_grad, -x_grad)
+    return unbroadcast(op, x_grad, -x_grad, grad)
 
 
 @gradient("Atan2")
