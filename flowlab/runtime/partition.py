@@ -57,6 +57,7 @@ from flowlab.ops.op_def import get_op_def
 from flowlab.runtime.device import Device, value_bytes
 from flowlab.runtime.executor import Execution, Listener, run_executions
 from flowlab.runtime.memory_types import declared_host_memory
+from flowlab.runtime.partition_client import ClientView, client_device, client_view
 from flowlab.runtime.partition_control_flow import (
     ControlLoops,
     analyze_frames,
@@ -137,6 +138,7 @@ class PartitionedGraph:
     sequence: list[Operation] = field(default_factory=list)
     feeds: list[Tensor] = field(default_factory=list)
     fetches: list[Tensor] = field(default_factory=list)
+    client: ClientView = field(default_factory=ClientView)  # feeds/fetches via CPU:0, as shown
 
 
 # --- partitioning --------------------------------------------------------------------------
@@ -438,12 +440,14 @@ def partition(
         p.loops.finish()
     fed_fetches: list[tuple[int, int]] = []
     all_fetches: list[Tensor] = []
+    answered: list[tuple[Tensor, Tensor]] = []
     for i, t in enumerate(fetches):
         fi = p.fed.get((id(t.op), t.value_index))
         if fi is not None:
             fed_fetches.append((i, fi))
             all_fetches.append(t)
             continue
+        user = t
         if optimization is not None:
             t = optimization.canonical(t)
         part = p.part(device_of[t.op.name])
@@ -451,14 +455,16 @@ def partition(
         part.fetches.append(p.out_of[(id(t.op), t.value_index)])
         part.fetch_index.append(i)
         all_fetches.append(part.fetches[-1])
+        answered.append((user, part.fetches[-1]))
     order = {d.name: i for i, d in enumerate(devices or [])}
     parts = sorted(p.parts.values(), key=lambda q: order.get(q.device.name, len(order)))
     for part in parts:
         for op in part.ops:  # the consumer lists of tensors, as a graph's ops have them
             for t in op._inputs:
                 t._consumers.append(op)
+    client = client_view(p, parts, list(feeds), answered, client_device(devices), [d.name for d in devices or []])
     return PartitionedGraph(
-        parts, p.pairs, fed_fetches, len(fetches), p.sequence, list(feeds), all_fetches
+        parts, p.pairs, fed_fetches, len(fetches), p.sequence, list(feeds), all_fetches, client
     )
 
 
@@ -489,12 +495,14 @@ class PartitionedPlan:
     # What a session asks any plan (see Session._execute): never straight-line itself.
     straight_line: Any = None
     has_async: bool = True
+    client: ClientView = field(default_factory=ClientView)
 
     def view(self) -> Partitions:
-        """The inspectable `Partitions` (GraphDefs are built on each call)."""
-        return Partitions(
-            {p.device.name: p.graph_def() for p in self.partitions}, self.pairs, self.placement
-        )
+        """The inspectable `Partitions` (GraphDefs are built on each call), with the
+        feeds and fetches through the client device as TensorFlow shows them
+        (`partition_client`)."""
+        defs = self.client.graph_defs({p.device.name: p.graph_def() for p in self.partitions})
+        return Partitions(defs, self.pairs, self.placement, self.client.pairs)
 
 
 _RECV_TYPES = frozenset({"_Recv", "_HostRecv"})
@@ -533,7 +541,7 @@ def compile_partitions(pg: PartitionedGraph, graph_version: int, placement: Any 
         fused.placement = placement
     return PartitionedPlan(
         graph_version, pg.partitions, pg.pairs, pg.fed_fetches, pg.num_fetches, placement, fused,
-        num_expensive=sum(p.num_expensive for p in plans),
+        num_expensive=sum(p.num_expensive for p in plans), client=pg.client,
     )
 
 

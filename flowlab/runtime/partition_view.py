@@ -27,11 +27,17 @@ class Partitions(Mapping[str, dict[str, Any]]):
       pairs: the `SendRecvPair`s, one per (tensor, destination device) and per
         cross-device control edge.
       placement: the `Placement` the partitions were made from.
+      client_pairs: the pairs TensorFlow's call frame has for feeds and fetches off the
+        client device (CPU:0); shown in the GraphDefs, not run (`partition_client`).
     """
 
-    def __init__(self, graph_defs: dict[str, dict[str, Any]], pairs: list[SendRecvPair], placement: Any) -> None:
+    def __init__(
+        self, graph_defs: dict[str, dict[str, Any]], pairs: list[SendRecvPair], placement: Any,
+        client_pairs: list[SendRecvPair] | None = None,
+    ) -> None:
         self._defs = graph_defs
         self.pairs = list(pairs)
+        self.client_pairs = list(client_pairs or [])
         self.placement = placement
 
     def __getitem__(self, device: str) -> dict[str, Any]:

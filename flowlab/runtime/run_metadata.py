@@ -24,6 +24,7 @@ from typing import Any
 from flowlab.runtime.config import RunMetadata, RunOptions, StepStats
 from flowlab.runtime.graph_def_proto import GraphDef, as_graph_def
 from flowlab.runtime.partition import PartitionedPlan
+from flowlab.runtime.partition_client import plan_client_view
 from flowlab.runtime.partition_view import Partitions
 from flowlab.runtime.plan import Plan
 
@@ -36,24 +37,28 @@ def traced(options: RunOptions | None, run_metadata: RunMetadata | None) -> bool
 
 
 def fill_run_metadata(
-    run_metadata: RunMetadata, options: RunOptions | None, plan: Plan | PartitionedPlan, was_traced: bool
+    run_metadata: RunMetadata, options: RunOptions | None, plan: Plan | PartitionedPlan, was_traced: bool,
+    devices: list[Any] | None = None,
 ) -> None:
     """After a step that was given `run_metadata`: what TensorFlow leaves there.
     `was_traced`: the step's collector already set `step_stats`."""
     if not was_traced:
         run_metadata.step_stats = StepStats()
     if options is not None and options.output_partition_graphs:
-        run_metadata.partition_graphs = list(step_partitions(plan).values())
+        run_metadata.partition_graphs = list(step_partitions(plan, devices).values())
     else:
         run_metadata.partition_graphs = []
 
 
-def step_partitions(plan: Plan | PartitionedPlan) -> Partitions:
+def step_partitions(plan: Plan | PartitionedPlan, devices: list[Any] | None = None) -> Partitions:
     """The per-device GraphDefs and Send/Recv pairs of a compiled step (see the module
-    docstring)."""
+    docstring); `devices`: the session's, for the feeds and fetches through the client
+    device (partition_client)."""
     if isinstance(plan, PartitionedPlan):
         view = plan.view()
-        return Partitions({d: as_graph_def(g) for d, g in view.items()}, view.pairs, view.placement)
+        return Partitions(
+            {d: as_graph_def(g) for d, g in view.items()}, view.pairs, view.placement, view.client_pairs
+        )
     device_of = plan.placement.device_of
     opt = plan.optimization
     in_plan = {n.op.name for n in plan.nodes}
@@ -70,8 +75,7 @@ def step_partitions(plan: Plan | PartitionedPlan) -> Partitions:
         dev = device_of[name]
         node["device"] = dev.name
         by_device.setdefault(dev.name, []).append(node)
-    defs: dict[str, dict[str, Any]] = {
-        d: GraphDef({"format": "flowlab.GraphDef", "version": 1, "node": ns, "library": {}})
-        for d, ns in by_device.items()
-    }
-    return Partitions(defs, [], plan.placement)
+    client = plan_client_view(plan, devices)
+    plain = {d: {"format": "flowlab.GraphDef", "version": 1, "node": ns, "library": {}} for d, ns in by_device.items()}
+    defs: dict[str, dict[str, Any]] = {d: GraphDef(g) for d, g in client.graph_defs(plain).items()}
+    return Partitions(defs, [], plan.placement, client.pairs)

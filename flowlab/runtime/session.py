@@ -134,7 +134,7 @@ class Session:
         step on one device has one partition and no pairs.  Each GraphDef is a JSON
         dict that also reads as TensorFlow's proto (`gd.node[0].op`; see
         `flowlab.runtime.run_metadata`)."""
-        return step_partitions(self._plan_of(fetches, feed_dict))
+        return step_partitions(self._plan_of(fetches, feed_dict), self._devices)
 
     def _plan_of(self, fetches: Any, feed_dict: Any) -> Plan | PartitionedPlan:
         self._check_open()
@@ -227,7 +227,7 @@ class Session:
         the metadata TensorFlow leaves (partition graphs when asked, traced or not)."""
         trace = traced(options, run_metadata)
         values = self._execute(plan, feed_values, options, run_metadata if trace else None, self._listener)
-        fill_run_metadata(run_metadata, options, plan, trace)
+        fill_run_metadata(run_metadata, options, plan, trace, self._devices)
         return values
 
     def make_callable(

@@ -522,11 +522,6 @@ def test_partition_pairs_of_a_training_step_equal_tensorflows(tf1):
     same_results(tf1, train)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "flowlab/runtime/partition.py feeds a placeholder's value straight into the partition that reads it "
-    "and fetches a tensor from the partition that makes it; TensorFlow 2.21's call frame feeds on the "
-    "client device (an _Arg on CPU:0, then a Send/Recv pair to the reader's device) and fetches there "
-    "(a Send/Recv pair to CPU:0, then a _Retval). Fix: add those pairs for feeds and fetches off CPU:0."))
 def test_partition_pairs_of_a_feed_and_a_fetch_on_other_devices(tf1):
     def fed(tf):
         x = tf.placeholder(tf.float32, [2], name="x")

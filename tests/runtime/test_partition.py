@@ -249,7 +249,9 @@ def test_single_device_step_keeps_the_straight_line_path():
         assert isinstance(plan, Plan) and plan.straight_line is not None
         assert s.run(a) == 3.0
         parts = s.partitions(a)
-        assert list(parts) == [CPU % 3] and parts.pairs == []
+        # The fetch crosses to the client device in the GraphDefs only (partition_client).
+        assert list(parts) == [CPU % 0, CPU % 3] and parts.pairs == []
+        assert [(p.send_op, p.recv_op) for p in parts.client_pairs] == [("add/_0", "add/_1")]
 
 
 def test_error_on_one_device_fails_the_step_and_undoes_writes_everywhere():
@@ -298,7 +300,7 @@ def test_trace_has_send_and_recv_and_the_partition_graphs():
         np.testing.assert_array_equal(s.run(b, options=opts, run_metadata=md), [3.0] * 4)
     assert {e.node for e in events if e.kind == "op_end"} >= {"mul", "mul/_0", "mul/_1", "add"}
     assert {e.device for e in events} == {CPU % 1, CPU % 2}
-    assert [g["node"][0]["device"] for g in md.partition_graphs] == [CPU % 1, CPU % 2]
+    assert [g["node"][0]["device"] for g in md.partition_graphs] == [CPU % 0, CPU % 1, CPU % 2]
     traced = {ns.node_name for d in md.step_stats.dev_stats for ns in d.node_stats}
     assert {"mul/_0", "mul/_1"} <= traced
 
