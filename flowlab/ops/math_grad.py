@@ -11,6 +11,7 @@ which each input was broadcast).
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -252,7 +253,7 @@ gradient("Minimum")(_max_min_grad)
 def _squared_difference_grad(op: Operation, grad: Any) -> Any:
     x, y = op.inputs
     with _with_dep(grad):
-        two = constant(2, dtype=grad.dtype.base_dtype)
+        two = constant(2, dtype=grad.dtype.base_dtype, name="scalar")  # as scalar_mul
         x_grad = math_ops.multiply(two, grad) * (x - y)
     return unbroadcast(op, x_grad, -x_grad, grad)
 
@@ -378,14 +379,47 @@ def _tile_back(op: Operation, grad: Any) -> Any:
     return array_ops.tile(g, math_ops.floordiv(shape, math_ops.maximum(kept, 1)))
 
 
+_REDUCED_SHAPES: weakref.WeakKeyDictionary[Any, set[Any]] = weakref.WeakKeyDictionary()
+
+
+def _sum_back(op: Operation, grad: Any) -> Any:
+    """TensorFlow's _SumGrad where the input's rank and the axes are static: a Reshape
+    and a Tile (always, even by ones), the multiples a `Const` when every axis is
+    reduced (in order), else `Tile/multiples`; other cases through _tile_back."""
+    shape = op.inputs[0].shape.as_tuple()
+    axes = constant_value(op.inputs[1])
+    if shape is not None and axes is not None:
+        rank = len(shape)
+        axes = np.asarray(axes)
+        if np.array_equal(axes, np.arange(rank)):
+            g = array_ops.reshape(grad, [1] * rank)
+            if None in shape:
+                return array_ops.tile(g, array_ops.shape(op.inputs[0]))
+            return array_ops.tile(g, constant(list(shape), dtype=dtypes.int32))
+        if None not in shape:
+            hit = {int(a) % rank for a in axes.reshape(-1).tolist()} if rank else set()
+            kept = [1 if i in hit else int(d) for i, d in enumerate(shape)]
+            scaling = [int(d) // max(k, 1) for d, k in zip(shape, kept)]
+            cache = _REDUCED_SHAPES.setdefault(grad.graph, set())
+            key = (tuple(shape), tuple(axes.reshape(-1).tolist()))
+            if key not in cache:
+                # TensorFlow computes the multiples once per graph and key with ops it
+                # then folds (_SafeShapeDiv): they stay in its graph, unread.
+                cache.add(key)
+                math_ops.floordiv(np.array(shape, np.int32),
+                                  math_ops.maximum(np.array(kept, np.int32), np.int32(1)))
+            return array_ops.tile(array_ops.reshape(grad, kept), scaling)
+    return _tile_back(op, grad)
+
+
 @gradient("Sum")
 def _sum_grad(op: Operation, grad: Any) -> Any:
-    return [_tile_back(op, grad), None]
+    return [_sum_back(op, grad), None]
 
 
 @gradient("Mean")
 def _mean_grad(op: Operation, grad: Any) -> Any:
-    sum_grad = _tile_back(op, grad)
+    sum_grad = _sum_back(op, grad)
     sx, sy = _static(op.inputs[0]), _static(op.outputs[0])
     if sx is not None and sy is not None:
         factor = max(int(np.prod(sx, dtype=np.int64)) // max(int(np.prod(sy, dtype=np.int64)), 1), 1)

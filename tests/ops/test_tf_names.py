@@ -291,9 +291,7 @@ def cond_with_a_variable(tf):
     tf.gradients(y, [x, v])
 
 
-@program(xfail="math_grad: Sum's gradient names its multiples `Const` and Mul's gradient "
-               "reads `Shape`/`Shape_1` constants (TensorFlow's SmartBroadcastGradientArgs); "
-               "flowlab: `Tile/multiples`, `Reshape/shape` (flowlab/ops/math_grad.py)")
+@program
 def cond_in_control_dependencies(tf):
     x = tf.placeholder(tf.float32, [3], name="x")
     a = tf.identity(x, name="a")
@@ -434,8 +432,7 @@ def map_fn_and_scan_forward(tf):
     tf.scan(lambda a, e: a + e, x)
 
 
-@program(xfail="math_grad: Sum's gradient names its multiples `Const`, Mul's gradient "
-               "reads `Shape`/`Shape_1` (flowlab/ops/math_grad.py)")
+@program
 def map_fn_gradient(tf):
     x = tf.placeholder(tf.float32, [3, 2], name="x")
     y = tf.map_fn(lambda r: r * 2.0, x)
@@ -495,7 +492,7 @@ def math_with_broadcasting(tf):
     tf.gradients(tf.reduce_sum(v), [x])
 
 
-@program(xfail=_MATH_GRAD)
+@program
 def gradient_descent_minimize(tf):
     x = tf.constant(np.ones((4, 3), np.float32))
     w = tf.Variable(tf.ones([3, 1]), name="w")
@@ -505,7 +502,7 @@ def gradient_descent_minimize(tf):
     tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=gs)
 
 
-@program(xfail=_MATH_GRAD)
+@program
 def adam_minimize(tf):
     x = tf.constant(np.ones((4, 3), np.float32))
     w = tf.Variable(tf.ones([3, 1]), name="w")
