@@ -58,6 +58,7 @@ from flowlab.runtime.device import Device, value_bytes
 from flowlab.runtime.executor import Execution, Listener, run_executions
 from flowlab.runtime.memory_types import declared_host_memory
 from flowlab.runtime.partition_client import ClientView, client_device, client_view
+from flowlab.runtime.partition_constants import Replicas, replicas
 from flowlab.runtime.partition_control_flow import (
     ControlLoops,
     analyze_frames,
@@ -177,6 +178,7 @@ class _Partitioner:
         # Loops across devices (partition_control_flow): set by `partition`.
         self.loops: ControlLoops | None = None
         self.new_ops: dict[int, tuple[Device, str]] = {}  # id -> (device, frame) of ops made here
+        self.replicas = Replicas({})  # small constants copied onto each reading device
 
     def part(self, device: Device) -> DevicePartition:
         p = self.parts.get(device.name)
@@ -308,6 +310,8 @@ class _Partitioner:
         if (id(t.op), t.value_index) in self.fed:
             self.use_feed(self.part(dst), t)
             return t
+        if t.op in self.replicas:
+            return self.replicas.on(self, t.op, dst, self.constants.get(t.op.name))
         src = self.device_of[t.op.name]
         self.clone(t.op)
         produced = self.out_of[(id(t.op), t.value_index)]
@@ -415,7 +419,12 @@ def partition(
     in_step = {op.name for op in ops}
     if frames is not None:
         p.loops = ControlLoops(p, frames, ops, inputs_of)
+    else:  # TensorFlow's ReplicateConstants (partition_constants)
+        pinned = {id(t.op) for t in [*feeds, *fetches]}
+        p.replicas = replicas(ops, inputs_of, device_of, p.constants, p.noops, pinned, p.taken)
     for op in ops:
+        if op in p.replicas:
+            continue
         c = p.clone(op)
         part = p.part(device_of[op.name])
         if p.loops is not None:
