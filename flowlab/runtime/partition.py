@@ -16,7 +16,10 @@ Each pair shares one rendezvous key,
 names (`Const/_0` for the Send, `Const/_1` for its Recv, tensor_name
 `edge_0_Const`).  Fed tensors are written into every partition that reads them, and
 fetched tensors are read from the partition that produces them (the client is in the
-same process), so no transfer touches the client.  An op taking a reference is
+same process), so no transfer touches the client; the GraphDefs show TensorFlow's
+call frame anyway (`partition_client`: `_Arg`/`_Retval` on CPU:0 and their pairs).  A
+small constant read on several CPUs is copied onto each, as TensorFlow's
+ReplicateConstants does (`partition_constants`).  An op taking a reference is
 on its variable's device (placement colocates them; partitioning checks), but a
 variable's *read* may cross: between CPU devices its Send carries the variable, read
 by the consumers when they run, as TensorFlow's in-process Send shares the buffer
