@@ -51,7 +51,8 @@ class Partitions(Mapping[str, dict[str, Any]]):
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{d}: {len(g['node'])} nodes" for d, g in self._defs.items())
-        return f"<Partitions {{{sizes}}}, {len(self.pairs)} Send/Recv pairs>"
+        shown = f" (+{len(self.client_pairs)} via the client device, shown only)" if self.client_pairs else ""
+        return f"<Partitions {{{sizes}}}, {len(self.pairs)} Send/Recv pairs{shown}>"
 
     # Notebook display: its picture (flowlab.viz, imported only when shown).
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
