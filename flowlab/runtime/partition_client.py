@@ -144,7 +144,8 @@ def plan_client_view(plan: Any, devices: list[Device] | None) -> ClientView:
                 if slot in feed_slots:
                     entry = readers.setdefault(t.name, (t, []))
                     if all(d is not dev for d, _, _ in entry[1]):
-                        host = node.op._inputs[k:k + 1] == [t] and declared_host_memory(node.op, dev, k, output=False)
+                        own = k < len(node.op._inputs) and node.op._inputs[k] is t
+                        host = own and declared_host_memory(node.op, dev, k, output=False)
                         entry[1].append((dev, node.op.name, host))
         for t in node.op._outputs:
             made[t.name] = (t, dev)
