@@ -424,11 +424,12 @@ def _mean_grad(op: Operation, grad: Any) -> Any:
     if sx is not None and sy is not None:
         factor = max(int(np.prod(sx, dtype=np.int64)) // max(int(np.prod(sy, dtype=np.int64)), 1), 1)
         return [math_ops.truediv(sum_grad, constant(factor, dtype=sum_grad.dtype.base_dtype)), None]
-    ins, outs = array_ops.shape(op.inputs[0]), array_ops.shape(op.outputs[0])
-    num = math_ops.reduce_prod(ins)
-    den = math_ops.maximum(math_ops.reduce_prod(outs), 1)
-    factor = math_ops.floordiv(num, den)
-    factor = math_ops.maximum(factor, 1)
+    # As TensorFlow: the product of the input's dimensions along the reduced axes.
+    ins = array_ops.shape(op.inputs[0])
+    rank = array_ops.size(ins)
+    axes = math_ops.cast(op.inputs[1], rank.dtype)
+    axes = math_ops.floormod(math_ops.add(axes, rank, name="add"), rank, name="mod")
+    factor = math_ops.reduce_prod(slicing.gather(ins, axes))
     return [math_ops.truediv(sum_grad, math_ops.cast(factor, sum_grad.dtype)), None]
 
 

@@ -356,7 +356,7 @@ def _reductions(tf: Any) -> None:
     s = tf.placeholder(tf.float32, [], name="s")
     ys = [tf.reduce_sum(x), tf.reduce_sum(x, 1), tf.reduce_sum(x, [1, 0]),
           tf.reduce_sum(x, -1, keepdims=True), tf.reduce_sum(x, 0), tf.reduce_sum(p),
-          tf.reduce_mean(x), tf.reduce_mean(x, 0), tf.reduce_sum(x * s)]
+          tf.reduce_mean(x), tf.reduce_mean(x, 0), tf.reduce_sum(x * s), tf.reduce_mean(p)]
     tf.gradients(ys, [x, p, s])
 
 
