@@ -11,6 +11,7 @@ TensorFlow's; the formulas are those of TensorFlow's CPU kernels
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flowlab.graph.tensor import Operation
@@ -74,21 +75,23 @@ def _shape_fn(slots: list[str], scalars: list[str], sparse: bool) -> Any:
     return fn
 
 
-def _declare() -> None:
-    for op_type, (slots, before, after) in _DENSE.items():
-        extra = _EXTRA_ATTRS.get(op_type, [])
+def _declare(table: dict[str, tuple[list[str], list[str], list[str]]], sparse: set[str],
+             extra_attrs: Callable[[str], list[str]]) -> None:
+    """Declare each update op of `table` (and its Sparse twin for those in `sparse`)."""
+    for op_type, (slots, before, after) in table.items():
+        extra = extra_attrs(op_type)
         refs = [f"{n}: Ref(T)" for n in ["var", *slots]]
         scal_before = [f"{n}: T" for n in before]
-        scal_after = [f"{n}: T" for n in after]
+        scal_after = [f"{n}: {'int64' if n == 'global_step' else 'T'}" for n in after]
+        grad = "delta: T" if op_type in ("ApplyGradientDescent", "ApplyProximalGradientDescent") else "grad: T"
         op_def(
-            op_type, inputs=refs + scal_before + ["grad: T" if op_type != "ApplyGradientDescent" else "delta: T"]
-            + scal_after,
-            outputs=["out: Ref(T)"], attrs=["T: numeric", "use_locking: bool = false", *extra],
+            op_type, inputs=refs + scal_before + [grad] + scal_after, outputs=["out: Ref(T)"],
+            attrs=["T: numeric", "use_locking: bool = false", *extra],
             shape_fn=_shape_fn(slots, before, False), stateful=True,
             doc=f"Update var (and its slots) as TensorFlow's {op_type} kernel.",
         )
         not_differentiable(op_type)
-        if op_type in _SPARSE:
+        if op_type in sparse:
             sp = "Sparse" + op_type
             op_def(
                 sp, inputs=refs + scal_before + ["grad: T", "indices: Tindices"] + scal_after,
@@ -100,7 +103,7 @@ def _declare() -> None:
             not_differentiable(sp)
 
 
-_declare()
+_declare(_DENSE, set(_SPARSE), lambda t: _EXTRA_ATTRS.get(t, []))
 
 
 def _apply(op_type: str, name: str | None, **kwargs: Any) -> Any:
@@ -193,32 +196,8 @@ _PROXIMAL: dict[str, tuple[list[str], list[str], list[str]]] = {
 }
 
 
-def _declare_proximal() -> None:
-    for op_type, (slots, before, after) in _PROXIMAL.items():
-        extra = ["multiply_linear_by_lr: bool = false"] if "Ftrl" in op_type else []
-        refs = [f"{n}: Ref(T)" for n in ["var", *slots]]
-        scal_before = [f"{n}: T" for n in before]
-        scal_after = [f"{n}: {'int64' if n == 'global_step' else 'T'}" for n in after]
-        grad = "delta: T" if op_type == "ApplyProximalGradientDescent" else "grad: T"
-        op_def(
-            op_type, inputs=refs + scal_before + [grad] + scal_after, outputs=["out: Ref(T)"],
-            attrs=["T: numeric", "use_locking: bool = false", *extra],
-            shape_fn=_shape_fn(slots, before, False), stateful=True,
-            doc=f"Update var (and its slots) as TensorFlow's {op_type} kernel.",
-        )
-        not_differentiable(op_type)
-        sp = "Sparse" + op_type
-        op_def(
-            sp, inputs=refs + scal_before + ["grad: T", "indices: Tindices"] + scal_after,
-            outputs=["out: Ref(T)"],
-            attrs=["T: numeric", "Tindices: {int32, int64}", "use_locking: bool = false", *extra],
-            shape_fn=_shape_fn(slots, before, True), stateful=True,
-            doc=f"{op_type} for the rows `indices` of var only.",
-        )
-        not_differentiable(sp)
-
-
-_declare_proximal()
+_declare(_PROXIMAL, set(_PROXIMAL),
+         lambda t: ["multiply_linear_by_lr: bool = false"] if "Ftrl" in t else [])
 
 
 def apply_ftrl(var: Any, accum: Any, linear: Any, grad: Any, lr: Any, l1: Any, l2: Any, lr_power: Any,
