@@ -225,16 +225,14 @@ def _floor_mod_grad(op: Operation, grad: Any) -> Any:
 
 @gradient("Pow")
 def _pow_grad(op: Operation, grad: Any) -> Any:
-    x, y = (_conj(t) for t in op.inputs)
-    z = _conj(op.outputs[0])
-    gx = grad * y * math_ops.pow(x, y - array_ops.ones_like(y))
-    if x.dtype.is_complex:
-        mask = math_ops.not_equal(x, array_ops.zeros_like(x))
-    else:
-        mask = math_ops.greater(x, array_ops.zeros_like(x))
-    safe_x = array_ops.where_v2(mask, x, array_ops.ones_like(x))
-    log_x = array_ops.where_v2(mask, math_ops.log(safe_x), array_ops.zeros_like(x))
-    return unbroadcast(op, gx, grad * z * log_x)
+    # TensorFlow's nodes, in its order: mul, sub, Pow, mul_1; Greater, Select, Log, ...
+    x, y = op.inputs
+    cx, cy = _conj(x), _conj(y)
+    gx = grad * cy * math_ops.pow(cx, cy - 1)
+    mask = math_ops.not_equal(cx, 0) if x.dtype.is_complex else cx > 0
+    safe_x = array_ops.where(mask, cx, array_ops.ones_like(x))
+    log_x = array_ops.where(mask, math_ops.log(safe_x), array_ops.zeros_like(x))
+    return unbroadcast(op, gx, grad * _conj(op.outputs[0]) * log_x)
 
 
 def _max_min_grad(op: Operation, grad: Any) -> Any:
@@ -409,7 +407,22 @@ def _sum_back(op: Operation, grad: Any) -> Any:
                 math_ops.floordiv(np.array(shape, np.int32),
                                   math_ops.maximum(np.array(kept, np.int32), np.int32(1)))
             return array_ops.tile(array_ops.reshape(grad, kept), scaling)
+    if shape is not None and None in shape:
+        # TensorFlow's general path: reshape to reduced_shape, then BroadcastTo.
+        ins = array_ops.shape(op.inputs[0])
+        if not op.get_attr("keep_dims"):
+            grad = array_ops.reshape(grad, _reduced_shape(ins, op.inputs[1]))
+        return array_ops.broadcast_to(grad, ins)
     return _tile_back(op, grad)
+
+
+def _reduced_shape(ins: Tensor, axes: Tensor) -> Tensor:
+    """TensorFlow's math_ops.reduced_shape for a dynamic input shape: the shape with
+    the reduced axes set to 1, through a DynamicStitch."""
+    rank = array_ops.size(ins, out_type=axes.dtype)
+    axes = math_ops.floormod(math_ops.add(axes, rank, name="add"), rank, name="mod")
+    ones = array_ops.ones(array_ops.shape(axes), dtype=ins.dtype)
+    return slicing.dynamic_stitch([math_ops.range(rank), axes], [ins, ones])
 
 
 @gradient("Sum")

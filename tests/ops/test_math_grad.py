@@ -341,6 +341,14 @@ def _broadcasting(tf: Any) -> None:
     tf.gradients(p + u, [p, u])
 
 
+def _pow_and_partial_sums(tf: Any) -> None:
+    x = tf.placeholder(tf.float32, [2, 3], name="x")
+    p = tf.placeholder(tf.float32, [None, 3], name="p")
+    # (ones_like of a static shape is `ones_like/Shape/shape_as_tensor` in TensorFlow: array_ops)
+    ys = [p ** 2.0, tf.pow(p, x), tf.reduce_sum(p, 1), tf.reduce_sum(p, [0], keepdims=True)]
+    tf.gradients([tf.reduce_sum(y) for y in ys], [x, p])
+
+
 def _empty_list_constants(tf: Any) -> None:
     # [1, 3] + [3]: b's gradient sums over no axis (`reduce_sum(g, [])`); a scalar's
     # Sum gradient reshapes to `[]`.
@@ -361,7 +369,8 @@ def _reductions(tf: Any) -> None:
 
 
 GRAPH_PROGRAMS = {f.__name__[1:]: f for f in (_mul_same_shapes, _mul_float64, _mul_unknown_shapes,
-                                               _broadcasting, _reductions, _empty_list_constants)}
+                                               _broadcasting, _reductions, _pow_and_partial_sums,
+                                               _empty_list_constants)}
 _EMPTY_LIST = pytest.mark.xfail(strict=True, reason=(
     "TensorFlow converts an empty list given for an int input (Sum's reduction_indices, "
     "Reshape's shape) first as float32, leaving a dangling `.../shape` Const: its int32 "

@@ -477,10 +477,10 @@ def optimizers_apply_sparse(tf):
         opt.apply_gradients([(sl, w)])
 
 
-_MATH_GRAD = ("math_grad: Pow's gradient builds Select over `x > 0` with `sub/y` (TensorFlow), "
-              "SelectV2 with ones_like/zeros_like (flowlab); Sum's gradient for a partially "
-              "known shape and given axes is reduced_shape (DynamicStitch) + BroadcastTo in "
-              "TensorFlow, Tile in flowlab (flowlab/ops/math_grad.py)")
+_MATH_GRAD = ("math_ops: a reduction over a scalar without axes (Mean's gradient's "
+              "reduce_prod of the gathered dimension) reduces over range(0, rank(x)) in "
+              "TensorFlow (Rank, range_1: _ReductionDims treats rank 0 as unknown), a Const "
+              "in flowlab (flowlab/ops/math_ops.py)")
 
 
 @program(xfail=_MATH_GRAD)
