@@ -14,11 +14,10 @@ from typing import Any
 import numpy as np
 
 from flowlab.graph.tensor import Operation, Tensor
-from flowlab.ops import array_ops
 from flowlab.ops.builder import apply_op
 from flowlab.ops.const_fold import constant_value
+from flowlab.ops.conv_grad import register_bilinear_gradients
 from flowlab.ops.conv_ops import output_size
-from flowlab.ops.gradient_registry import gradient
 from flowlab.ops.op_def import op_def
 
 __all__ = ["conv3d", "conv3d_backprop_input_v2", "conv3d_backprop_filter_v2"]
@@ -95,38 +94,7 @@ def _attrs(op: Operation) -> dict[str, Any]:
     return {k: op.get_attr(k) for k in ("strides", "padding", "data_format", "dilations")}
 
 
-@gradient("Conv3D")
-def _conv3d_grad(op: Operation, grad: Tensor) -> list[Tensor]:
-    x, f = op.inputs
-    sx, sf = array_ops.shape_n([x, f])
-    return [
-        apply_op("Conv3DBackpropInputV2", input_sizes=sx, filter=f, out_backprop=grad, name="Conv3DBackpropInputV2",
-                 **_attrs(op)),
-        apply_op("Conv3DBackpropFilterV2", input=x, filter_sizes=sf, out_backprop=grad,
-                 name="Conv3DBackpropFilterV2", **_attrs(op)),
-    ]
-
-
-@gradient("Conv3DBackpropInputV2")
-def _conv3d_backprop_input_grad(op: Operation, grad: Tensor) -> list[Any]:
-    _, f, dy = op.inputs
-    return [
-        None,
-        apply_op("Conv3DBackpropFilterV2", input=grad, filter_sizes=array_ops.shape(f), out_backprop=dy,
-                 name="Conv3DBackpropFilterV2", **_attrs(op)),
-        apply_op("Conv3D", input=grad, filter=f, name="Conv3D", **_attrs(op)),
-    ]
-
-
-@gradient("Conv3DBackpropFilterV2")
-def _conv3d_backprop_filter_grad(op: Operation, grad: Tensor) -> list[Any]:
-    x, _, dy = op.inputs
-    return [
-        apply_op("Conv3DBackpropInputV2", input_sizes=array_ops.shape(x), filter=grad, out_backprop=dy,
-                 name="Conv3DBackpropInputV2", **_attrs(op)),
-        None,
-        apply_op("Conv3D", input=x, filter=grad, name="Conv3D", **_attrs(op)),
-    ]
+register_bilinear_gradients("Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", _attrs)
 
 
 def conv3d(input: Any, filter: Any = None, strides: Any = None, padding: Any = None,  # noqa: A002

@@ -9,6 +9,7 @@ each other.  The window attrs are passed on unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flowlab.graph.tensor import Operation, Tensor
@@ -32,41 +33,48 @@ def _shape(t: Tensor) -> Tensor:
     return array_ops.shape(t)
 
 
-@gradient("Conv2D")
-def _conv2d_grad(op: Operation, grad: Tensor) -> list[Tensor]:
-    x, f = op.inputs
-    attrs = _conv_attrs(op)
-    sx, sf = array_ops.shape_n([x, f])
-    return [
-        apply_op("Conv2DBackpropInput", input_sizes=sx, filter=f, out_backprop=grad,
-                 name="Conv2DBackpropInput", **attrs),
-        apply_op("Conv2DBackpropFilter", input=x, filter_sizes=sf, out_backprop=grad,
-                 name="Conv2DBackpropFilter", **attrs),
-    ]
+def register_bilinear_gradients(forward: str, backprop_input: str, backprop_filter: str,
+                                attrs: Callable[[Operation], dict[str, Any]], shape_n: bool = True) -> None:
+    """Gradients of a convolution family (Conv2D, Conv3D, DepthwiseConv2dNative): the
+    forward op differentiates into its two backprop ops, and each backprop op (bilinear
+    in filter and out_backprop) into the other backprop op and the forward op.  The
+    window attrs pass on unchanged; `shape_n`: the forward gradient reads both shapes
+    through one ShapeN (TensorFlow's Conv2D/Conv3D) or two Shapes (depthwise)."""
+
+    def forward_grad(op: Operation, grad: Tensor) -> list[Tensor]:
+        x, f = op.inputs
+        sx, sf = array_ops.shape_n([x, f]) if shape_n else (_shape(x), _shape(f))
+        return [
+            apply_op(backprop_input, input_sizes=sx, filter=f, out_backprop=grad, name=backprop_input,
+                     **attrs(op)),
+            apply_op(backprop_filter, input=x, filter_sizes=sf, out_backprop=grad, name=backprop_filter,
+                     **attrs(op)),
+        ]
+
+    def input_grad(op: Operation, grad: Tensor) -> list[Any]:
+        _, f, dy = op.inputs
+        return [
+            None,
+            apply_op(backprop_filter, input=grad, filter_sizes=_shape(f), out_backprop=dy,
+                     name=backprop_filter, **attrs(op)),
+            apply_op(forward, input=grad, filter=f, name=forward, **attrs(op)),
+        ]
+
+    def filter_grad(op: Operation, grad: Tensor) -> list[Any]:
+        x, _, dy = op.inputs
+        return [
+            apply_op(backprop_input, input_sizes=_shape(x), filter=grad, out_backprop=dy,
+                     name=backprop_input, **attrs(op)),
+            None,
+            apply_op(forward, input=x, filter=grad, name=forward, **attrs(op)),
+        ]
+
+    gradient(forward)(forward_grad)
+    gradient(backprop_input)(input_grad)
+    gradient(backprop_filter)(filter_grad)
 
 
-@gradient("Conv2DBackpropInput")
-def _conv2d_backprop_input_grad(op: Operation, grad: Tensor) -> list[Any]:
-    _, f, dy = op.inputs
-    attrs = _conv_attrs(op)
-    return [
-        None,
-        apply_op("Conv2DBackpropFilter", input=grad, filter_sizes=_shape(f), out_backprop=dy,
-                 name="Conv2DBackpropFilter", **attrs),
-        apply_op("Conv2D", input=grad, filter=f, name="Conv2D", **attrs),
-    ]
-
-
-@gradient("Conv2DBackpropFilter")
-def _conv2d_backprop_filter_grad(op: Operation, grad: Tensor) -> list[Any]:
-    x, _, dy = op.inputs
-    attrs = _conv_attrs(op)
-    return [
-        apply_op("Conv2DBackpropInput", input_sizes=_shape(x), filter=grad, out_backprop=dy,
-                 name="Conv2DBackpropInput", **attrs),
-        None,
-        apply_op("Conv2D", input=x, filter=grad, name="Conv2D", **attrs),
-    ]
+register_bilinear_gradients("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", _conv_attrs)
 
 
 def _pool_attrs(op: Operation) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import numpy as np
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.ops import array_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor
+from flowlab.ops.conv_grad import register_bilinear_gradients
 from flowlab.ops.conv_ops import (
     _nhwc_to,
     _padding,
@@ -30,7 +31,6 @@ from flowlab.ops.conv_ops import (
     conv2d,
     spatial,
 )
-from flowlab.ops.gradient_registry import gradient
 from flowlab.ops.nn_ops import _name_scope
 from flowlab.ops.op_def import op_def
 from flowlab.ops.space_to_batch_ops import with_space_to_batch
@@ -73,37 +73,8 @@ def _attrs(op: Operation) -> dict[str, Any]:
     return {n: op.get_attr(n) for n in ("strides", "padding", "explicit_paddings", "data_format", "dilations")}
 
 
-@gradient("DepthwiseConv2dNative")
-def _depthwise_grad(op: Operation, grad: Tensor) -> list[Tensor]:
-    x, f = op.inputs
-    return [
-        apply_op("DepthwiseConv2dNativeBackpropInput", input_sizes=array_ops.shape(x), filter=f, out_backprop=grad,
-                 name="DepthwiseConv2dNativeBackpropInput", **_attrs(op)),
-        apply_op("DepthwiseConv2dNativeBackpropFilter", input=x, filter_sizes=array_ops.shape(f), out_backprop=grad,
-                 name="DepthwiseConv2dNativeBackpropFilter", **_attrs(op)),
-    ]
-
-
-@gradient("DepthwiseConv2dNativeBackpropInput")
-def _depthwise_backprop_input_grad(op: Operation, grad: Tensor) -> list[Any]:
-    _, f, dy = op.inputs
-    return [
-        None,
-        apply_op("DepthwiseConv2dNativeBackpropFilter", input=grad, filter_sizes=array_ops.shape(f), out_backprop=dy,
-                 name="DepthwiseConv2dNativeBackpropFilter", **_attrs(op)),
-        apply_op("DepthwiseConv2dNative", input=grad, filter=f, name="DepthwiseConv2dNative", **_attrs(op)),
-    ]
-
-
-@gradient("DepthwiseConv2dNativeBackpropFilter")
-def _depthwise_backprop_filter_grad(op: Operation, grad: Tensor) -> list[Any]:
-    x, _, dy = op.inputs
-    return [
-        apply_op("DepthwiseConv2dNativeBackpropInput", input_sizes=array_ops.shape(x), filter=grad, out_backprop=dy,
-                 name="DepthwiseConv2dNativeBackpropInput", **_attrs(op)),
-        None,
-        apply_op("DepthwiseConv2dNative", input=x, filter=grad, name="DepthwiseConv2dNative", **_attrs(op)),
-    ]
+register_bilinear_gradients("DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
+                            "DepthwiseConv2dNativeBackpropFilter", _attrs, shape_n=False)
 
 
 def _native(op_type: str, name: str | None, strides: Any, padding: Any, data_format: str | None,
