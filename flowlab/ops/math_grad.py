@@ -398,7 +398,7 @@ def _sum_back(op: Operation, grad: Any) -> Any:
             hit = {int(a) % rank for a in axes.reshape(-1).tolist()} if rank else set()
             kept = [1 if i in hit else int(d) for i, d in enumerate(shape)]
             scaling = [int(d) // max(k, 1) for d, k in zip(shape, kept)]
-            cache = _REDUCED_SHAPES.setdefault(grad.graph, set())
+            cache = _REDUCED_SHAPES.setdefault(op.graph, set())
             key = (tuple(shape), tuple(axes.reshape(-1).tolist()))
             if key not in cache:
                 # TensorFlow computes the multiples once per graph and key with ops it
