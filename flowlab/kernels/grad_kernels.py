@@ -55,7 +55,6 @@ for _name in _FUSED_FORMULAS:
     _fused_kernel(_name)
 
 
-# The signed integer type of each float width: a select on the bits of a float.
 @kernel("ReluGrad", forward=(0,))
 def _relu_grad_k(ctx: Any, g: Any, f: Any) -> Any:
     # TensorFlow's CPU kernel multiplies by the mask (gradients * (features > 0)): an
