@@ -21,6 +21,7 @@ import numpy as np
 
 from flowlab.errors import InvalidArgumentError
 from flowlab.kernels.registry import CPU, kernel
+from flowlab.ops.linalg_diag import diag_length, diag_matrix_dims
 
 
 def _out(xp: Any, r: Any, dtype: Any) -> Any:
@@ -275,10 +276,10 @@ def _k(k: Any) -> tuple[int, int]:
 def diag_index(lo: int, hi: int, align: str, rows: int, cols: int) -> tuple[np.ndarray, ...]:
     """(i, j, row, col): matrix entry (i, j) of diagonal d is entry (row, col) of the
     packed [num_diags, max_len] diagonals."""
-    max_len = max(0, max(min(rows + min(0, d), cols - max(0, d)) for d in range(lo, hi + 1)))
+    max_len = max(0, max(diag_length(rows, cols, d) for d in range(lo, hi + 1)))
     parts: list[list[np.ndarray]] = [[], [], [], []]
     for d in range(lo, hi + 1):
-        length = min(rows + min(0, d), cols - max(0, d))
+        length = diag_length(rows, cols, d)
         if length <= 0:
             continue
         left = align in ("LEFT_LEFT", "LEFT_RIGHT") if d >= 0 else align in ("LEFT_LEFT", "RIGHT_LEFT")
@@ -300,13 +301,7 @@ def matrix_diag_v3(ctx: Any, diagonal: Any, k: Any, num_rows: Any, num_cols: Any
                                    f"lower_diag_index and upper_diag_index range. Expected {num_diags}")
     max_len = diags.shape[-1]
     rows, cols = int(num_rows), int(num_cols)
-    min_rows, min_cols = max_len - min(hi, 0), max_len + max(lo, 0)
-    if rows < 0 and cols < 0:
-        rows = cols = max(min_rows, min_cols)
-    elif rows < 0:
-        rows = min_rows
-    elif cols < 0:
-        cols = min_cols
+    rows, cols, min_rows, min_cols = diag_matrix_dims(max_len, lo, hi, rows, cols)
     if rows < min_rows or cols < min_cols or (rows != min_rows and cols != min_cols):
         raise InvalidArgumentError(None, None, f"The number of rows or columns is not consistent with the specified "
                                    f"d_lower, d_upper, and diagonal. num_rows {rows} num_cols {cols}")

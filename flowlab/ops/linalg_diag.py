@@ -52,7 +52,21 @@ def _k_range(op: Operation, i: int) -> tuple[int, int] | None:
 
 
 def diag_length(rows: int, cols: int, d: int) -> int:
+    """The length of diagonal `d` of a rows x cols matrix (<= 0: no such diagonal)."""
     return min(rows + min(0, d), cols - max(0, d))
+
+
+def diag_matrix_dims(max_len: int, lo: int, hi: int, rows: int, cols: int) -> tuple[int, int, int, int]:
+    """MatrixDiagV3's (rows, cols, min_rows, min_cols): a negative rows/cols is
+    derived from the packed diagonals' length `max_len` and the k range, as TF does."""
+    min_rows, min_cols = max_len - min(hi, 0), max_len + max(lo, 0)
+    if rows < 0 and cols < 0:
+        rows = cols = max(min_rows, min_cols)
+    elif rows < 0:
+        rows = min_rows
+    elif cols < 0:
+        cols = min_cols
+    return rows, cols, min_rows, min_cols
 
 
 def _band_part(op: Operation) -> list[Any]:
@@ -80,13 +94,7 @@ def _diag_v3(op: Operation) -> list[Any]:
     rows, cols = int(rows), int(cols)
     if max_len is None:
         return [TensorShape(batch + (None if rows < 0 else rows, None if cols < 0 else cols))]
-    min_rows, min_cols = max_len - min(hi, 0), max_len + max(lo, 0)
-    if rows < 0 and cols < 0:
-        rows = cols = max(min_rows, min_cols)
-    elif rows < 0:
-        rows = min_rows
-    elif cols < 0:
-        cols = min_cols
+    rows, cols, _, _ = diag_matrix_dims(max_len, lo, hi, rows, cols)
     return [TensorShape(batch + (rows, cols))]
 
 
