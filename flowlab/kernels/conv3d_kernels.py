@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels.conv_kernels import _compute_dtype
+from flowlab.kernels.conv_kernels import _compute_dtype, check_out_backprop
 from flowlab.kernels.registry import kernel
 from flowlab.ops.conv_ops import output_size
 
@@ -71,12 +71,6 @@ class _Geometry3:
         return [(a, b, e) for a in range(self.k[0]) for b in range(self.k[1]) for e in range(self.k[2])]
 
 
-def _check_dy(geo: _Geometry3, dy: Any, n: int, o: int) -> None:
-    want = (n, *geo.out, o)
-    if tuple(dy.shape) != want:
-        raise _invalid(f"Conv3DBackprop: out_backprop has shape {list(dy.shape)}, expected {list(want)}")
-
-
 @kernel("Conv3D", expensive=True)
 def conv3d(ctx: Any, x: Any, f: Any) -> Any:
     xp = ctx.xp
@@ -94,7 +88,7 @@ def conv3d_backprop_input_v2(ctx: Any, sizes: Any, f: Any, dy: Any) -> Any:
     geo = _Geometry3(ctx.attrs, shape, f.shape)
     ct = _compute_dtype(dy.dtype)
     n, c, o = shape[0], shape[4], f.shape[4]
-    _check_dy(geo, dy, n, o)
+    check_out_backprop("Conv3DBackprop", dy, (n, *geo.out, o), note="")
     kk = len(geo.taps())
     # One GEMM per tap, batched: [kk, m, c] contributions, added back tap by tap.
     taps = xp.matmul(dy.astype(ct, copy=False).reshape(-1, o),
@@ -116,7 +110,7 @@ def conv3d_backprop_filter_v2(ctx: Any, x: Any, sizes: Any, dy: Any) -> Any:
     geo = _Geometry3(ctx.attrs, x.shape, f_shape)
     ct = _compute_dtype(x.dtype)
     o = f_shape[4]
-    _check_dy(geo, dy, x.shape[0], o)
+    check_out_backprop("Conv3DBackprop", dy, (x.shape[0], *geo.out, o), note="")
     df = xp.matmul(geo.cols(xp, x.astype(ct, copy=False)).T, dy.astype(ct, copy=False).reshape(-1, o))
     return xp.ascontiguousarray(df.reshape(f_shape)).astype(x.dtype, copy=False)
 

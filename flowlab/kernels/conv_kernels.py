@@ -205,11 +205,11 @@ def _sizes(v: Any, what: str) -> tuple[int, ...]:
     return s
 
 
-def _check_backprop(geo: _Geometry, dy: Any, n: int, o: int) -> None:
-    want = (n, geo.out[0], geo.out[1], o)
+def check_out_backprop(who: str, dy: Any, want: tuple[int, ...],
+                       note: str = " (computed from the input and filter)") -> None:
+    """A backprop kernel's out_backprop must have the forward output's shape `want`."""
     if tuple(dy.shape) != want:
-        raise _invalid(f"Conv2DCustomBackprop: out_backprop has shape {list(dy.shape)}, "
-                       f"expected {list(want)} (computed from the input and filter)")
+        raise _invalid(f"{who}: out_backprop has shape {list(dy.shape)}, expected {list(want)}{note}")
 
 
 @kernel("Conv2DBackpropInput", expensive=True, host_memory=("input_sizes",))
@@ -225,7 +225,7 @@ def conv2d_backprop_input(ctx: Any, sizes: Any, f: Any, dy: Any) -> Any:
     nhwc_shape = (in_shape[0], in_shape[2], in_shape[3], in_shape[1]) if geo.nchw else in_shape
     kh, kw, cg, o = f.shape
     n = nhwc_shape[0]
-    _check_backprop(geo, dy, n, o)
+    check_out_backprop("Conv2DCustomBackprop", dy, (n, geo.out[0], geo.out[1], o))
     m, kk = n * geo.out[0] * geo.out[1], kh * kw
     f = f.astype(ct, copy=False)
     dy2 = dy.reshape(m, o)
@@ -258,7 +258,7 @@ def conv2d_backprop_filter(ctx: Any, x: Any, sizes: Any, dy: Any) -> Any:
     dy = _nhwc(dy, geo.nchw).astype(ct, copy=False)
     kh, kw, cg, o = f_shape
     n = x.shape[0]
-    _check_backprop(geo, dy, n, o)
+    check_out_backprop("Conv2DCustomBackprop", dy, (n, geo.out[0], geo.out[1], o))
     m, kk = n * geo.out[0] * geo.out[1], kh * kw
     cols = _im2col(xp, geo, x)
     dy2 = dy.reshape(m, o)

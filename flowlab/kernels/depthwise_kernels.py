@@ -18,7 +18,15 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels.conv_kernels import _check4, _compute_dtype, _finish, _Geometry, _nhwc, _sizes
+from flowlab.kernels.conv_kernels import (
+    _check4,
+    _compute_dtype,
+    _finish,
+    _Geometry,
+    _nhwc,
+    _sizes,
+    check_out_backprop,
+)
 from flowlab.kernels.registry import kernel
 
 
@@ -62,13 +70,6 @@ def depthwise_conv2d_native(ctx: Any, x: Any, f: Any) -> Any:
     return _finish(xp, y.reshape(n, oh, ow, c * m), dtype, geo.nchw)
 
 
-def _check_dy(geo: _Geometry, dy: Any, n: int, c: int, m: int) -> None:
-    want = (n, geo.out[0], geo.out[1], c * m)
-    if tuple(dy.shape) != want:
-        raise _invalid(f"DepthwiseConv2DBackprop: out_backprop has shape {list(dy.shape)}, "
-                       f"expected {list(want)} (computed from the input and filter)")
-
-
 @kernel("DepthwiseConv2dNativeBackpropInput", expensive=True, host_memory=("input_sizes",))
 def depthwise_conv2d_native_backprop_input(ctx: Any, sizes: Any, f: Any, dy: Any) -> Any:
     xp = ctx.xp
@@ -81,7 +82,7 @@ def depthwise_conv2d_native_backprop_input(ctx: Any, sizes: Any, f: Any, dy: Any
     ct = _compute_dtype(dtype)
     m = f.shape[3]
     dyn = _nhwc(dy, geo.nchw).astype(ct, copy=False)
-    _check_dy(geo, dyn, n, c, m)
+    check_out_backprop("DepthwiseConv2DBackprop", dyn, (n, geo.out[0], geo.out[1], c * m))
     dy5 = dyn.reshape(n, geo.out[0], geo.out[1], c, m)
     f = f.astype(ct, copy=False)
     if m == 1:  # no sum over the multiplier: one product per tap
@@ -104,7 +105,7 @@ def depthwise_conv2d_native_backprop_filter(ctx: Any, x: Any, sizes: Any, dy: An
     m = f_shape[3]
     xpad = geo.padded(xp, _nhwc(x, geo.nchw).astype(ct, copy=False))
     dyn = _nhwc(dy, geo.nchw).astype(ct, copy=False)
-    _check_dy(geo, dyn, n, c, m)
+    check_out_backprop("DepthwiseConv2DBackprop", dyn, (n, geo.out[0], geo.out[1], c * m))
     dy5 = dyn.reshape(n, geo.out[0], geo.out[1], c, m)
     df = xp.empty(tuple(f_shape), dtype=ct)
     for i, j in geo.taps():
