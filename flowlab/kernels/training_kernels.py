@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels.registry import ALL, kernel
+from flowlab.kernels.registry import ALL, can_forward, kernel
 from flowlab.kernels.resources import VariableState
 from flowlab.kernels.state_kernels import occurrence_rounds
 
@@ -338,11 +338,53 @@ def sparse_apply_centered_rms_prop(ctx: Any, step: Any, var: Any, mg: Any, ms: A
                 _centered_rmsprop(ctx.xp, lr, rho, momentum, epsilon), indices)
 
 
-@kernel("ApplyAdam", devices=ALL, step=True)
+@kernel("ApplyAdam", devices=ALL, step=True, forward=(9,))
 def apply_adam(ctx: Any, step: Any, var: Any, m: Any, v: Any, beta1_power: Any, beta2_power: Any, lr: Any,
                beta1: Any, beta2: Any, epsilon: Any, grad: Any) -> Any:
     _check_scalars(_ADAM, (beta1_power, beta2_power, lr, beta1, beta2, epsilon))
     xp = ctx.xp
     alpha = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
+    if ctx.forwardable and can_forward(grad):
+        # The usual dense step on the host: the gradient dies here (buffer forwarding),
+        # so it is the scratch of the denominator: 3 new arrays instead of 4.
+        done = _adam_into_grad(ctx, step, var, m, v, alpha, beta1, beta2, epsilon, grad)
+        if done is not None:
+            return done
     f = _adam(xp, alpha, beta1, beta2, epsilon, ctx.attrs["use_nesterov"])
     return _run(ctx, step, [var, m, v], _VMV, grad, f)
+
+
+def _adam_into_grad(ctx: Any, step: Any, var: VariableState, m: VariableState, v: VariableState,
+                    alpha: Any, beta1: Any, beta2: Any, epsilon: Any, g: np.ndarray) -> Any:
+    """`_adam`'s arithmetic, in its order, with `g`'s buffer as the denominator; None
+    (nothing done) for every case but the plain one: no locking, no Nesterov, three
+    initialized arrays of `g`'s shape and dtype.  The new values are fresh arrays: the
+    step's undo log keeps the old ones."""
+    attrs = ctx.attrs
+    x, mv, vv = var.value, m.value, v.value
+    if (attrs["use_locking"] or attrs["use_nesterov"] or type(x) is not np.ndarray
+            or type(mv) is not np.ndarray or type(vv) is not np.ndarray):
+        return None
+    shape, dtype = g.shape, g.dtype
+    if (x.shape != shape or mv.shape != shape or vv.shape != shape
+            or x.dtype != dtype or mv.dtype != dtype or vv.dtype != dtype):
+        return None
+    m_new = g - mv
+    m_new *= 1 - beta1
+    m_new += mv
+    v_new = g * g
+    v_new -= vv
+    v_new *= 1 - beta2
+    v_new += vv
+    denom = np.sqrt(v_new, out=g)
+    denom += epsilon
+    upd = m_new * alpha
+    upd /= denom
+    x_new = np.subtract(x, upd, out=upd)
+    for new in (x_new, m_new, v_new):
+        new.flags.writeable = False
+    write = step.write_var
+    write(var, x_new)
+    write(m, m_new)
+    write(v, v_new)
+    return var

@@ -300,3 +300,47 @@ def test_the_forwarded_cross_entropy_equals_tensorflow(tf1):
         return [loss, grad], feed
 
     assert_same(tf1, build)
+
+
+def _adam_program(seed):
+    rng = np.random.default_rng(seed)
+    x = fl.placeholder(fl.float32, [None, 5])
+    w = fl.Variable(rng.standard_normal((5, 3)).astype(np.float32))
+    b = fl.Variable(rng.standard_normal(3).astype(np.float32))
+    loss = fl.reduce_sum(fl.square(fl.matmul(x, w) + b))
+    train = fl.train.AdamOptimizer(0.1).minimize(loss)
+    feed = {x: rng.standard_normal((4, 5)).astype(np.float32)}
+    return [w, b], train, feed
+
+
+def test_adam_computes_its_denominator_in_the_dying_gradient(monkeypatch):
+    """ApplyAdam's gradient (a MatMul's output) dies at the update: the dense kernel
+    uses its buffer as scratch, with values bit for bit those of the unforwarded path,
+    over several steps (so the slots, too)."""
+    from flowlab.kernels import training_kernels
+
+    calls = Counter()
+    real = training_kernels._adam_into_grad
+
+    def counting(*args):
+        calls["into_grad"] += 1
+        return real(*args)
+
+    monkeypatch.setattr(training_kernels, "_adam_into_grad", counting)
+    results = []
+    for env in ("1", "0"):
+        monkeypatch.setenv("FLOWLAB_FORWARDING", env)
+        g = fl.Graph()
+        with g.as_default():
+            variables, train, feed = _adam_program(3)
+            with fl.Session(graph=g) as sess:
+                sess.run(fl.global_variables_initializer())
+                if env == "1":
+                    nodes = _forwarding_nodes(sess, train, feed)
+                    assert nodes["Adam/update_Variable/ApplyAdam"] == (9,)
+                for _ in range(4):
+                    sess.run(train, feed)
+                results.append(sess.run(variables))
+    assert calls["into_grad"] >= 4  # the weight's update, every step with forwarding on
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
