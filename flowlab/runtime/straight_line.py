@@ -8,11 +8,13 @@ slots, which are the function's local variables.  Constants are bound as values,
 Identity becomes a second name for its input, a NoOp without inputs no line at all.
 Because the order is fixed, the generator knows where each value is read for the last
 time: it deletes the name there and lets the kernels that can write their output into
-such a dying input do so (buffer forwarding, flowlab.runtime.forwarding).
+such a dying input do so (buffer forwarding, flowlab.runtime.forwarding).  Ops computed
+from shapes alone run as one block that is skipped while the shapes stay the same
+(flowlab.runtime.shape_memo).
 
 With `traced=True` it generates the recording twin instead (`TracedLine`): every op
 keeps its kernel call and its outputs, a clock read goes between two ops, and nothing
-is deleted or forwarded, so that a trace describes the step as the untraced function
+is deleted, forwarded or memoized, so that a trace describes the step as the untraced function
 runs it.
 """
 
@@ -24,7 +26,7 @@ from typing import Any
 
 from flowlab.kernels.core_kernels import identity as _identity_fn
 from flowlab.kernels.core_kernels import no_op as _no_op_fn
-from flowlab.runtime import forwarding
+from flowlab.runtime import forwarding, shape_memo
 from flowlab.runtime.plan import (
     OutputShape,
     Plan,
@@ -60,42 +62,47 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
     # untraced).  Not the dataflow executor's first-in-first-out order: on the mlp_train
     # step that order (all sources first, then layer by layer) cost 2-3% more.
     order = _line_order(plan.nodes)
+    # Ops computed from shapes alone run as blocks, once per shape (untraced).
+    order, memos = shape_memo.regions(order, plan.fetch_slots)
     # Untraced, a slot is deleted after its last reader and dying inputs may be
     # forwarded (flowlab.runtime.forwarding); the traced function keeps every output.
     dying = [[] for _ in order] if traced else forwarding.last_reads(order, plan.fetch_slots)
     forward = {} if traced else forwarding.forwardable(order, dying, plan.feed_slots, plan.fetch_slots)
-    for k, node in enumerate(order):
+    memo_at = {} if traced else {r.nodes[0].index: r for r in memos}
+    in_memo: set[int] = set()
+
+    def emit(node: PlanNode, k: int, pad: str, dels: list[int]) -> None:
         i = node.index
         key = k if traced else i
         out_start.append(len(out_names))
         if traced:
-            lines.append(f"    t[{k}] = _c()")
+            lines.append(f"{pad}t[{k}] = _c()")
         if node.constants is not None:
             # A folded op: its stored values, bound once like a Const's.
             for j, slot in enumerate(node.outputs):
                 ns[f"K{i}_{j}"] = node.constants[j]
                 out_names.append(f"s{slot}" if slot >= 0 else f"K{i}_{j}")
                 if slot >= 0:
-                    lines.append(f"    s{slot} = K{i}_{j}")
+                    lines.append(f"{pad}s{slot} = K{i}_{j}")
                     line_to_node[len(lines)] = key
-            continue
+            return
         if node.op.type == "Const" and node.outputs[0] >= 0:
             # A constant is a value of the generated function, not a call per step.
             ns[f"K{i}"] = const_value(node.op.get_attr("value"))
-            lines.append(f"    s{node.outputs[0]} = K{i}")
+            lines.append(f"{pad}s{node.outputs[0]} = K{i}")
             line_to_node[len(lines)] = key
             out_names.append(f"s{node.outputs[0]}")
-            continue
+            return
         if not traced and node.kernel.fn is _no_op_fn and not node.inputs:
-            continue  # computes nothing: its place in the order is all it means
+            return  # computes nothing: its place in the order is all it means
         if (not traced and node.kernel.fn is _identity_fn and len(node.inputs) == 1
                 and node.outputs[0] >= 0):
             # An Identity passes its value on: a name for it, not a kernel call.
             slot, read = node.inputs[0]
-            lines.append(f"    s{node.outputs[0]} = s{slot}{'.read()' if read else ''}")
+            lines.append(f"{pad}s{node.outputs[0]} = s{slot}{'.read()' if read else ''}")
             line_to_node[len(lines)] = key
-            _delete(lines, dying[k])
-            continue
+            _delete(lines, dels, pad)
+            return
         ns[f"k{i}"] = node.kernel.fn
         ns[f"c{i}"] = node.ctx if i not in forward else node.ctx.forwarding(forward[i])
         args = [f"c{i}"]
@@ -115,15 +122,24 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
             stmt = f"{names[0]} = {call}"
         else:
             stmt = f"{', '.join(names)}, = {call}"
-        lines.append(f"    {stmt}")
+        lines.append(f"{pad}{stmt}")
         line_to_node[len(lines)] = key
-        _delete(lines, dying[k])
+        _delete(lines, dels, pad)
         if traced:
             # An output nobody reads is kept as its description only: it is freed at
             # once, as in the untraced function (a 400 KB gradient in mlp_train).
             for j, s in enumerate(node.outputs):
                 if s < 0 and node.num_outputs:
-                    lines.append(f"    u{i}_{j} = _sd(u{i}_{j})")
+                    lines.append(f"{pad}u{i}_{j} = _sd(u{i}_{j})")
+
+    for k, node in enumerate(order):
+        region = memo_at.get(node.index)
+        if region is not None:
+            _emit_memo(region, order, k, dying, lines, ns, line_to_node, emit)
+            in_memo.update(n.index for n in region.nodes)
+        if node.index in in_memo:
+            continue
+        emit(node, k, "    ", dying[k])
     out_start.append(len(out_names))
     if traced:
         lines.append(f"    t[{len(order)}] = _c()")
@@ -154,10 +170,39 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
     plan.source = source
 
 
-def _delete(lines: list[str], slots: list[int]) -> None:
+def _delete(lines: list[str], slots: list[int], pad: str = "    ") -> None:
     """Drop the straight-line function's names of values read for the last time."""
     if slots:
-        lines.append(f"    del {', '.join(f's{s}' for s in slots)}")
+        lines.append(f"{pad}del {', '.join(f's{s}' for s in slots)}")
+
+
+def _emit_memo(region: shape_memo.Region, order: list[PlanNode], k: int, dying: list[list[int]],
+               lines: list[str], ns: dict[str, Any], line_to_node: dict[int, int], emit: Any) -> None:
+    """A shape-memo block (flowlab.runtime.shape_memo): the region's key, its exported
+    values from the memo when the key is the last one's, else its lines (which
+    delete only the region's own values) and the store.  The inputs that die in the
+    region are deleted after the block, on both paths."""
+    r = region.nodes[0].index
+    ns[f"_M{r}"] = [None, None]
+    ns["_mst"], ns["_shp"] = shape_memo.store, shape_memo.shape_of
+    keys: list[str] = []
+    for root in region.roots:
+        keys.extend(f"_shp(s{slot})" for slot, _read in root.inputs)
+    lines.append(f"    _mk{r} = ({', '.join(keys)},)")
+    line_to_node[len(lines)] = region.roots[0].index
+    exports = ", ".join(f"s{s}" for s in region.exports)
+    lines.append(f"    if _mk{r} == _M{r}[0]:")
+    lines.append(f"        {exports}, = _M{r}[1]" if exports else "        pass")
+    lines.append("    else:")
+    own = {s for n in region.nodes for s in n.outputs if s >= 0}
+    outside: list[int] = []
+    first = k
+    for j, node in enumerate(region.nodes):
+        at = first + j
+        emit(node, at, "        ", [s for s in dying[at] if s in own])
+        outside.extend(s for s in dying[at] if s not in own)
+    lines.append(f"        _mst(_M{r}, _mk{r}, ({exports}{',' if exports else ''}))")
+    _delete(lines, outside)
 
 
 def _line_order(nodes: list[PlanNode]) -> list[PlanNode]:
