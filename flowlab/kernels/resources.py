@@ -61,6 +61,12 @@ def freeze(value: Any) -> Any:
     return value
 
 
+# Bumped whenever any resource is removed: the straight-line function of a step keeps
+# the VariableStates its VariableV2 ops returned while this number is unchanged
+# (flowlab.runtime.straight_line), instead of looking each up every step.
+GENERATION = [0]
+
+
 class ResourceManager:
     """Resources of one device, by (container, name)."""
 
@@ -96,6 +102,7 @@ class ResourceManager:
             return list(self._resources.items())
 
     def clear(self, container: str | None = None) -> None:
+        GENERATION[0] += 1  # a straight-line step's held handles are stale now
         with self._lock:
             if container is None:
                 self._resources.clear()

@@ -26,6 +26,7 @@ from typing import Any
 
 from flowlab.kernels.core_kernels import identity as _identity_fn
 from flowlab.kernels.core_kernels import no_op as _no_op_fn
+from flowlab.kernels.resources import GENERATION
 from flowlab.runtime import forwarding, shape_memo
 from flowlab.runtime.plan import (
     OutputShape,
@@ -132,7 +133,13 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
                 if s < 0 and node.num_outputs:
                     lines.append(f"{pad}u{i}_{j} = _sd(u{i}_{j})")
 
+    handles = [] if traced else [n for n in order if n.op.type == "VariableV2" and n.outputs[0] >= 0]
+    if handles:
+        _emit_variable_handles(handles, lines, ns, line_to_node, emit)
+    held = {n.index for n in handles}
     for k, node in enumerate(order):
+        if node.index in held:
+            continue
         region = memo_at.get(node.index)
         if region is not None:
             _emit_memo(region, order, k, dying, lines, ns, line_to_node, emit)
@@ -174,6 +181,23 @@ def _delete(lines: list[str], slots: list[int], pad: str = "    ") -> None:
     """Drop the straight-line function's names of values read for the last time."""
     if slots:
         lines.append(f"{pad}del {', '.join(f's{s}' for s in slots)}")
+
+
+def _emit_variable_handles(handles: list[PlanNode], lines: list[str], ns: dict[str, Any],
+                           line_to_node: dict[int, int], emit: Any) -> None:
+    """The step's VariableV2 ops, first (they wait for nothing): run once, then their
+    VariableStates are held by the function until a resource is removed anywhere
+    (`resources.GENERATION`), instead of a lookup per variable per step."""
+    ns["_RG"], ns["_VH"] = GENERATION, [None, None]
+    names = ", ".join(f"s{n.outputs[0]}" for n in handles)
+    lines.append("    _g = _RG[0]")
+    lines.append("    if _VH[0] == _g:")
+    lines.append(f"        {names}, = _VH[1]")
+    lines.append("    else:")
+    for n in handles:
+        emit(n, 0, "        ", [])
+    lines.append(f"        _VH[1] = ({names},)")
+    lines.append("        _VH[0] = _g")
 
 
 def _emit_memo(region: shape_memo.Region, order: list[PlanNode], k: int, dying: list[list[int]],

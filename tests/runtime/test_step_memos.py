@@ -1,5 +1,7 @@
-"""Shape memos (flowlab.runtime.shape_memo): ops computed from shapes alone run once per
-shape on the straight-line path, with the values of running them every step."""
+"""What the straight-line function of a step remembers between steps: shape memos
+(flowlab.runtime.shape_memo: ops computed from shapes alone run once per shape, with
+the values of running them every step) and its variables' states (looked up once
+until a resource is removed)."""
 
 from __future__ import annotations
 
@@ -167,3 +169,41 @@ def test_broadcasting_gradients_over_changing_shapes_equal_numpy(shapes):
                 got_a, got_b = step(av, bv)
                 np.testing.assert_allclose(got_a, np.broadcast_to(3 * bv, av.shape))
                 np.testing.assert_allclose(got_b, 3 * av.sum(axis=0))
+
+
+def test_variable_handles_are_looked_up_once_until_a_resource_is_removed(monkeypatch):
+    """The straight-line function holds its VariableV2 ops' states (also a memo of
+    the step): one lookup for many steps; after a resource manager is cleared the
+    next step looks the variable up again and finds it gone (uninitialized)."""
+    calls: Counter = Counter()
+    real = plan_module.find_kernel
+
+    def find_kernel(op_type, device_type, *args, **kwargs):
+        kdef = real(op_type, device_type, *args, **kwargs)
+        if op_type != "VariableV2":
+            return kdef
+        fn = kdef.fn
+
+        def counting(*a):
+            calls[op_type] += 1
+            return fn(*a)
+
+        import dataclasses
+        return dataclasses.replace(kdef, fn=counting)
+
+    monkeypatch.setattr(plan_module, "find_kernel", find_kernel)
+    v = fl.Variable(2.0)
+    inc = fl.assign_add(v, 1.0)
+    with fl.Session() as sess:
+        sess.run(v.initializer)
+        step = sess.make_callable(inc)
+        assert [step() for _ in range(4)] == [3.0, 4.0, 5.0, 6.0]
+        before = calls["VariableV2"]
+        assert [step() for _ in range(3)] == [7.0, 8.0, 9.0]
+        assert calls["VariableV2"] == before  # held: no lookup per step
+        for d in sess._devices:
+            d.resources.clear()
+        with pytest.raises(fl.errors.FailedPreconditionError, match="uninitialized"):
+            step()
+        sess.run(v.initializer)
+        assert step() == 3.0
