@@ -24,6 +24,8 @@ import itertools
 import time
 from typing import Any
 
+import numpy as np
+
 from flowlab.kernels.core_kernels import identity as _identity_fn
 from flowlab.kernels.core_kernels import no_op as _no_op_fn
 from flowlab.kernels.resources import GENERATION
@@ -70,6 +72,7 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
     dying = [[] for _ in order] if traced else forwarding.last_reads(order, plan.fetch_slots)
     forward = {} if traced else forwarding.forwardable(order, dying, plan.feed_slots, plan.fetch_slots)
     memo_at = {} if traced else {r.nodes[0].index: r for r in memos}
+    constants = {} if traced else _constant_slots(order)
     in_memo: set[int] = set()
 
     def emit(node: PlanNode, k: int, pad: str, dels: list[int]) -> None:
@@ -96,9 +99,11 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
             return
         if not traced and node.kernel.fn is _no_op_fn and not node.inputs:
             return  # computes nothing: its place in the order is all it means
-        if (not traced and node.kernel.fn is _identity_fn and len(node.inputs) == 1
-                and node.outputs[0] >= 0):
-            # An Identity passes its value on: a name for it, not a kernel call.
+        if not traced and node.outputs and node.outputs[0] >= 0 and (
+                (node.kernel.fn is _identity_fn and len(node.inputs) == 1) or _same_shape_reshape(node, constants)):
+            # An Identity passes its value on: a name for it, not a kernel call.  So
+            # does a Reshape to the shape its input has (Grappler's arithmetic
+            # optimizer removes those: the gradient's Sum -> Reshape of a bias).
             slot, read = node.inputs[0]
             lines.append(f"{pad}s{node.outputs[0]} = s{slot}{'.read()' if read else ''}")
             line_to_node[len(lines)] = key
@@ -175,6 +180,28 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
     plan.code = fn.__code__
     plan.line_to_node = line_to_node
     plan.source = source
+
+
+def _same_shape_reshape(node: PlanNode, constants: dict[int, Any]) -> bool:
+    """A Reshape to a constant shape that is its input's known shape (so the kernel
+    could not fail: there is nothing to check)."""
+    if node.op.type != "Reshape" or node.constants is not None or len(node.inputs) != 2:
+        return False
+    shape_in = node.op.inputs[0].shape
+    target = constants.get(node.inputs[1][0])
+    return bool(shape_in.is_fully_defined() and type(target) is np.ndarray and target.ndim == 1
+                and target.tolist() == shape_in.as_list())
+
+
+def _constant_slots(order: list[PlanNode]) -> dict[int, Any]:
+    """{slot: value} of the Const and folded ops' outputs."""
+    out: dict[int, Any] = {}
+    for n in order:
+        if n.constants is not None:
+            out.update((s, v) for s, v in zip(n.outputs, n.constants) if s >= 0)
+        elif n.op.type == "Const" and n.outputs[0] >= 0:
+            out[n.outputs[0]] = n.op.get_attr("value")
+    return out
 
 
 def _delete(lines: list[str], slots: list[int], pad: str = "    ") -> None:

@@ -126,6 +126,31 @@ def test_a_kernel_error_is_left_to_the_step():
         s.run(bad)
 
 
+def test_a_reshape_to_its_own_constant_shape_is_a_name_for_its_input():
+    """The straight-line function runs no kernel for a Reshape to the constant shape
+    its input is known to have (a bias gradient's Sum -> Reshape): the value passes
+    on, as Grappler removes such a Reshape.  A Reshape to another shape still runs."""
+    x = fl.placeholder(fl.float32, [None, 3])
+    b = fl.Variable(np.array([1.0, -2.0, 0.5], np.float32))
+    loss = fl.reduce_sum(fl.square(x + b))
+    (gb,) = fl.gradients(loss, [b])
+    other = fl.reshape(gb, [3, 1], name="other")
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with fl.Session() as s:
+        s.run(b.initializer)
+        got_gb, got_other = s.run([gb, other], {x: xv})
+        plan = s._plan_of([gb, other], {x: xv})
+    want = (2 * (xv + [1.0, -2.0, 0.5])).sum(axis=0)
+    np.testing.assert_allclose(got_gb, want)
+    np.testing.assert_allclose(got_other, want.reshape(3, 1))
+    index = {n.op.name: n.index for n in plan.nodes if n.op.type == "Reshape"}
+    bias = [name for name in index if name.startswith("gradients/add_grad/Reshape")
+            and plan.nodes[index[name]].op.inputs[0].shape.as_list() == [3]]
+    assert len(bias) == 1
+    assert f"k{index[bias[0]]}(" not in plan.source  # a name, not a call
+    assert f"k{index['other']}(" in plan.source
+
+
 def test_folding_splits_with_several_outputs():
     parts = fl.split(fl.constant(np.arange(6.0, dtype=np.float32)), 3, name="sp")
     y = parts[0] + parts[2]
