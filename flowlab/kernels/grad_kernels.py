@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
+from flowlab.kernels.fp_state import ignoring
 from flowlab.kernels.registry import can_forward, kernel
 from flowlab.ops.math_grad import broadcast_reduction_axes
 
@@ -62,7 +63,7 @@ def _relu_grad_k(ctx: Any, g: Any, f: Any) -> Any:
     # (checked against TensorFlow 2.21).  Also the cheapest form; in place when the
     # gradient dies here (buffer forwarding), as the NumPy step's `dz *= h > 0`.
     mask = f > 0
-    with np.errstate(invalid="ignore"):  # 0 * inf is TensorFlow's NaN, silently
+    with ignoring():  # 0 * inf is TensorFlow's NaN, silently
         if (ctx.forwardable and can_forward(g) and type(mask) is np.ndarray
                 and mask.shape == g.shape):
             return np.multiply(g, mask, out=g)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
+from flowlab.kernels.fp_state import ignoring
 from flowlab.kernels.registry import CPU, can_forward, fits, kernel
 
 
@@ -415,7 +416,7 @@ def _reduction(op_type: str, fn: Callable[..., Any]) -> None:
     def k(ctx: Any, x: Any, axes: Any) -> Any:
         ax = _axes(x, axes)
         keep = ctx.attrs["keep_dims"]
-        with np.errstate(all="ignore"):
+        with ignoring():
             out = fn(ctx.xp, x if type(x) is np.ndarray else ctx.xp.asarray(x), ax, keep)
         return out.astype(x.dtype, copy=False) if out.dtype != x.dtype else out
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
+from flowlab.kernels.fp_state import ignoring
 from flowlab.kernels.registry import can_forward, fits, kernel
 
 # Constants of the SELU paper (Klambauer et al. 2017), as TensorFlow writes them.
@@ -212,7 +213,7 @@ def sparse_softmax_cross_entropy_with_logits(ctx: Any, logits: Any, labels: Any)
             f"[0, {classes}).  Label values: {values}"
         )
     rows = xp.arange(batch)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+    with ignoring():
         if ctx.forwardable and can_forward(logits):
             # The logits die here: the same arithmetic, in their buffer.
             np.subtract(logits, logits.max(axis=-1, keepdims=True), out=logits)

@@ -338,12 +338,26 @@ def sparse_apply_centered_rms_prop(ctx: Any, step: Any, var: Any, mg: Any, ms: A
                 _centered_rmsprop(ctx.xp, lr, rho, momentum, epsilon), indices)
 
 
+# Adam's step size from the last update's scalars, which every update of a step reads
+# (the same immutable NumPy scalars: a Const and the beta-power variables' values):
+# (lr, beta1_power, beta2_power, alpha), replaced as a whole so threads see one tuple.
+_LAST_ALPHA: tuple[Any, ...] = (None, None, None, None)
+_IMMUTABLE = frozenset({np.float16, np.float32, np.float64})
+
+
 @kernel("ApplyAdam", devices=ALL, step=True, forward=(9,))
 def apply_adam(ctx: Any, step: Any, var: Any, m: Any, v: Any, beta1_power: Any, beta2_power: Any, lr: Any,
                beta1: Any, beta2: Any, epsilon: Any, grad: Any) -> Any:
     _check_scalars(_ADAM, (beta1_power, beta2_power, lr, beta1, beta2, epsilon))
     xp = ctx.xp
-    alpha = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
+    global _LAST_ALPHA
+    last = _LAST_ALPHA
+    if last[0] is lr and last[1] is beta1_power and last[2] is beta2_power:
+        alpha = last[3]  # the step's other updates read the same scalars
+    else:
+        alpha = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
+        if type(lr) in _IMMUTABLE and type(beta1_power) in _IMMUTABLE and type(beta2_power) in _IMMUTABLE:
+            _LAST_ALPHA = (lr, beta1_power, beta2_power, alpha)
     if ctx.forwardable and can_forward(grad):
         # The usual dense step on the host: the gradient dies here (buffer forwarding),
         # so it is the scratch of the denominator: 3 new arrays instead of 4.

@@ -16,14 +16,8 @@ from typing import Any
 
 import numpy as np
 
-try:  # NumPy 2.x keeps the error state in this context variable.
-    from numpy._core._ufunc_config import _extobj_contextvar as _VAR  # type: ignore[attr-defined]
-
-    with np.errstate(all="ignore"):
-        _IGNORE = _VAR.get()
-except Exception:  # noqa: BLE001 - any other NumPy: use the public API
-    _VAR = None
-    _IGNORE = None
+from flowlab.kernels.fp_state import IGNORE as _IGNORE
+from flowlab.kernels.fp_state import VAR as _VAR
 
 
 def enter_quiet() -> Any:

@@ -335,6 +335,35 @@ def test_apply_adam_formula_against_numpy():
         assert out.dtype == np.float32
 
 
+def test_adam_updates_in_one_step_with_different_scalars_against_numpy():
+    """Updates of one step that share the beta powers but not the learning rate (two
+    optimizers), then share all scalars: each gets its own step size (the kernel
+    reuses the last update's only for the very same scalars), over 3 steps."""
+    f = np.float32
+    w0, u0 = np.array([1.0, -2.0], f), np.array([0.5, 3.0], f)
+    w, u = fl.Variable(w0), fl.Variable(u0)
+    loss = fl.reduce_sum(w * w) + fl.reduce_sum(3.0 * u * u)
+    (gw, gu) = fl.gradients(loss, [w, u])
+    b1p, b2p = fl.Variable(f(0.9)), fl.Variable(f(0.999))
+    slots = [fl.Variable(np.zeros(2, f)) for _ in range(4)]
+    upd_w = training_ops.apply_adam(w, slots[0], slots[1], b1p, b2p, 0.1, 0.9, 0.999, 1e-8, gw)
+    upd_u = training_ops.apply_adam(u, slots[2], slots[3], b1p, b2p, 0.02, 0.9, 0.999, 1e-8, gu)
+    with fl.Session() as sess:
+        sess.run(fl.global_variables_initializer())
+        want = {"w": (w0.copy(), np.zeros(2, f), np.zeros(2, f), f(0.1), lambda x: 2 * x),
+                "u": (u0.copy(), np.zeros(2, f), np.zeros(2, f), f(0.02), lambda x: 6 * x)}
+        for _ in range(3):
+            sess.run([upd_w, upd_u])
+            for key, (x, m, v, lr, grad) in list(want.items()):
+                g = grad(x).astype(f)
+                alpha = lr * np.sqrt(f(1) - f(0.999)) / (f(1) - f(0.9))
+                m = m + (g - m) * (f(1) - f(0.9))
+                v = v + (g * g - v) * (f(1) - f(0.999))
+                want[key] = (x - m * alpha / (np.sqrt(v) + f(1e-8)), m, v, lr, grad)
+        np.testing.assert_allclose(sess.run(w), want["w"][0], rtol=1e-6)
+        np.testing.assert_allclose(sess.run(u), want["u"][0], rtol=1e-6)
+
+
 def test_fused_op_shape_errors():
     var = fl.Variable([1.0, 2.0], name="var")
     acc = fl.Variable([1.0, 2.0, 3.0], name="acc")
