@@ -47,6 +47,16 @@ the output has the input's shape and dtype.  Only then may it write into `x`:
         if ctx.forwardable and 0 in ctx.forwardable and can_forward(x) and fits(y, x):
             return np.add(x, y, out=x)
         return x + y
+
+The other exception is a deferred variable update.  A kernel registered with
+`defer=True` (ApplyAdam) may, when its context says `ctx.defers` (set by the plan
+only where no later op of the straight-line step touches the update's variables and
+nothing reads its output, flowlab.runtime.deferred_updates), hand `step.defer` an
+object whose `prepare(step)` runs after every op of the step has succeeded and
+returns the closure that writes: in place when the variables hold their arrays
+alone, as TensorFlow's kernels update a ref variable.  A step that fails before
+then writes nothing.
+
 Placement reads `supported_device_types(op_type)` to know where an op can run;
 `host_memory_indices(kdef, op)` turns a kernel's `host_memory` argument names into
 input and output positions (flowlab.runtime.memory_types).
@@ -104,6 +114,8 @@ class KernelDef:
     defined_at: str = ""
     # Input positions whose buffer may hold the output (see "buffer forwarding").
     forward: tuple[int, ...] = ()
+    # The variable update may run at the end of its step (see "deferred update").
+    defer: bool = False
 
 
 _KERNELS: dict[tuple[str, str], KernelDef] = {}
@@ -117,9 +129,11 @@ def kernel(
     host_memory: tuple[str, ...] = (),
     expensive: bool = False,
     forward: tuple[int, ...] = (),
+    defer: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as the kernel of `op_type` on `devices`
-    (`forward`: the inputs it can write its output into, see the module docstring)."""
+    (`forward`: the inputs it can write its output into; `defer`: its variable update
+    may run at the end of the step; see the module docstring)."""
     if isinstance(devices, str):
         devices = (devices,)
 
@@ -135,7 +149,7 @@ def kernel(
                 )
             _KERNELS[key] = KernelDef(
                 op_type, dev, fn, step or asynchronous, asynchronous, host_memory, expensive, where,
-                tuple(forward),
+                tuple(forward), defer,
             )
         return fn
 

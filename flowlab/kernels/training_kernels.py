@@ -24,6 +24,7 @@ formulas so values are identical.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -345,7 +346,7 @@ _LAST_ALPHA: tuple[Any, ...] = (None, None, None, None)
 _IMMUTABLE = frozenset({np.float16, np.float32, np.float64})
 
 
-@kernel("ApplyAdam", devices=ALL, step=True, forward=(9,))
+@kernel("ApplyAdam", devices=ALL, step=True, forward=(9,), defer=True)
 def apply_adam(ctx: Any, step: Any, var: Any, m: Any, v: Any, beta1_power: Any, beta2_power: Any, lr: Any,
                beta1: Any, beta2: Any, epsilon: Any, grad: Any) -> Any:
     _check_scalars(_ADAM, (beta1_power, beta2_power, lr, beta1, beta2, epsilon))
@@ -359,8 +360,12 @@ def apply_adam(ctx: Any, step: Any, var: Any, m: Any, v: Any, beta1_power: Any, 
         if type(lr) in _IMMUTABLE and type(beta1_power) in _IMMUTABLE and type(beta2_power) in _IMMUTABLE:
             _LAST_ALPHA = (lr, beta1_power, beta2_power, alpha)
     if ctx.forwardable and can_forward(grad):
-        # The usual dense step on the host: the gradient dies here (buffer forwarding),
-        # so it is the scratch of the denominator: 3 new arrays instead of 4.
+        # The usual dense step on the host: the gradient dies here (buffer forwarding).
+        if ctx.defers and _plain_dense(ctx, var, m, v, grad):
+            # Checked; written at the end of the step (flowlab.runtime.deferred_updates).
+            step.defer(_DeferredAdam(var, m, v, alpha, beta1, beta2, epsilon, grad))
+            return var
+        # Else it is the scratch of the denominator: 3 new arrays instead of 4.
         done = _adam_into_grad(ctx, step, var, m, v, alpha, beta1, beta2, epsilon, grad)
         if done is not None:
             return done
@@ -368,21 +373,36 @@ def apply_adam(ctx: Any, step: Any, var: Any, m: Any, v: Any, beta1_power: Any, 
     return _run(ctx, step, [var, m, v], _VMV, grad, f)
 
 
-def _adam_into_grad(ctx: Any, step: Any, var: VariableState, m: VariableState, v: VariableState,
-                    alpha: Any, beta1: Any, beta2: Any, epsilon: Any, g: np.ndarray) -> Any:
-    """`_adam`'s arithmetic, in its order, with `g`'s buffer as the denominator; None
-    (nothing done) for every case but the plain one: no locking, no Nesterov, three
-    initialized arrays of `g`'s shape and dtype.  The new values are fresh arrays: the
-    step's undo log keeps the old ones."""
+def _plain_dense(ctx: Any, var: VariableState, m: VariableState, v: VariableState, g: np.ndarray) -> bool:
+    """The plain case of the host fast paths: no locking, no Nesterov, three
+    initialized NumPy arrays of `g`'s shape and dtype."""
     attrs = ctx.attrs
     x, mv, vv = var.value, m.value, v.value
     if (attrs["use_locking"] or attrs["use_nesterov"] or type(x) is not np.ndarray
             or type(mv) is not np.ndarray or type(vv) is not np.ndarray):
-        return None
+        return False
     shape, dtype = g.shape, g.dtype
-    if (x.shape != shape or mv.shape != shape or vv.shape != shape
-            or x.dtype != dtype or mv.dtype != dtype or vv.dtype != dtype):
+    return not (x.shape != shape or mv.shape != shape or vv.shape != shape
+                or x.dtype != dtype or mv.dtype != dtype or vv.dtype != dtype)
+
+
+def _adam_into_grad(ctx: Any, step: Any, var: VariableState, m: VariableState, v: VariableState,
+                    alpha: Any, beta1: Any, beta2: Any, epsilon: Any, g: np.ndarray) -> Any:
+    """`_adam`'s arithmetic, in its order, with `g`'s buffer as the denominator; None
+    (nothing done) for every case but `_plain_dense`.  The new values are fresh
+    arrays: the step's undo log keeps the old ones."""
+    if not _plain_dense(ctx, var, m, v, g):
         return None
+    write = step.write_var
+    for state, new in zip((var, m, v), _adam_fresh(var.value, m.value, v.value, alpha, beta1, beta2,
+                                                   epsilon, g)):
+        write(state, new)
+    return var
+
+
+def _adam_fresh(x: np.ndarray, mv: np.ndarray, vv: np.ndarray, alpha: Any, beta1: Any, beta2: Any,
+                epsilon: Any, g: np.ndarray) -> tuple[np.ndarray, ...]:
+    """New read-only (var, m, v) arrays; `g` is overwritten (the denominator)."""
     m_new = g - mv
     m_new *= 1 - beta1
     m_new += mv
@@ -397,8 +417,75 @@ def _adam_into_grad(ctx: Any, step: Any, var: VariableState, m: VariableState, v
     x_new = np.subtract(x, upd, out=upd)
     for new in (x_new, m_new, v_new):
         new.flags.writeable = False
-    write = step.write_var
-    write(var, x_new)
-    write(m, m_new)
-    write(v, v_new)
-    return var
+    return x_new, m_new, v_new
+
+
+def _held_refs(state: VariableState) -> int:
+    x = state.value
+    return sys.getrefcount(x)
+
+
+def _probe_alone() -> int:
+    state = VariableState("probe", np.dtype(np.float32), (1,))
+    state.value = np.zeros(1, np.float32)
+    return _held_refs(state)
+
+
+# The count `_held_refs` sees for an array that only its VariableState holds.
+_ALONE = _probe_alone()
+
+
+def _alone(state: VariableState) -> bool:
+    """Whether `state`'s array may be written in place: an array owning its data that
+    nothing but the variable holds (no fetched value, earlier read, view, undo log)."""
+    x = state.value
+    if type(x) is not np.ndarray or x.base is not None:
+        return False
+    del x  # counted by `_held_refs` as the probe was: with no other local reference
+    return _held_refs(state) <= _ALONE
+
+
+class _DeferredAdam:
+    """A dense Adam update run when its step commits (flowlab.runtime.deferred_updates):
+    in place when the variable and its slots hold their arrays alone (the NumPy step's
+    arithmetic: the same order as `_adam`, so the same bits), else as `_adam_fresh`."""
+
+    __slots__ = ("var", "m", "v", "alpha", "beta1", "beta2", "epsilon", "g")
+
+    def __init__(self, var: VariableState, m: VariableState, v: VariableState, alpha: Any, beta1: Any,
+                 beta2: Any, epsilon: Any, g: np.ndarray) -> None:
+        self.var, self.m, self.v = var, m, v
+        self.alpha, self.beta1, self.beta2, self.epsilon, self.g = alpha, beta1, beta2, epsilon, g
+
+    def prepare(self, step: Any) -> Callable[[], None]:
+        var, m, v = self.var, self.m, self.v
+        if _alone(var) and _alone(m) and _alone(v):
+            scratch = np.empty_like(self.g)  # the one allocation, before any write
+            return lambda: self._in_place(scratch)
+        new = _adam_fresh(var.value, m.value, v.value, self.alpha, self.beta1, self.beta2, self.epsilon,
+                          self.g)
+
+        def store() -> None:
+            for state, value in zip((var, m, v), new):
+                step.write_var(state, value)
+
+        return store
+
+    def _in_place(self, s: np.ndarray) -> None:
+        x, mv, vv, g = self.var.value, self.m.value, self.v.value, self.g
+        for a in (x, mv, vv):
+            a.flags.writeable = True
+        np.multiply(g, g, out=s)  # v += (g * g - v) * (1 - beta2)
+        s -= vv
+        s *= 1 - self.beta2
+        np.subtract(g, mv, out=g)  # m += (g - m) * (1 - beta1)
+        g *= 1 - self.beta1
+        mv += g
+        vv += s
+        np.sqrt(vv, out=s)  # var -= (m * alpha) / (sqrt(v) + epsilon)
+        s += self.epsilon
+        np.multiply(mv, self.alpha, out=g)
+        g /= s
+        x -= g
+        for a in (x, mv, vv):
+            a.flags.writeable = False

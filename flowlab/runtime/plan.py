@@ -52,7 +52,8 @@ from flowlab.runtime.step import Step
 class NodeContext:
     """What a kernel knows about its node; built once per plan, never per step."""
 
-    __slots__ = ("op", "name", "op_type", "attrs", "device", "xp", "resources", "index", "forwardable")
+    __slots__ = ("op", "name", "op_type", "attrs", "device", "xp", "resources", "index", "forwardable",
+                 "defers")
 
     def __init__(self, op: Operation, device: Device, index: int) -> None:
         self.op = op
@@ -66,11 +67,16 @@ class NodeContext:
         # Inputs whose value dies at this op (buffer forwarding, see
         # flowlab.kernels.registry): empty but in the straight-line function's twin.
         self.forwardable: tuple[int, ...] = ()
+        # The kernel may defer its variable update to the end of the step
+        # (flowlab.runtime.deferred_updates): False but in the straight-line twin.
+        self.defers = False
 
-    def forwarding(self, positions: tuple[int, ...]) -> NodeContext:
-        """A twin of this context whose kernel may write into the inputs at `positions`."""
+    def forwarding(self, positions: tuple[int, ...], defers: bool = False) -> NodeContext:
+        """A twin of this context whose kernel may write into the inputs at `positions`
+        and, with `defers`, defer its variable update."""
         twin = NodeContext(self.op, self.device, self.index)
         twin.forwardable = positions
+        twin.defers = defers
         return twin
 
     def error(self, cls: type[errors.OpError], message: str) -> errors.OpError:

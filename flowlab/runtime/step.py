@@ -3,7 +3,9 @@
 A `Step` is created for each run and dropped at its end.  It carries the step id,
 the undo log of variable writes (so a failed step restores the variables it changed),
 the cancellation manager (asynchronous kernels register callbacks that unblock them),
-and the deadline.  Kernels that declare `step=True` receive it.
+the deadline, and the variable updates deferred to the step's end (written only when
+every op has succeeded, flowlab.runtime.deferred_updates).  Kernels that declare
+`step=True` receive it.
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ class Step:
 
     # __weakref__: the session keeps the steps a Stepper drives in a WeakSet, so that
     # close() cancels them without keeping a finished step (and its undo log) alive.
-    __slots__ = ("step_id", "undo", "cancellation", "deadline", "session", "rendezvous", "__weakref__")
+    __slots__ = ("step_id", "undo", "cancellation", "deadline", "session", "rendezvous", "deferred",
+                 "__weakref__")
 
     def __init__(self, session: Any = None, deadline: float | None = None) -> None:
         self.step_id = next(_step_ids)
@@ -74,6 +77,24 @@ class Step:
         self.deadline = deadline
         self.session = session
         self.rendezvous: Any = None
+        self.deferred: list[Any] | None = None  # variable updates run at the end
+
+    def defer(self, update: Any) -> None:
+        """Run `update` when the step's ops have all succeeded (flowlab.runtime.
+        deferred_updates): `update.prepare(self)` returns the closure that writes."""
+        if self.deferred is None:
+            self.deferred = [update]
+        else:
+            self.deferred.append(update)
+
+    def commit(self) -> None:
+        """Run the deferred updates: first every `prepare` (which checks, allocates and
+        may fail, writing nothing), then every write (which cannot fail)."""
+        pending, self.deferred = self.deferred, None
+        if pending:
+            writes = [u.prepare(self) for u in pending]
+            for write in writes:
+                write()
 
     def write_var(self, var: Any, new_value: Any) -> None:
         """Store `new_value` in a VariableState, remembering the old one for rollback.

@@ -29,7 +29,7 @@ import numpy as np
 from flowlab.kernels.core_kernels import identity as _identity_fn
 from flowlab.kernels.core_kernels import no_op as _no_op_fn
 from flowlab.kernels.resources import GENERATION
-from flowlab.runtime import forwarding, shape_memo
+from flowlab.runtime import deferred_updates, forwarding, shape_memo
 from flowlab.runtime.plan import (
     OutputShape,
     Plan,
@@ -73,6 +73,9 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
     forward = {} if traced else forwarding.forwardable(order, dying, plan.feed_slots, plan.fetch_slots)
     memo_at = {} if traced else {r.nodes[0].index: r for r in memos}
     constants = {} if traced else _constant_slots(order)
+    # Variable updates that may run, in place, after the last op (deferred_updates).
+    defers = set() if traced else deferred_updates.deferrable(order, plan.fetch_slots)
+    read_slots = {s for n in order for s, _ in n.inputs} | set(plan.fetch_slots)
     in_memo: set[int] = set()
 
     def emit(node: PlanNode, k: int, pad: str, dels: list[int]) -> None:
@@ -103,14 +106,25 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
                 (node.kernel.fn is _identity_fn and len(node.inputs) == 1) or _same_shape_reshape(node, constants)):
             # An Identity passes its value on: a name for it, not a kernel call.  So
             # does a Reshape to the shape its input has (Grappler's arithmetic
-            # optimizer removes those: the gradient's Sum -> Reshape of a bias).
+            # optimizer removes those: the gradient's Sum -> Reshape of a bias).  A
+            # name nobody reads is not made (it would keep a variable's array held
+            # to the end); a variable is still read (an uninitialized one fails).
             slot, read = node.inputs[0]
+            if node.outputs[0] not in read_slots:
+                if read:
+                    lines.append(f"{pad}s{slot}.read()")
+                    line_to_node[len(lines)] = key
+                _delete(lines, dels, pad)
+                return
             lines.append(f"{pad}s{node.outputs[0]} = s{slot}{'.read()' if read else ''}")
             line_to_node[len(lines)] = key
             _delete(lines, dels, pad)
             return
         ns[f"k{i}"] = node.kernel.fn
-        ns[f"c{i}"] = node.ctx if i not in forward else node.ctx.forwarding(forward[i])
+        if i in forward or i in defers:
+            ns[f"c{i}"] = node.ctx.forwarding(forward.get(i, ()), defers=i in defers)
+        else:
+            ns[f"c{i}"] = node.ctx
         args = [f"c{i}"]
         if node.kernel.needs_step and not node.kernel.asynchronous:
             args.append("step")
@@ -166,6 +180,12 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
     if traced:
         outs = f"({', '.join(out_names)},)" if out_names else "()"
         lines.append(f"    return [{', '.join(rets)}], {outs}")
+    elif defers:
+        # The fetches first (none reads a deferred update's variable), then the writes.
+        lines.append(f"    _r = [{', '.join(rets)}]")
+        lines.append("    if step.deferred:")
+        lines.append("        step.commit()")
+        lines.append("    return _r")
     else:
         lines.append(f"    return [{', '.join(rets)}]")
     source = "\n".join(lines) + "\n"

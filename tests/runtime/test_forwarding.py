@@ -315,8 +315,8 @@ def _adam_program(seed):
 
 def test_adam_computes_its_denominator_in_the_dying_gradient(monkeypatch):
     """ApplyAdam's gradient (a MatMul's output) dies at the update: the dense kernel
-    uses its buffer as scratch, with values bit for bit those of the unforwarded path,
-    over several steps (so the slots, too)."""
+    writing new arrays uses its buffer as scratch, with values bit for bit those of the
+    unforwarded path, over several steps (so the slots, too)."""
     from flowlab.kernels import training_kernels
 
     calls = Counter()
@@ -339,7 +339,9 @@ def test_adam_computes_its_denominator_in_the_dying_gradient(monkeypatch):
                     nodes = _forwarding_nodes(sess, train, feed)
                     assert nodes["Adam/update_Variable/ApplyAdam"] == (9,)
                 for _ in range(4):
-                    sess.run(train, feed)
+                    # Fetching the variables keeps their updates in the step (not
+                    # deferred: flowlab.runtime.deferred_updates), so the logged path runs.
+                    sess.run([train] + variables, feed)
                 results.append(sess.run(variables))
     assert calls["into_grad"] >= 4  # the weight's update, every step with forwarding on
     for a, b in zip(*results):
