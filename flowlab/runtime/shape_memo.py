@@ -151,5 +151,4 @@ def store(memo: list[Any], key: Any, values: tuple[Any, ...]) -> None:
     for v in values:
         if type(v) is np.ndarray:
             v.flags.writeable = False
-    memo[1] = values
-    memo[0] = key
+    memo[0] = (key, values)  # one assignment: a concurrent step sees a key with its values

@@ -235,16 +235,18 @@ def _emit_variable_handles(handles: list[PlanNode], lines: list[str], ns: dict[s
     """The step's VariableV2 ops, first (they wait for nothing): run once, then their
     VariableStates are held by the function until a resource is removed anywhere
     (`resources.GENERATION`), instead of a lookup per variable per step."""
-    ns["_RG"], ns["_VH"] = GENERATION, [None, None]
+    # One cell holding (generation, states), replaced whole: concurrent steps of the
+    # plan read a consistent pair.
+    ns["_RG"], ns["_VH"] = GENERATION, [(None, None)]
     names = ", ".join(f"s{n.outputs[0]}" for n in handles)
     lines.append("    _g = _RG[0]")
-    lines.append("    if _VH[0] == _g:")
-    lines.append(f"        {names}, = _VH[1]")
+    lines.append("    _vh = _VH[0]")
+    lines.append("    if _vh[0] == _g:")
+    lines.append(f"        {names}, = _vh[1]")
     lines.append("    else:")
     for n in handles:
         emit(n, 0, "        ", [])
-    lines.append(f"        _VH[1] = ({names},)")
-    lines.append("        _VH[0] = _g")
+    lines.append(f"        _VH[0] = (_g, ({names},))")
 
 
 def _emit_memo(region: shape_memo.Region, order: list[PlanNode], k: int, dying: list[list[int]],
@@ -254,7 +256,7 @@ def _emit_memo(region: shape_memo.Region, order: list[PlanNode], k: int, dying: 
     delete only the region's own values) and the store.  The inputs that die in the
     region are deleted after the block, on both paths."""
     r = region.nodes[0].index
-    ns[f"_M{r}"] = [None, None]
+    ns[f"_M{r}"] = [None]  # (key, exported values), replaced whole (concurrent steps)
     ns["_mst"], ns["_shp"] = shape_memo.store, shape_memo.shape_of
     keys: list[str] = []
     for root in region.roots:
@@ -262,8 +264,9 @@ def _emit_memo(region: shape_memo.Region, order: list[PlanNode], k: int, dying: 
     lines.append(f"    _mk{r} = ({', '.join(keys)},)")
     line_to_node[len(lines)] = region.roots[0].index
     exports = ", ".join(f"s{s}" for s in region.exports)
-    lines.append(f"    if _mk{r} == _M{r}[0]:")
-    lines.append(f"        {exports}, = _M{r}[1]" if exports else "        pass")
+    lines.append(f"    _m{r} = _M{r}[0]")
+    lines.append(f"    if _m{r} is not None and _m{r}[0] == _mk{r}:")
+    lines.append(f"        {exports}, = _m{r}[1]" if exports else "        pass")
     lines.append("    else:")
     own = {s for n in region.nodes for s in n.outputs if s >= 0}
     outside: list[int] = []

@@ -207,3 +207,33 @@ def test_variable_handles_are_looked_up_once_until_a_resource_is_removed(monkeyp
             step()
         sess.run(v.initializer)
         assert step() == 3.0
+
+
+def test_concurrent_steps_with_different_shapes_get_their_own_values():
+    """Two threads run one plan with different batch sizes: the memo's key and values
+    are replaced as one, so no step reads the other shape's values."""
+    import threading
+
+    x, w, loss, g = _mean_program()
+    failures = []
+    with fl.Session() as sess:
+        sess.run(fl.global_variables_initializer())
+        wv = sess.run(w)
+        step = sess.make_callable([loss, g], [x])
+
+        def work(n, seed):
+            rng = np.random.default_rng(seed)
+            for _ in range(150):
+                xv = rng.standard_normal((n, 3)).astype(np.float32)
+                got_loss, got_g = step(xv)
+                want_loss, want_g = _want(xv, wv)
+                if not (np.allclose(got_loss, want_loss, rtol=1e-4)
+                        and np.allclose(got_g, want_g, rtol=1e-4, atol=1e-5)):
+                    failures.append(n)
+
+        threads = [threading.Thread(target=work, args=(n, n)) for n in (2, 9)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert failures == []
