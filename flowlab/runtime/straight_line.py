@@ -161,7 +161,7 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
             continue
         region = memo_at.get(node.index)
         if region is not None:
-            _emit_memo(region, order, k, dying, lines, ns, line_to_node, emit)
+            _emit_memo(region, k, dying, lines, ns, line_to_node, emit)
             in_memo.update(n.index for n in region.nodes)
         if node.index in in_memo:
             continue
@@ -249,7 +249,7 @@ def _emit_variable_handles(handles: list[PlanNode], lines: list[str], ns: dict[s
     lines.append(f"        _VH[0] = (_g, ({names},))")
 
 
-def _emit_memo(region: shape_memo.Region, order: list[PlanNode], k: int, dying: list[list[int]],
+def _emit_memo(region: shape_memo.Region, k: int, dying: list[list[int]],
                lines: list[str], ns: dict[str, Any], line_to_node: dict[int, int], emit: Any) -> None:
     """A shape-memo block (flowlab.runtime.shape_memo): the region's key, its exported
     values from the memo when the key is the last one's, else its lines (which
@@ -270,9 +270,8 @@ def _emit_memo(region: shape_memo.Region, order: list[PlanNode], k: int, dying: 
     lines.append("    else:")
     own = {s for n in region.nodes for s in n.outputs if s >= 0}
     outside: list[int] = []
-    first = k
     for j, node in enumerate(region.nodes):
-        at = first + j
+        at = k + j  # the region's nodes are contiguous in the order from `k`
         emit(node, at, "        ", [s for s in dying[at] if s in own])
         outside.extend(s for s in dying[at] if s not in own)
     lines.append(f"        _mst(_M{r}, _mk{r}, ({exports}{',' if exports else ''}))")
