@@ -93,8 +93,9 @@ def torch_step(threads: int) -> Callable[[], float] | None:
 
 def numpy_step() -> Callable[[], float]:
     """Adam on a hand-written step: GEMMs in BLAS-friendly layouts, every temporary
-    reused in place, and the parameters and slots updated in place (which flowlab may
-    not do: a step's variable writes must be undoable)."""
+    reused in place, and the parameters and slots updated in place (flowlab does that
+    too since session 5, but only after the step's last op, and only for arrays that
+    nothing else holds: flowlab/runtime/deferred_updates.py)."""
     x, y, ws0 = data()
     params = []
     for w0 in ws0:
