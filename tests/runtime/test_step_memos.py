@@ -5,6 +5,7 @@ until a resource is removed)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import numpy as np
@@ -13,20 +14,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import flowlab as fl
-from flowlab.kernels import registry
 from flowlab.runtime import plan as plan_module
 from flowlab.runtime import shape_memo
 
 
-@pytest.fixture
-def counted(monkeypatch):
-    """Count the kernel calls per op type of plans compiled from now on."""
+def _count_kernels(monkeypatch, op_types):
+    """Count the kernel calls of `op_types` in plans compiled from now on."""
     calls: Counter = Counter()
-    real = registry.find_kernel
+    real = plan_module.find_kernel
 
     def find_kernel(op_type, device_type, *args, **kwargs):
         kdef = real(op_type, device_type, *args, **kwargs)
-        if kdef is None or op_type not in ("Shape", "GatherV2", "Prod", "Tile", "Fill", "Mul"):
+        if kdef is None or op_type not in op_types:
             return kdef
         fn = kdef.fn
 
@@ -34,11 +33,15 @@ def counted(monkeypatch):
             calls[op_type] += 1
             return fn(*a)
 
-        import dataclasses
         return dataclasses.replace(kdef, fn=counting)
 
     monkeypatch.setattr(plan_module, "find_kernel", find_kernel)
     return calls
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    return _count_kernels(monkeypatch, ("Shape", "GatherV2", "Prod", "Tile", "Fill", "Mul"))
 
 
 def _mean_program():
@@ -175,23 +178,7 @@ def test_variable_handles_are_looked_up_once_until_a_resource_is_removed(monkeyp
     """The straight-line function holds its VariableV2 ops' states (also a memo of
     the step): one lookup for many steps; after a resource manager is cleared the
     next step looks the variable up again and finds it gone (uninitialized)."""
-    calls: Counter = Counter()
-    real = plan_module.find_kernel
-
-    def find_kernel(op_type, device_type, *args, **kwargs):
-        kdef = real(op_type, device_type, *args, **kwargs)
-        if op_type != "VariableV2":
-            return kdef
-        fn = kdef.fn
-
-        def counting(*a):
-            calls[op_type] += 1
-            return fn(*a)
-
-        import dataclasses
-        return dataclasses.replace(kdef, fn=counting)
-
-    monkeypatch.setattr(plan_module, "find_kernel", find_kernel)
+    calls = _count_kernels(monkeypatch, ("VariableV2",))
     v = fl.Variable(2.0)
     inc = fl.assign_add(v, 1.0)
     with fl.Session() as sess:
