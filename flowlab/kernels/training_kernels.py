@@ -18,19 +18,23 @@ equals the sequential order on any device without a Python loop per row.
 The CPU path is the training step's hot spot (docs/notes/training-performance.md):
 checks are attribute reads, and the dense Adam and SGD updates compute in place on
 fresh temporaries (fewer allocations), in the same arithmetic order as the plain
-formulas so values are identical.
+formulas so values are identical.  On the straight-line path the dense host kernels
+(SGD, Momentum, Adagrad, Adadelta, RMSProp, centered RMSProp, Adam) defer their
+update to the step's commit, where it is written into the variables' own arrays when
+nothing else holds them (flowlab.kernels.in_place_updates); the formulas here are
+also that module's fallback and the reference of its bodies.
 """
 
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from flowlab import errors
+from flowlab.kernels import in_place_updates as _ip
 from flowlab.kernels.registry import ALL, can_forward, kernel
 from flowlab.kernels.resources import VariableState
 from flowlab.kernels.state_kernels import occurrence_rounds
@@ -260,16 +264,30 @@ _VCMM = ("var", "mg", "ms", "mom")
 _VMV = ("var", "m", "v")
 
 
-@kernel("ApplyGradientDescent", devices=ALL, step=True)
+# The dense host kernels defer their update where the plan allows (`ctx.defers`, the
+# plain case of `_ip.plain`): checked now, written in place when the step commits
+# (flowlab.kernels.in_place_updates).  The gradient is scratch only when it dies here
+# (`can_forward`, called in the kernel itself: it counts references).
+@kernel("ApplyGradientDescent", devices=ALL, step=True, forward=(2,), defer=True)
 def apply_gradient_descent(ctx: Any, step: Any, var: VariableState, alpha: Any, delta: Any) -> Any:
     _check_scalars(("alpha",), (alpha,))
+    if ctx.defers and _ip.plain(ctx.attrs["use_locking"], (var,), delta):
+        mine = bool(ctx.forwardable) and can_forward(delta)
+        step.defer(_ip.InPlaceUpdate(_ip.SGD, _sgd(np, alpha), (var,), (alpha,), delta, mine))
+        return var
     return _run(ctx, step, [var], _V, delta, _sgd(ctx.xp, alpha))
 
 
-@kernel("ApplyMomentum", devices=ALL, step=True)
+@kernel("ApplyMomentum", devices=ALL, step=True, forward=(3,), defer=True)
 def apply_momentum(ctx: Any, step: Any, var: Any, accum: Any, lr: Any, grad: Any, momentum: Any) -> Any:
     _check_scalars(_LR_MOM, (lr, momentum))
-    f = _momentum(lr, momentum, ctx.attrs["use_nesterov"])
+    nesterov = ctx.attrs["use_nesterov"]
+    f = _momentum(lr, momentum, nesterov)
+    if ctx.defers and _ip.plain(ctx.attrs["use_locking"], (var, accum), grad):
+        mine = bool(ctx.forwardable) and can_forward(grad)
+        arith = _ip.NESTEROV if nesterov else _ip.MOMENTUM
+        step.defer(_ip.InPlaceUpdate(arith, f, (var, accum), (lr, momentum), grad, mine))
+        return var
     return _run(ctx, step, [var, accum], _VA, grad, f)
 
 
@@ -281,10 +299,16 @@ def sparse_apply_momentum(ctx: Any, step: Any, var: Any, accum: Any, lr: Any, gr
     return _run(ctx, step, [var, accum], _VA, grad, f, indices)
 
 
-@kernel("ApplyAdagrad", devices=ALL, step=True)
+@kernel("ApplyAdagrad", devices=ALL, step=True, forward=(3,), defer=True)
 def apply_adagrad(ctx: Any, step: Any, var: Any, accum: Any, lr: Any, grad: Any) -> Any:
     _check_scalars(_LR, (lr,))
-    return _run(ctx, step, [var, accum], _VA, grad, _adagrad(ctx.xp, lr, ctx.attrs["update_slots"]))
+    update_slots = ctx.attrs["update_slots"]
+    f = _adagrad(ctx.xp, lr, update_slots)
+    if update_slots and ctx.defers and _ip.plain(ctx.attrs["use_locking"], (var, accum), grad):
+        mine = bool(ctx.forwardable) and can_forward(grad)
+        step.defer(_ip.InPlaceUpdate(_ip.ADAGRAD, f, (var, accum), (lr,), grad, mine))
+        return var
+    return _run(ctx, step, [var, accum], _VA, grad, f)
 
 
 @kernel("SparseApplyAdagrad", devices=ALL, step=True)
@@ -294,11 +318,16 @@ def sparse_apply_adagrad(ctx: Any, step: Any, var: Any, accum: Any, lr: Any, gra
                 indices)
 
 
-@kernel("ApplyAdadelta", devices=ALL, step=True)
+@kernel("ApplyAdadelta", devices=ALL, step=True, defer=True)  # never scratch: it reads grad late
 def apply_adadelta(ctx: Any, step: Any, var: Any, accum: Any, accum_update: Any, lr: Any, rho: Any,
                    epsilon: Any, grad: Any) -> Any:
     _check_scalars(_ADADELTA, (lr, rho, epsilon))
-    return _run(ctx, step, [var, accum, accum_update], _VAU, grad, _adadelta(ctx.xp, lr, rho, epsilon))
+    f = _adadelta(ctx.xp, lr, rho, epsilon)
+    states = (var, accum, accum_update)
+    if ctx.defers and _ip.plain(ctx.attrs["use_locking"], states, grad):
+        step.defer(_ip.InPlaceUpdate(_ip.ADADELTA, f, states, (lr, rho, epsilon), grad, False))
+        return var
+    return _run(ctx, step, list(states), _VAU, grad, f)
 
 
 @kernel("SparseApplyAdadelta", devices=ALL, step=True)
@@ -309,11 +338,17 @@ def sparse_apply_adadelta(ctx: Any, step: Any, var: Any, accum: Any, accum_updat
                 indices)
 
 
-@kernel("ApplyRMSProp", devices=ALL, step=True)
+@kernel("ApplyRMSProp", devices=ALL, step=True, forward=(7,), defer=True)
 def apply_rms_prop(ctx: Any, step: Any, var: Any, ms: Any, mom: Any, lr: Any, rho: Any, momentum: Any,
                    epsilon: Any, grad: Any) -> Any:
     _check_scalars(_RMS, (lr, rho, momentum, epsilon))
-    return _run(ctx, step, [var, ms, mom], _VMM, grad, _rmsprop(ctx.xp, lr, rho, momentum, epsilon))
+    f = _rmsprop(ctx.xp, lr, rho, momentum, epsilon)
+    states = (var, ms, mom)
+    if ctx.defers and _ip.plain(ctx.attrs["use_locking"], states, grad):
+        mine = bool(ctx.forwardable) and can_forward(grad)
+        step.defer(_ip.InPlaceUpdate(_ip.RMSPROP, f, states, (lr, rho, momentum, epsilon), grad, mine))
+        return var
+    return _run(ctx, step, list(states), _VMM, grad, f)
 
 
 @kernel("SparseApplyRMSProp", devices=ALL, step=True)
@@ -323,12 +358,18 @@ def sparse_apply_rms_prop(ctx: Any, step: Any, var: Any, ms: Any, mom: Any, lr: 
     return _run(ctx, step, [var, ms, mom], _VMM, grad, _rmsprop(ctx.xp, lr, rho, momentum, epsilon), indices)
 
 
-@kernel("ApplyCenteredRMSProp", devices=ALL, step=True)
+@kernel("ApplyCenteredRMSProp", devices=ALL, step=True, forward=(8,), defer=True)
 def apply_centered_rms_prop(ctx: Any, step: Any, var: Any, mg: Any, ms: Any, mom: Any, lr: Any, rho: Any,
                             momentum: Any, epsilon: Any, grad: Any) -> Any:
     _check_scalars(_RMS, (lr, rho, momentum, epsilon))
-    return _run(ctx, step, [var, mg, ms, mom], _VCMM, grad,
-                _centered_rmsprop(ctx.xp, lr, rho, momentum, epsilon))
+    f = _centered_rmsprop(ctx.xp, lr, rho, momentum, epsilon)
+    states = (var, mg, ms, mom)
+    if ctx.defers and _ip.plain(ctx.attrs["use_locking"], states, grad):
+        mine = bool(ctx.forwardable) and can_forward(grad)
+        scalars = (lr, rho, momentum, epsilon)
+        step.defer(_ip.InPlaceUpdate(_ip.CENTERED_RMSPROP, f, states, scalars, grad, mine))
+        return var
+    return _run(ctx, step, list(states), _VCMM, grad, f)
 
 
 @kernel("SparseApplyCenteredRMSProp", devices=ALL, step=True)
@@ -359,39 +400,30 @@ def apply_adam(ctx: Any, step: Any, var: Any, m: Any, v: Any, beta1_power: Any, 
         alpha = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
         if type(lr) in _IMMUTABLE and type(beta1_power) in _IMMUTABLE and type(beta2_power) in _IMMUTABLE:
             _LAST_ALPHA = (lr, beta1_power, beta2_power, alpha)
-    if ctx.forwardable and can_forward(grad):
-        # The usual dense step on the host: the gradient dies here (buffer forwarding).
-        if ctx.defers and _plain_dense(ctx, var, m, v, grad):
-            # Checked; written at the end of the step (flowlab.runtime.deferred_updates).
-            step.defer(_DeferredAdam(var, m, v, alpha, beta1, beta2, epsilon, grad))
-            return var
-        # Else it is the scratch of the denominator: 3 new arrays instead of 4.
+    nesterov = ctx.attrs["use_nesterov"]
+    if ctx.defers and _ip.plain(ctx.attrs["use_locking"], (var, m, v), grad):
+        # Checked; written at the end of the step (flowlab.runtime.deferred_updates).
+        mine = bool(ctx.forwardable) and can_forward(grad)
+        f = _adam(xp, alpha, beta1, beta2, epsilon, nesterov)
+        arith = _ip.ADAM_NESTEROV if nesterov else _ip.ADAM
+        step.defer(_ip.InPlaceUpdate(arith, f, (var, m, v), (alpha, beta1, beta2, epsilon), grad, mine))
+        return var
+    if ctx.forwardable and not nesterov and can_forward(grad):
+        # The usual dense step on the host: the gradient dies here (buffer forwarding),
+        # the scratch of the denominator: 3 new arrays instead of 4.
         done = _adam_into_grad(ctx, step, var, m, v, alpha, beta1, beta2, epsilon, grad)
         if done is not None:
             return done
-    f = _adam(xp, alpha, beta1, beta2, epsilon, ctx.attrs["use_nesterov"])
+    f = _adam(xp, alpha, beta1, beta2, epsilon, nesterov)
     return _run(ctx, step, [var, m, v], _VMV, grad, f)
-
-
-def _plain_dense(ctx: Any, var: VariableState, m: VariableState, v: VariableState, g: np.ndarray) -> bool:
-    """The plain case of the host fast paths: no locking, no Nesterov, three
-    initialized NumPy arrays of `g`'s shape and dtype."""
-    attrs = ctx.attrs
-    x, mv, vv = var.value, m.value, v.value
-    if (attrs["use_locking"] or attrs["use_nesterov"] or type(x) is not np.ndarray
-            or type(mv) is not np.ndarray or type(vv) is not np.ndarray):
-        return False
-    shape, dtype = g.shape, g.dtype
-    return not (x.shape != shape or mv.shape != shape or vv.shape != shape
-                or x.dtype != dtype or mv.dtype != dtype or vv.dtype != dtype)
 
 
 def _adam_into_grad(ctx: Any, step: Any, var: VariableState, m: VariableState, v: VariableState,
                     alpha: Any, beta1: Any, beta2: Any, epsilon: Any, g: np.ndarray) -> Any:
     """`_adam`'s arithmetic, in its order, with `g`'s buffer as the denominator; None
-    (nothing done) for every case but `_plain_dense`.  The new values are fresh
-    arrays: the step's undo log keeps the old ones."""
-    if not _plain_dense(ctx, var, m, v, g):
+    (nothing done) for every case but the plain one (`_ip.plain`, no Nesterov).  The
+    new values are fresh arrays: the step's undo log keeps the old ones."""
+    if not _ip.plain(ctx.attrs["use_locking"], (var, m, v), g):
         return None
     write = step.write_var
     for state, new in zip((var, m, v), _adam_fresh(var.value, m.value, v.value, alpha, beta1, beta2,
@@ -418,74 +450,3 @@ def _adam_fresh(x: np.ndarray, mv: np.ndarray, vv: np.ndarray, alpha: Any, beta1
     for new in (x_new, m_new, v_new):
         new.flags.writeable = False
     return x_new, m_new, v_new
-
-
-def _held_refs(state: VariableState) -> int:
-    x = state.value
-    return sys.getrefcount(x)
-
-
-def _probe_alone() -> int:
-    state = VariableState("probe", np.dtype(np.float32), (1,))
-    state.value = np.zeros(1, np.float32)
-    return _held_refs(state)
-
-
-# The count `_held_refs` sees for an array that only its VariableState holds.
-_ALONE = _probe_alone()
-
-
-def _alone(state: VariableState) -> bool:
-    """Whether `state`'s array may be written in place: an array owning its data that
-    nothing but the variable holds (no fetched value, earlier read, view, undo log)."""
-    x = state.value
-    if type(x) is not np.ndarray or x.base is not None:
-        return False
-    del x  # counted by `_held_refs` as the probe was: with no other local reference
-    return _held_refs(state) <= _ALONE
-
-
-class _DeferredAdam:
-    """A dense Adam update run when its step commits (flowlab.runtime.deferred_updates):
-    in place when the variable and its slots hold their arrays alone (the NumPy step's
-    arithmetic: the same order as `_adam`, so the same bits), else as `_adam_fresh`."""
-
-    __slots__ = ("var", "m", "v", "alpha", "beta1", "beta2", "epsilon", "g")
-
-    def __init__(self, var: VariableState, m: VariableState, v: VariableState, alpha: Any, beta1: Any,
-                 beta2: Any, epsilon: Any, g: np.ndarray) -> None:
-        self.var, self.m, self.v = var, m, v
-        self.alpha, self.beta1, self.beta2, self.epsilon, self.g = alpha, beta1, beta2, epsilon, g
-
-    def prepare(self, step: Any) -> Callable[[], None]:
-        var, m, v = self.var, self.m, self.v
-        if _alone(var) and _alone(m) and _alone(v):
-            scratch = np.empty_like(self.g)  # the one allocation, before any write
-            return lambda: self._in_place(scratch)
-        new = _adam_fresh(var.value, m.value, v.value, self.alpha, self.beta1, self.beta2, self.epsilon,
-                          self.g)
-
-        def store() -> None:
-            for state, value in zip((var, m, v), new):
-                step.write_var(state, value)
-
-        return store
-
-    def _in_place(self, s: np.ndarray) -> None:
-        x, mv, vv, g = self.var.value, self.m.value, self.v.value, self.g
-        for a in (x, mv, vv):
-            a.flags.writeable = True
-        np.multiply(g, g, out=s)  # v += (g * g - v) * (1 - beta2)
-        s -= vv
-        s *= 1 - self.beta2
-        np.subtract(g, mv, out=g)  # m += (g - m) * (1 - beta1)
-        g *= 1 - self.beta1
-        mv += g
-        vv += s
-        np.sqrt(vv, out=s)  # var -= (m * alpha) / (sqrt(v) + epsilon)
-        s += self.epsilon
-        np.multiply(mv, self.alpha, out=g)
-        g /= s
-        x -= g
-        for a in (x, mv, vv):
-            a.flags.writeable = False

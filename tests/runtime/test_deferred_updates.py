@@ -12,27 +12,40 @@ import numpy as np
 import pytest
 
 import flowlab as fl
-from flowlab.kernels import training_kernels
+from flowlab.kernels.in_place_updates import InPlaceUpdate
+from flowlab.ops import training_ops
 from flowlab.runtime import deferred_updates
 
 
 @pytest.fixture
 def writes(monkeypatch):
-    """Count how the deferred Adam updates wrote: in place or as new arrays."""
+    """Count how the deferred updates wrote, per optimizer: in place or as new arrays
+    ("in_place", "fresh"; e.g. "in_place:adam"), and in place with the gradient's buffer
+    as scratch ("own_grad")."""
     seen: Counter = Counter()
-    in_place, fresh = training_kernels._DeferredAdam._in_place, training_kernels._adam_fresh
+    in_place, fresh = InPlaceUpdate._in_place, InPlaceUpdate._fresh
 
-    def counting_in_place(self, scratch):
+    def counting_in_place(self, bufs):
         seen["in_place"] += 1
-        return in_place(self, scratch)
+        seen[f"in_place:{self.arith.name}"] += 1
+        seen["own_grad"] += any(b is self.g for b in bufs)
+        return in_place(self, bufs)
 
-    def counting_fresh(*args):
+    def counting_fresh(self, step):
         seen["fresh"] += 1
-        return fresh(*args)
+        seen[f"fresh:{self.arith.name}"] += 1
+        return fresh(self, step)
 
-    monkeypatch.setattr(training_kernels._DeferredAdam, "_in_place", counting_in_place)
-    monkeypatch.setattr(training_kernels, "_adam_fresh", counting_fresh)
+    monkeypatch.setattr(InPlaceUpdate, "_in_place", counting_in_place)
+    monkeypatch.setattr(InPlaceUpdate, "_fresh", counting_fresh)
     return seen
+
+
+def _logged(monkeypatch):
+    """The reference: plans compiled from now on neither forward buffers nor defer
+    updates (every update is the logged one)."""
+    monkeypatch.setenv("FLOWLAB_FORWARDING", "0")
+    monkeypatch.setattr(deferred_updates, "deferrable", lambda order, fetch_slots: set())
 
 
 def _program(seed=0):
@@ -47,7 +60,8 @@ def _program(seed=0):
 
 
 def _run(steps, env, monkeypatch, fetch_loss=True):
-    monkeypatch.setenv("FLOWLAB_FORWARDING", env)  # off: no forwarding, no deferral
+    if env == "0":
+        _logged(monkeypatch)
     g = fl.Graph()
     with g.as_default():
         x, w, b, loss, train, feed = _program()
@@ -177,3 +191,147 @@ def test_concurrent_steps_train_without_errors_and_end_finite(writes):
             t.join()
         assert errors.empty()
         assert np.isfinite(sess.run(w)).all()
+
+
+# --- every dense optimizer kernel ----------------------------------------------------
+def _adam_nesterov(loss, variables):
+    """ApplyAdam with use_nesterov (no tf.train optimizer builds it): slots by hand."""
+    updates = []
+    for var, grad in zip(variables, fl.gradients(loss, variables)):
+        dtype = var.dtype.base_dtype
+        shape = var.shape.as_list()
+        m = fl.Variable(np.zeros(shape, dtype.as_numpy_dtype), name=var.op.name + "_m")
+        v = fl.Variable(np.zeros(shape, dtype.as_numpy_dtype), name=var.op.name + "_v")
+        c = [fl.constant(x, dtype) for x in (0.9, 0.999, 0.05, 0.9, 0.999, 1e-8)]
+        updates.append(training_ops.apply_adam(var, m, v, *c, grad, use_nesterov=True))
+    return fl.group(*updates)
+
+
+OPTIMIZERS = {
+    "sgd": lambda: fl.train.GradientDescentOptimizer(0.1),
+    "momentum": lambda: fl.train.MomentumOptimizer(0.05, 0.9),
+    "nesterov": lambda: fl.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True),
+    "adagrad": lambda: fl.train.AdagradOptimizer(0.3, initial_accumulator_value=0.2),
+    "adadelta": lambda: fl.train.AdadeltaOptimizer(1.0, rho=0.9, epsilon=1e-6),
+    "rmsprop": lambda: fl.train.RMSPropOptimizer(0.01, decay=0.8, momentum=0.5, epsilon=1e-6),
+    "centered_rmsprop": lambda: fl.train.RMSPropOptimizer(0.01, momentum=0.3, epsilon=1e-4, centered=True),
+    "adam": lambda: fl.train.AdamOptimizer(0.05),
+    "adam_nesterov": None,
+}
+
+
+def _dense_program(name, dtype, seed=0, fetch_grads=False):
+    """A small dense model trained by optimizer `name` in `dtype`: (train, fetches, feed)."""
+    rng = np.random.default_rng(seed)
+    np_dtype = np.dtype(dtype)
+    x = fl.placeholder(dtype, [None, 4])
+    w = fl.Variable(rng.standard_normal((4, 3)).astype(np_dtype), name="w")
+    b = fl.Variable((rng.standard_normal(3) * 0.1).astype(np_dtype), name="b")
+    loss = fl.reduce_mean(fl.square(fl.nn.relu(fl.matmul(x, w) + b) - 1.0))
+    if OPTIMIZERS[name] is None:
+        train = _adam_nesterov(loss, [w, b])
+        grads = []
+    else:
+        pairs = OPTIMIZERS[name]().compute_gradients(loss, [w, b])
+        train = OPTIMIZERS[name]().apply_gradients(pairs)
+        grads = [g for g, _ in pairs]
+    feed = {x: rng.standard_normal((8, 4)).astype(np_dtype)}
+    return train, [loss] + (grads if fetch_grads else []), feed
+
+
+def _train_dense(name, dtype, steps, fetch_grads=False):
+    g = fl.Graph()
+    with g.as_default():
+        train, fetches, feed = _dense_program(name, dtype, fetch_grads=fetch_grads)
+        with fl.Session(graph=g) as sess:
+            sess.run(fl.global_variables_initializer())
+            out = [sess.run([train] + fetches, feed)[1:] for _ in range(steps)]
+            return out, sess.run(fl.global_variables())
+
+
+def _assert_same_bits(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if isinstance(x, list):
+            _assert_same_bits(x, y)
+        else:
+            assert np.asarray(x).dtype == np.asarray(y).dtype
+            np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_each_optimizer_in_place_gives_the_logged_values_bit_for_bit(monkeypatch, writes, name, dtype):
+    steps = 6
+    on = _train_dense(name, dtype, steps)
+    assert writes[f"in_place:{name}"] >= 2 * (steps - 1)  # w and b, every step after the first
+    if name != "adadelta":  # the one body that never borrows the gradient
+        assert writes["own_grad"] >= 2 * (steps - 1)
+    _logged(monkeypatch)
+    before = writes["in_place"] + writes["fresh"]
+    off = _train_dense(name, dtype, steps)
+    assert writes["in_place"] + writes["fresh"] == before  # the reference defers nothing
+    _assert_same_bits(on, off)
+
+
+@pytest.mark.parametrize("name", ["sgd", "nesterov", "adagrad", "rmsprop", "adam"])
+def test_fetched_gradients_are_not_scratch_and_keep_their_values(monkeypatch, writes, name):
+    """A fetched gradient does not die at its update: the update allocates its scratch
+    and the caller's gradient arrays are those of the logged path."""
+    steps = 5
+    on = _train_dense(name, np.float32, steps, fetch_grads=True)
+    assert writes[f"in_place:{name}"] >= 2 * (steps - 1)
+    assert writes["own_grad"] == 0
+    _logged(monkeypatch)
+    off = _train_dense(name, np.float32, steps, fetch_grads=True)
+    _assert_same_bits(on, off)
+
+
+@pytest.mark.parametrize("name", ["sgd", "momentum", "adadelta", "centered_rmsprop"])
+def test_each_optimizer_writes_nothing_when_a_later_op_fails(writes, name):
+    train, fetches, feed = _dense_program(name, np.float32, seed=1)
+    loss = fetches[0]
+    with fl.control_dependencies([train]):
+        fail = fl.check_numerics(fl.log(loss - loss - 1.0), "always_fails")
+    with fl.Session() as sess:
+        sess.run(fl.global_variables_initializer())
+        for _ in range(3):
+            sess.run(train, feed)
+        assert writes[f"in_place:{name}"] >= 2
+        before = sess.run(fl.global_variables())
+        counts = dict(writes)
+        with pytest.raises(fl.errors.InvalidArgumentError, match="always_fails"):
+            sess.run(fail, feed)
+        assert dict(writes) == counts  # deferred, then dropped
+        after = sess.run(fl.global_variables())
+    _assert_same_bits(before, after)
+
+
+@pytest.mark.parametrize("name", ["sgd", "momentum", "adagrad", "adam_nesterov"])
+def test_each_optimizer_never_changes_a_fetched_variable_value(writes, name):
+    train, fetches, feed = _dense_program(name, np.float32, seed=2)
+    w = [v for v in fl.global_variables() if v.op.name == "w"][0]
+    with fl.Session() as sess:
+        sess.run(fl.global_variables_initializer())
+        sess.run(train, feed)
+        held = sess.run(w)
+        copy = held.copy()
+        for _ in range(3):
+            sess.run(train, feed)
+        np.testing.assert_array_equal(held, copy)
+        assert not np.array_equal(sess.run(w), copy)
+    assert writes[f"fresh:{name}"] >= 1  # while `held` was w's array
+    assert writes[f"in_place:{name}"] >= 1  # b, and w once `held` was no longer its array
+
+
+def test_use_locking_is_never_deferred(writes):
+    x = fl.placeholder(fl.float32, [None, 4])
+    w = fl.Variable(np.ones((4, 3), np.float32))
+    loss = fl.reduce_sum(fl.matmul(x, w))
+    train = fl.train.MomentumOptimizer(0.1, 0.9, use_locking=True).minimize(loss)
+    with fl.Session() as sess:
+        sess.run(fl.global_variables_initializer())
+        for _ in range(3):
+            sess.run(train, {x: np.ones((2, 4), np.float32)})
+        np.testing.assert_allclose(sess.run(w)[0, 0], 1 - 0.1 * 2 * (1 + 1.9 + 2.71), rtol=1e-6)
+    assert writes["in_place"] == writes["fresh"] == 0
