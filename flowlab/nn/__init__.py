@@ -18,6 +18,7 @@ from flowlab.ops.embedding_ops import *  # noqa: F401,F403,E402  (embedding_look
 from flowlab.ops.lrn_ops import *  # noqa: F401,F403,E402  (lrn, local_response_normalization)
 from flowlab.ops.math_ops import sigmoid, tanh  # noqa: F401
 from flowlab.ops.nn_impl import *  # noqa: F401,F403
+from flowlab.ops.nn_moments import *  # noqa: F401,F403,E402  (sufficient_statistics, weighted_moments)
 from flowlab.ops.nn_ops import *  # noqa: F401,F403
 from flowlab.ops.pool3d_ops import *  # noqa: F401,F403,E402  (max_pool3d, avg_pool3d)
 from flowlab.ops.space_to_batch_ops import batch_to_space_nd, space_to_batch_nd, with_space_to_batch  # noqa: F401,E402

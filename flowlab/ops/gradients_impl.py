@@ -39,7 +39,7 @@ from flowlab.ops.builder import apply_op, convert_to_tensor, graph_of
 from flowlab.ops.constant_op import constant
 from flowlab.ops.indexed_slices import IndexedSlices, as_indexed_slices
 
-__all__ = ["gradients", "AggregationMethod", "UnconnectedGradients"]
+__all__ = ["gradients", "hessians", "AggregationMethod", "UnconnectedGradients"]
 
 # Modules whose import registers gradient functions: flowlab/ops/*_grad.py (one per op
 # family, e.g. math_grad, nn_grad, array_grad, conv_grad) and custom_gradient.
@@ -490,3 +490,38 @@ def _gate(in_grads: list[Any], core_ops: Any) -> list[Any]:
     dense = [g for g in in_grads if isinstance(g, Tensor)]
     gated = iter(core_ops.tuple(dense))
     return [next(gated) if isinstance(g, Tensor) else g for g in in_grads]
+
+
+def hessians(
+    ys: Any,
+    xs: Any,
+    name: str = "hessians",
+    colocate_gradients_with_ops: bool = False,
+    gate_gradients: bool = False,
+    aggregation_method: Any = None,
+) -> list[Tensor]:
+    """The Hessian of `sum(ys)` for each of `xs`, shaped x.shape + x.shape: the gradient
+    of each element of the first derivative, stacked (like TensorFlow 1.x, `name` opens no
+    scope).  TensorFlow computes the rows in a while_loop over a TensorArray, calling
+    `gradients` inside the loop body; flowlab's walk cannot start inside a loop body, so
+    the rows are unrolled here: same values, more ops, and x's size must be known."""
+    from flowlab.ops import array_ops
+
+    del name
+    xs = _as_list(xs)
+    kwargs = {"colocate_gradients_with_ops": colocate_gradients_with_ops, "gate_gradients": gate_gradients,
+              "aggregation_method": aggregation_method}
+    out = []
+    for gradient, x in zip(gradients(ys, xs, **kwargs), xs):
+        size = x.shape.num_elements()
+        if size is None:
+            raise NotImplementedError(
+                f"hessians of {x.name}: its shape {x.shape} is not fully known (flowlab unrolls the "
+                "Hessian's rows; TensorFlow's while_loop of gradients is not supported)")
+        flat = array_ops.reshape(gradient, [-1])
+        rows = [gradients(flat[j], x, **kwargs)[0] for j in range(size)]
+        rows = [array_ops.zeros_like(x) if r is None else convert_to_tensor(r) for r in rows]
+        shape = array_ops.shape(x)
+        stacked = array_ops.stack(rows) if rows else array_ops.zeros([0], dtype=x.dtype)
+        out.append(array_ops.reshape(stacked, array_ops.concat((shape, shape), 0)))
+    return out

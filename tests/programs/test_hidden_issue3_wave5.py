@@ -725,3 +725,60 @@ def test_partial_restore_fine_tuning_a_new_head(tf1):
             return pre, restored, s.run([loss] + var_list[:2]), [v.op.name for v in head_vars]
 
     same_results(tf_with_legacy_keras(tf1), prog, rtol=1e-6, atol=1e-7)
+
+
+# --- second-order methods and hand-computed statistics (built this wave) ---------------
+def test_newton_steps_with_tf_hessians(tf1):
+    def prog(tf):
+        w = tf.Variable(np.zeros((5, 1), np.float32), name="w")
+        m = tf.Variable([[1.0, 0.2], [0.2, 2.0]], name="m")
+        yb = tf.constant((Y_REG > 0).astype(np.float32))
+        logits = tf.matmul(tf.constant(X), w)
+        loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=yb, logits=logits)) \
+            + 0.05 * tf.nn.l2_loss(w) + tf.reduce_sum(tf.exp(m) * m)
+        g_w, g_m = tf.gradients(loss, [w, m])
+        h_w, h_m = tf.hessians(loss, [w, m])
+        step = tf.assign_sub(w, tf.reshape(tf.matrix_solve(tf.reshape(h_w, [5, 5]), tf.reshape(g_w, [5, 1])), [5, 1]))
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            first = s.run([h_w, h_m, g_m])
+            trace = [s.run([step, loss])[1] for _ in range(3)]
+            return first, trace, s.run(w), h_w.shape.as_list(), h_m.shape.as_list()
+
+    same_results(tf1, prog, rtol=1e-4, atol=1e-5)
+
+
+def test_weighted_moments_and_sufficient_statistics_in_a_loss(tf1):
+    def prog(tf):
+        x = tf.placeholder(tf.float32, [None, 5])
+        w = tf.Variable(W1, name="w")
+        z = tf.matmul(x, w)
+        freq = tf.constant(np.array([1, 2, 0, 1, 3, 1, 1, 0, 2, 1, 1, 1], np.float32)[:, None])
+        wm, wv = tf.nn.weighted_moments(z, [0], freq)
+        wm_k, _ = tf.nn.weighted_moments(z, axes=[0, 1], frequency_weights=freq, keep_dims=True)
+        counts, m_ss, v_ss, shift = tf.nn.sufficient_statistics(z, [0], shift=tf.constant(0.5))
+        mean, var = tf.nn.normalize_moments(counts, m_ss, v_ss, shift)
+        c2, m2, v2, _ = tf.nn.sufficient_statistics(x, [0, -1], keepdims=True)
+        loss = tf.reduce_sum(tf.square(wm)) + tf.reduce_sum(wv) + tf.reduce_sum(var * mean)
+        train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+        feed = {x: X}
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            first = s.run([wm, wv, wm_k, counts, m_ss, v_ss, mean, var, c2, m2, v2], feed)
+            trace = [s.run([train, loss], feed)[1] for _ in range(3)]
+            return first, trace, counts.op.type, c2.op.type, mean.op.name
+
+    same_results(tf1, prog, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.xfail(strict=True, reason="tf.losses.cosine_distance and mean_pairwise_squared_error are missing "
+                                       "(flowlab/ops/losses.py: build them as TF's losses_impl)")
+def test_metric_learning_losses(tf1):
+    def prog(tf):
+        a = tf.nn.l2_normalize(tf.Variable(X[:4, :3]), axis=1)
+        b = tf.nn.l2_normalize(tf.constant(X[4:8, :3]), axis=1)
+        l1 = tf.losses.cosine_distance(b, a, axis=1, weights=tf.constant([[1.0], [0.5], [0.0], [2.0]]))
+        l2 = tf.losses.mean_pairwise_squared_error(b, a)
+        return _loop(tf, tf.no_op(), [l1, l2, tf.gradients(l1 + l2, tf.trainable_variables())], 1)
+
+    same_results(tf1, prog)
