@@ -55,7 +55,7 @@ def plain(use_locking: bool, states: tuple[VariableState, ...], g: Any) -> bool:
         x = s.value
         if type(x) is not np.ndarray or x.shape != shape or x.dtype != dtype:
             return False
-    return len(states) == 1 or len({id(s) for s in states}) == len(states)
+    return len(states) == 1 or len(set(states)) == len(states)  # identity-hashed
 
 
 def _held_refs(state: VariableState) -> int:
