@@ -367,3 +367,36 @@ def test_one_variable_passed_as_two_is_updated_as_the_logged_path_does(monkeypat
     assert writes["in_place"] == 0
     _logged(monkeypatch)
     np.testing.assert_array_equal(on, run())
+
+
+def test_nesterov_adam_matches_tensorflow_over_five_steps(tf1, writes):
+    """ApplyAdam(use_nesterov=True), which no tf.train optimizer builds, against
+    TensorFlow's raw op (its deferred in-place path here, the logged one in TF)."""
+    rng = np.random.default_rng(7)
+    w0 = rng.standard_normal((4, 3)).astype(np.float32)
+    x0 = rng.standard_normal((8, 4)).astype(np.float32)
+
+    def run(tf, apply_adam):
+        g = tf.Graph()
+        with g.as_default():
+            w = tf.Variable(w0)
+            m = tf.Variable(np.zeros_like(w0))
+            v = tf.Variable(np.zeros_like(w0))
+            loss = tf.reduce_mean(tf.square(tf.nn.relu(tf.matmul(tf.constant(x0), w)) - 1.0))
+            grad = tf.gradients(loss, [w])[0]
+            c = [tf.constant(np.float32(s)) for s in (0.9, 0.999, 0.05, 0.9, 0.999, 1e-8)]
+            train = apply_adam(w, m, v, *c, grad)
+            with tf.Session(graph=g) as sess:
+                sess.run(tf.global_variables_initializer())
+                for _ in range(5):
+                    sess.run(train.op)
+                return sess.run([w, m, v])
+
+    want = run(tf1, lambda var, m, v, b1p, b2p, lr, b1, b2, eps, grad: tf1.raw_ops.ApplyAdam(
+        var=var, m=m, v=v, beta1_power=b1p, beta2_power=b2p, lr=lr, beta1=b1, beta2=b2, epsilon=eps,
+        grad=grad, use_nesterov=True))
+    got = run(fl, lambda *args: training_ops.apply_adam(*args, use_nesterov=True))
+    assert writes["in_place:adam_nesterov"] >= 4
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
