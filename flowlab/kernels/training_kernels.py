@@ -111,7 +111,7 @@ def _run(ctx: Any, step: Any, refs: list[VariableState], names: tuple[str, ...],
                     f"var and grad do not have the same shape{_shape_str(shape)} "
                     f"{_shape_str(_shape(grad))}",
                 )
-            new = compute(*vals, grad)
+            new: list[Any] | tuple[Any, ...] = compute(*vals, grad)
         else:
             new = _sparse(ctx.xp, vals, grad, indices, compute)
         dtype = var.dtype
