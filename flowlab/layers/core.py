@@ -19,6 +19,7 @@ from flowlab.graph.graph import GraphKeys, get_default_graph
 from flowlab.graph.tensor import Tensor
 from flowlab.ops import array_ops, conv_ops, math_ops, nn_impl, nn_ops
 from flowlab.ops.builder import convert_to_tensor
+from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import identity
 from flowlab.ops.init_ops import zeros_initializer
 from flowlab.ops.variable_scope import get_variable, variable_scope
@@ -175,10 +176,15 @@ def flatten(inputs: Any, name: str | None = None, data_format: str = "channels_l
             x = array_ops.transpose(x, [0] + list(range(2, x.shape.ndims)) + [1])
         if x.shape.ndims == 1:
             return array_ops.expand_dims(x, 1)
+        # TensorFlow's Flatten.call: a `Const` shape when one dimension is unknown at
+        # most, else the batch size read at run time (autopacked as `Reshape/shape`).
         rest = x.shape[1:]
+        batch = x.shape.as_list()[0] if x.shape.ndims else None
         if rest.is_fully_defined():
-            return array_ops.reshape(x, [-1, int(np.prod(rest.as_list()))])
-        return array_ops.reshape(x, array_ops.stack([array_ops.shape(x)[0], -1]))
+            return array_ops.reshape(x, constant([-1, int(np.prod(rest.as_list()))]))
+        if batch is not None:
+            return array_ops.reshape(x, constant([int(batch), -1]))
+        return array_ops.reshape(x, [array_ops.shape(x)[0], -1])
 
 
 def dropout(inputs: Any, rate: float = 0.5, noise_shape: Any = None, seed: int | None = None,

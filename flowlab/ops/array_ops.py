@@ -60,7 +60,7 @@ from flowlab.ops.array_shapes import (  # noqa: F401  (re-exported for slicing)
     constant_value_as_shape,
 )
 from flowlab.ops.autopacking import _has_tensor, _index, _to_tensor
-from flowlab.ops.builder import apply_op
+from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.const_fold import constant_evaluator
 from flowlab.ops.constant_op import constant
 from flowlab.ops.gradient_registry import not_differentiable
@@ -214,6 +214,14 @@ def shape_n(input: Any, out_type: Any = dtypes.int32, name: str | None = None) -
     return apply_op("ShapeN", input=xs, out_type=_out_type(out_type), name=name or "ShapeN")
 
 
+def _shape_arg(value: Any, name: str) -> Any:
+    """`_index(value)`, but an empty Python list reaches `apply_op` as is: TensorFlow
+    converts it as float32 first, then as the index type (`Reshape/shape_1`)."""
+    if isinstance(value, (list, builtins.tuple)) and not value:
+        return value
+    return _index(value, name)
+
+
 def size(input: Any, name: str | None = None, out_type: Any = dtypes.int32) -> Tensor:
     """The number of elements of `input`."""
     x = _to_tensor(input, "input")
@@ -237,7 +245,7 @@ def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
 
     >>> tf.reshape(x, [tf.shape(x)[0], -1])
     """
-    return apply_op("Reshape", tensor=_to_tensor(tensor, "tensor"), shape=_index(shape, "shape"),
+    return apply_op("Reshape", tensor=_to_tensor(tensor, "tensor"), shape=_shape_arg(shape, "shape"),
                     name=name or "Reshape")
 
 
@@ -253,7 +261,7 @@ def transpose(a: Any, perm: Any = None, name: str = "transpose", conjugate: bool
                 rk = apply_op("Rank", input=x, name="Rank")
                 sub = apply_op("Sub", x=rk, y=1, name="sub")
                 perm = apply_op("Range", start=sub, limit=-1, delta=-1, name="Range")
-        out = apply_op("Transpose", x=x, perm=_index(perm, "perm"), name=scope)
+        out = apply_op("Transpose", x=x, perm=_shape_arg(perm, "perm"), name=scope)
         if conjugate and x.dtype.is_complex:
             out = apply_op("Conj", input=out, name="Conj")
         return out
@@ -276,10 +284,10 @@ def concat(values: Any, axis: Any, name: str = "concat") -> Tensor:
 
 def stack(values: Any, axis: int = 0, name: str = "stack") -> Tensor:
     """Stack rank-R tensors into one rank-(R+1) tensor (a Const for Python values)."""
-    if axis == 0 and not _has_tensor(values):
-        try:
-            return constant(values, name=name)
-        except (TypeError, ValueError):
+    if axis == 0:
+        try:  # TensorFlow converts the whole list first: autopacking names `stack/1`
+            return convert_to_tensor(values, name=name)
+        except (TypeError, ValueError, NotImplementedError):
             pass
     first = _to_tensor(values[0], name)
     if first.shape.ndims is not None:
@@ -352,7 +360,7 @@ def squeeze(input: Any, axis: Any = None, name: str | None = None, squeeze_dims:
 
 def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:
     """Repeat `input` `multiples[i]` times along each dimension i."""
-    return apply_op("Tile", input=_to_tensor(input, "input"), multiples=_index(multiples, "multiples"),
+    return apply_op("Tile", input=_to_tensor(input, "input"), multiples=_shape_arg(multiples, "multiples"),
                     name=name or "Tile")
 
 
@@ -375,7 +383,7 @@ def pad(tensor: Any, paddings: Any, mode: str = "CONSTANT", name: str | None = N
 
 def fill(dims: Any, value: Any, name: str | None = None) -> Tensor:
     """A tensor of shape `dims` filled with the scalar `value`."""
-    return apply_op("Fill", dims=_index(dims, "dims"), value=_to_tensor(value, "value"),
+    return apply_op("Fill", dims=_shape_arg(dims, "dims"), value=_to_tensor(value, "value"),
                     name=name or "Fill")
 
 
@@ -442,7 +450,11 @@ def ones_like(tensor: Any, dtype: Any = None, name: str | None = None, optimize:
     with _name_scope(name, "ones_like") as scope:
         x = _like_input(tensor)
         dt = x.dtype.base_dtype if dtype is None else dtypes.as_dtype(dtype).base_dtype
-        s = shape(x) if optimize else apply_op("Shape", input=x, name="Shape")
+        if optimize and x.shape.is_fully_defined():
+            with _name_scope(None, "Shape"):  # TensorFlow's `ones_like/Shape/shape_as_tensor`
+                s = constant(x.shape.as_list(), dtype=dtypes.int32, name="shape_as_tensor")
+        else:
+            s = shape(x) if optimize else apply_op("Shape", input=x, name="Shape")
         out = ones(s, dt, name=scope)
         out.set_shape(x.shape)
         return out
@@ -506,7 +518,7 @@ def where_v2(condition: Any, x: Any = None, y: Any = None, name: str | None = No
 
 def reverse(tensor: Any, axis: Any, name: str | None = None) -> Tensor:
     """Reverse the given dimensions (ReverseV2)."""
-    return apply_op("ReverseV2", tensor=_to_tensor(tensor, "tensor"), axis=_index(axis, "axis"),
+    return apply_op("ReverseV2", tensor=_to_tensor(tensor, "tensor"), axis=_shape_arg(axis, "axis"),
                     name=name or "ReverseV2")
 
 
@@ -557,7 +569,7 @@ def sequence_mask(lengths: Any, maxlen: Any = None, dtype: Any = dtypes.bool,
 
 def broadcast_to(input: Any, shape: Any, name: str | None = None) -> Tensor:
     """`input` broadcast to `shape` (NumPy's rules)."""
-    return apply_op("BroadcastTo", input=_to_tensor(input, "input"), shape=_index(shape, "shape"),
+    return apply_op("BroadcastTo", input=_to_tensor(input, "input"), shape=_shape_arg(shape, "shape"),
                     name=name or "BroadcastTo")
 
 from flowlab.ops.slicing import *  # noqa: E402,F401,F403

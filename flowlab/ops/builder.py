@@ -257,14 +257,35 @@ def _convert_arg(
         return ts
     want = arg.fixed_type or (inferred.get(arg.type_attr) if arg.type_attr else None)
     hint = None
+    t = None
     if want is None and arg.type_attr is not None:
-        # A type attr's default guides Python values (`Tidx = int32`: axis [] is int32).
+        # A type attr's default guides Python values (`Tidx = int32`).
         adef = od.attrs[arg.type_attr]
         hint = adef.default if adef.has_default else None
-    t = _to_tensor(od, name, arg, value, want, hint=hint, adoptions=adoptions)
+        if hint is not None and adef.allowed is not None and not _tensor_like(value):
+            t = _first_conversion(arg, value, adef.allowed)
+    if t is None:
+        t = _to_tensor(od, name, arg, value, want, hint=hint, adoptions=adoptions)
     if arg.type_attr is not None and arg.type_attr not in inferred:
         inferred[arg.type_attr] = t.dtype.base_dtype
     return [t]
+
+
+def _tensor_like(value: Any) -> bool:
+    return isinstance(value, Tensor) or (hasattr(value, "_as_graph_element")
+                                         and not isinstance(value, (list, tuple)))
+
+
+def _first_conversion(arg: ArgDef, value: Any, allowed: Any) -> Tensor | None:
+    """TensorFlow's op_def_library converts a Python value for a type attr with a
+    default and allowed types first on its own; a dtype outside the allowed ones is
+    converted again with the default (`[]` for Reshape's shape: a float32
+    `Reshape/shape` left unread, then the int32 `Reshape/shape_1`)."""
+    try:
+        t = convert_to_tensor(value, name=arg.name)
+    except (TypeError, ValueError):  # the second conversion reports it
+        return None
+    return t if t.dtype.base_dtype in allowed else None
 
 
 def _to_tensor(
@@ -280,7 +301,7 @@ def _to_tensor(
     argname = arg.name if index is None else f"{arg.name}[{index}]"
     # TensorFlow names a converted list element `<arg>_<i>` (internal_convert_n_to_tensor).
     const_name = arg.name if index is None else f"{arg.name}_{index}"
-    if isinstance(value, Tensor) or hasattr(value, "_as_graph_element") and not isinstance(value, (list, tuple)):
+    if _tensor_like(value):
         t = convert_to_tensor(value, as_ref=arg.is_ref) if not isinstance(value, Tensor) else value
         if t.op._provisional is not None and adoptions is not None:
             adoptions.append((t, const_name))

@@ -20,12 +20,15 @@ from flowlab.ops.builder import convert_to_tensor
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import stop_gradient
 from flowlab.ops.nn_ops import _name_scope
+from flowlab.ops.special_math_ops import div_no_nan
+from flowlab.ops.weights_broadcast_ops import assert_broadcastable, broadcast_weights
 
 __all__ = [
     "Reduction", "compute_weighted_loss", "add_loss", "get_losses", "get_regularization_losses",
     "get_regularization_loss", "get_total_loss", "mean_squared_error", "absolute_difference",
     "log_loss", "hinge_loss", "huber_loss", "softmax_cross_entropy",
-    "sparse_softmax_cross_entropy", "sigmoid_cross_entropy",
+    "sparse_softmax_cross_entropy", "sigmoid_cross_entropy", "cosine_distance",
+    "mean_pairwise_squared_error",
 ]
 
 
@@ -50,35 +53,25 @@ class Reduction:
             raise ValueError(f"Invalid Reduction Key {key}. Key should be one of {cls.all()}.")
 
 
-def _check_broadcastable(weights: Tensor, losses: Tensor) -> None:
-    """Weights must be a scalar, or have the losses' rank with each dim 1 or equal."""
-    w, v = weights.shape, losses.shape
-    if w.ndims is None or v.ndims is None or w.ndims == 0:
-        return
-    if w.ndims != v.ndims:
-        raise ValueError(f"weights can not be broadcast to values. values.rank={v.ndims}. "
-                         f"weights.rank={w.ndims}. values.shape={v}. weights.shape={w}.")
-    for a, b in zip(w.as_list(), v.as_list()):
-        if a is not None and b is not None and a not in (1, b):
-            raise ValueError(f"weights can not be broadcast to values. values.shape={v}. "
-                             f"weights.shape={w}.")
+def _safe_mean(losses: Tensor, num_present: Tensor) -> Tensor:
+    """sum(losses) / num_present, 0 when num_present is 0 (DivNoNan `value`)."""
+    total = math_ops.reduce_sum(losses)
+    return div_no_nan(total, num_present, name="value")
 
 
-def _safe_mean(total: Tensor, count: Tensor) -> Tensor:
-    """total / count, and 0 where count is 0 (TensorFlow's div_no_nan)."""
-    zero = math_ops.equal(count, 0.0)
-    ratio = math_ops.truediv(total, array_ops.where(zero, array_ops.ones_like(count), count))
-    return array_ops.where(zero, array_ops.zeros_like(ratio), ratio, name="value")
-
-
-def _num_present(losses: Tensor, weights: Any) -> Tensor:
+def _num_present(losses: Tensor, weights: Any, per_batch: bool = False) -> Tensor:
+    """The number of elements of `losses` whose broadcast weight is nonzero (per batch
+    row, kept as [batch, 1, ...], when `per_batch`)."""
     if isinstance(weights, float) and weights != 0.0:
         return _num_elements(losses)
     with _name_scope(None, "num_present", [losses, weights]) as scope:
         w = math_ops.cast(weights, dtypes.float32)
         present = array_ops.where(math_ops.equal(w, 0.0), array_ops.zeros_like(w),
                                   array_ops.ones_like(w))
-        present = math_ops.multiply(present, array_ops.ones_like(losses))
+        present = broadcast_weights(present, losses)
+        if per_batch:
+            return math_ops.reduce_sum(present, axis=math_ops.range(1, array_ops.rank(present)),
+                                       keepdims=True, name=scope)
         return math_ops.reduce_sum(present, name=scope)
 
 
@@ -93,26 +86,26 @@ def compute_weighted_loss(losses: Any, weights: Any = 1.0, scope: str | None = N
     """Weight `losses` and reduce them; the result joins `loss_collection`."""
     Reduction.validate(reduction)
     with _name_scope(scope, "weighted_loss", [losses, weights]):
-        losses = convert_to_tensor(losses)
-        input_dtype = losses.dtype
-        losses = math_ops.cast(losses, dtypes.float32)
-        w = math_ops.cast(weights, dtypes.float32)
-        _check_broadcastable(w, losses)
-        weighted = math_ops.multiply(losses, w)
-        if reduction == Reduction.NONE:
-            loss = weighted
-        else:
-            loss = math_ops.reduce_sum(weighted)
-            if reduction == Reduction.MEAN:
-                loss = _safe_mean(loss, math_ops.reduce_sum(
-                    math_ops.multiply(array_ops.ones_like(losses), w)))
-            elif reduction == Reduction.SUM_BY_NONZERO_WEIGHTS:
-                loss = _safe_mean(loss, _num_present(losses, weights))
-            elif reduction == Reduction.SUM_OVER_BATCH_SIZE:
-                loss = _safe_mean(loss, _num_elements(losses))
-        loss = math_ops.cast(loss, input_dtype)
-        add_loss(loss, loss_collection)
-        return loss
+        check = assert_broadcastable(weights, losses)
+        with get_default_graph().control_dependencies([check]):
+            losses = convert_to_tensor(losses)
+            input_dtype = losses.dtype
+            losses = math_ops.cast(losses, dtypes.float32)
+            weights = math_ops.cast(weights, dtypes.float32)
+            weighted = math_ops.multiply(losses, weights)
+            if reduction == Reduction.NONE:
+                loss = weighted
+            else:
+                loss = math_ops.reduce_sum(weighted)
+                if reduction == Reduction.MEAN:
+                    loss = _safe_mean(loss, math_ops.reduce_sum(array_ops.ones_like(losses) * weights))
+                elif reduction == Reduction.SUM_BY_NONZERO_WEIGHTS:
+                    loss = _safe_mean(loss, _num_present(losses, weights))
+                elif reduction == Reduction.SUM_OVER_BATCH_SIZE:
+                    loss = _safe_mean(loss, _num_elements(losses))
+            loss = math_ops.cast(loss, input_dtype)
+            add_loss(loss, loss_collection)
+            return loss
 
 
 def add_loss(loss: Any, loss_collection: str | None = GraphKeys.LOSSES) -> None:
@@ -189,10 +182,9 @@ def log_loss(labels: Any, predictions: Any, weights: Any = 1.0, epsilon: float =
              scope: str | None = None, loss_collection: str = GraphKeys.LOSSES,
              reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Weighted mean of -y log(p + eps) - (1 - y) log(1 - p + eps)."""
-    def fn(y: Tensor, p: Tensor) -> Tensor:
-        return math_ops.subtract(
-            math_ops.negative(math_ops.multiply(y, math_ops.log(p + epsilon))),
-            math_ops.multiply(1 - y, math_ops.log(1 - p + epsilon)))
+    def fn(y: Tensor, p: Tensor) -> Tensor:  # Python operators, as TensorFlow (`sub_2`)
+        return -math_ops.multiply(y, math_ops.log(p + epsilon)) - math_ops.multiply(
+            (1 - y), math_ops.log(1 - p + epsilon))
 
     return _regression("log_loss", labels, predictions, weights, scope, loss_collection,
                        reduction, fn)
@@ -206,7 +198,8 @@ def huber_loss(labels: Any, predictions: Any, weights: Any = 1.0, delta: float =
         err = math_ops.abs(math_ops.subtract(p, y))
         quadratic = math_ops.minimum(err, delta)
         linear = math_ops.subtract(err, quadratic)
-        return math_ops.add(math_ops.multiply(0.5, math_ops.multiply(quadratic, quadratic)),
+        half = convert_to_tensor(0.5, dtype=quadratic.dtype)  # TensorFlow's `Const`
+        return math_ops.add(math_ops.multiply(half, math_ops.multiply(quadratic, quadratic)),
                             math_ops.multiply(delta, linear))
 
     return _regression("huber_loss", labels, predictions, weights, scope, loss_collection,
@@ -222,8 +215,9 @@ def hinge_loss(labels: Any, logits: Any, weights: Any = 1.0, scope: str | None =
         logits = math_ops.cast(logits, dtypes.float32)
         labels = math_ops.cast(labels, dtypes.float32)
         _compatible(logits, labels)
-        signed = math_ops.subtract(2 * labels, array_ops.ones_like(labels))
-        losses = nn_ops.relu(math_ops.subtract(1.0, math_ops.multiply(signed, logits)))
+        all_ones = array_ops.ones_like(labels)
+        signed = math_ops.subtract(2 * labels, all_ones)
+        losses = nn_ops.relu(math_ops.subtract(all_ones, math_ops.multiply(signed, logits)))
         return compute_weighted_loss(losses, weights, sc, loss_collection, reduction=reduction)
 
 
@@ -296,3 +290,54 @@ def sigmoid_cross_entropy(multi_class_labels: Any, logits: Any, weights: Any = 1
         losses = nn_impl.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits,
                                                            name="xentropy")
         return compute_weighted_loss(losses, weights, sc, loss_collection, reduction=reduction)
+
+
+def cosine_distance(labels: Any, predictions: Any, axis: int | None = None, weights: Any = 1.0,
+                    scope: str | None = None, loss_collection: str = GraphKeys.LOSSES,
+                    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
+                    dim: int | None = None) -> Tensor:
+    """Weighted 1 - sum(labels * predictions) along `axis` (both assumed unit-normalized)."""
+    if axis is not None and dim is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dim'")
+    axis = axis if axis is not None else dim
+    if axis is None:
+        raise ValueError("You must specify argument `axis`.")
+    _require(labels, predictions)
+    with _name_scope(scope, "cosine_distance_loss", [predictions, labels, weights]) as sc:
+        predictions = math_ops.cast(predictions, dtypes.float32)
+        labels = math_ops.cast(labels, dtypes.float32)
+        _compatible(predictions, labels)
+        radial = math_ops.multiply(predictions, labels)
+        losses = 1 - math_ops.reduce_sum(radial, axis=(axis,), keepdims=True)
+        return compute_weighted_loss(losses, weights, sc, loss_collection, reduction=reduction)
+
+
+def mean_pairwise_squared_error(labels: Any, predictions: Any, weights: Any = 1.0,
+                                scope: str | None = None,
+                                loss_collection: str = GraphKeys.LOSSES) -> Tensor:
+    """Weighted mean over each batch row of the squared differences between all pairs
+    of (predictions - labels) elements, as TensorFlow computes it (DivNoNan `value`s)."""
+    _require(labels, predictions)
+    with _name_scope(scope, "mean_pairwise_squared_error", [predictions, labels, weights]):
+        weights = math_ops.cast(weights, dtypes.float32)
+        labels = math_ops.cast(labels, dtypes.float32)
+        check = assert_broadcastable(weights, labels)
+        with get_default_graph().control_dependencies([check]):
+            predictions = math_ops.cast(predictions, dtypes.float32)
+            _compatible(predictions, labels)
+            diffs = math_ops.subtract(predictions, labels)
+            axis = math_ops.range(1, array_ops.rank(diffs))
+            sum_squares = math_ops.reduce_sum(math_ops.square(diffs), axis=axis, keepdims=True)
+            num_present = _num_present(diffs, weights, per_batch=True)
+            term1 = 2.0 * div_no_nan(sum_squares, math_ops.maximum(num_present - 1, 0),
+                                     name="value")
+            sum_diff = math_ops.reduce_sum(diffs, axis=axis, keepdims=True)
+            term2 = 2.0 * div_no_nan(
+                math_ops.square(sum_diff),
+                math_ops.maximum(math_ops.multiply(num_present, num_present - 1), 0),
+                name="value")
+            loss = math_ops.reduce_sum(math_ops.multiply(term1 - term2, weights))
+            mean_loss = array_ops.where(math_ops.reduce_sum(num_present) > 0, loss,
+                                        array_ops.zeros_like(loss), name="value")
+            add_loss(mean_loss, loss_collection)
+            return mean_loss

@@ -431,12 +431,11 @@ def _reduce(op_type: str, input_tensor: Any, axis: Any, keepdims: Any, name: str
     all_axes = axis is None
     if all_axes:
         rank = x.shape.ndims
-        if rank is not None:
+        if rank:
             axis = make_const(np.arange(rank, dtype=np.int32), "Const")
-        else:
-            axis = range(0, apply_op("Rank", name="Rank", input=x))
-    elif not isinstance(axis, Tensor) and np.size(axis) == 0:
-        axis = np.zeros(0, np.int32)  # TensorFlow converts with Tidx's default, int32
+        else:  # TF's _ReductionDims: rank 0 takes the runtime path too
+            r = make_const(np.array(0, np.int32), "Rank") if rank == 0 else apply_op("Rank", name="Rank", input=x)
+            axis = range(0, r)
     out = _op(op_type, name or op_type, input=x, reduction_indices=axis, keep_dims=keepdims)
     if not keepdims and all_axes and out.shape.ndims is None:
         out.set_shape(())
