@@ -326,6 +326,15 @@ def avg_pool(ctx: Any, x: Any) -> Any:
     _check4("input", x)
     geo = _pool_setup(ctx, x.shape)
     dtype = x.dtype
+    if dtype == np.float16:
+        # TensorFlow's CPU kernel sums a window in half precision, tap by tap in row-major
+        # order, and divides in half: rounding after each addition (bit-checked vs TF 2.21)
+        xn = xp.ascontiguousarray(geo.padded(xp, _nhwc(x, geo.nchw)))
+        total = None
+        for i, j in geo.taps():
+            total = geo.tap(xn, i, j) if total is None else total + geo.tap(xn, i, j)
+        return _finish(xp, total / _counts(xp, geo, xn.shape[1] - sum(geo.pad[0]), xn.shape[2] - sum(geo.pad[1]),
+                                           dtype), dtype, geo.nchw)
     ct = _compute_dtype(dtype)
     xn = _nhwc(x, geo.nchw).astype(ct, copy=False)
     win = geo.windows(xp, xp.ascontiguousarray(geo.padded(xp, xn)))
@@ -346,6 +355,17 @@ def avg_pool_grad(ctx: Any, sizes: Any, dy: Any) -> Any:
     want = (nhwc_shape[0], geo.out[0], geo.out[1], nhwc_shape[3])
     if tuple(dy.shape) != want:
         raise _invalid(f"AvgPoolGrad: grad has shape {list(dy.shape)}, expected {list(want)}")
+    if dtype == np.float16:
+        # TensorFlow's CPU kernel: dy * half(1 / count) added into the input in half, in the
+        # order of the outputs (row-major): for one input element that is the taps reversed
+        counts = _counts(xp, geo, nhwc_shape[1], nhwc_shape[2], np.float32)
+        share = dy.astype(dtype) * (np.float32(1) / counts).astype(dtype)
+        (pt, pb), (pl, pr) = geo.pad
+        out = xp.zeros((nhwc_shape[0], nhwc_shape[1] + pt + pb, nhwc_shape[2] + pl + pr, nhwc_shape[3]), dtype)
+        for i, j in reversed(geo.taps()):
+            dst = geo.tap(out, i, j)
+            dst += share
+        return _finish(xp, out[:, pt:pt + nhwc_shape[1], pl:pl + nhwc_shape[2], :], dtype, geo.nchw)
     share = dy / _counts(xp, geo, nhwc_shape[1], nhwc_shape[2], ct)
     cols = xp.broadcast_to(share[:, :, :, None, None, :], want[:3] + geo.k + (want[3],))
     return _finish(xp, geo.col2im(xp, cols, nhwc_shape), dtype, geo.nchw)

@@ -44,8 +44,21 @@ _FUSED_FORMULAS = {
 }
 
 
+# TensorFlow's Sqrt/Rsqrt/Reciprocal gradients are 0 where the incoming gradient is 0,
+# whatever y is (cwise_ops_gradients.h): a masked-out sqrt(-1) or 1/0 in a tf.where, or
+# tf.norm of zeros, back-propagates zeros, not NaN.  Tanh and Sigmoid have no such case.
+_ZERO_WHERE_DY_ZERO = frozenset({"SqrtGrad", "RsqrtGrad", "ReciprocalGrad"})
+
+
 def _fused_kernel(name: str) -> None:
     fn = _FUSED_FORMULAS[name]
+
+    if name in _ZERO_WHERE_DY_ZERO:
+        @kernel(name)
+        def k0(ctx: Any, y: Any, dy: Any) -> Any:
+            t = ctx.attrs["T"].as_numpy_dtype
+            return _scalar_out(ctx.xp.where(dy == 0, t(0), fn(y, dy, t)).astype(t, copy=False))
+        return
 
     @kernel(name)
     def k(ctx: Any, y: Any, dy: Any) -> Any:
@@ -84,7 +97,8 @@ def _elu_grad_k(ctx: Any, g: Any, y: Any) -> Any:
 @kernel("SeluGrad")
 def _selu_grad_k(ctx: Any, g: Any, y: Any) -> Any:
     t = g.dtype.type
-    return _scalar_out(ctx.xp.where(y > 0, g * t(_SELU_SCALE), g * (y + t(_SELU_SCALE * _SELU_ALPHA))))
+    # TensorFlow's test is outputs < 0, so selu'(0) is the scale (not scale * alpha)
+    return _scalar_out(ctx.xp.where(y < 0, g * (y + t(_SELU_SCALE * _SELU_ALPHA)), g * t(_SELU_SCALE)))
 
 
 @kernel("LeakyReluGrad")

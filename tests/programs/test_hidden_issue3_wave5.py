@@ -77,8 +77,9 @@ def test_discriminative_learning_rates_through_gradient_split(tf1):
         grads = tf.gradients(loss, var_list)
         slow = tf.train.RMSPropOptimizer(0.001, decay=0.8, momentum=0.5)
         fast = tf.train.AdagradOptimizer(0.3)
-        train = tf.group(slow.apply_gradients(zip(grads[:2], var_list[:2])),
-                         fast.apply_gradients(zip(grads[2:], var_list[2:])))
+        with tf.control_dependencies(grads):  # else w1's update may race the backward pass's read of w1
+            train = tf.group(slow.apply_gradients(zip(grads[:2], var_list[:2])),
+                             fast.apply_gradients(zip(grads[2:], var_list[2:])))
         return _loop(tf, train, [loss] + var_list, 6)
 
     same_results(tf1, prog, rtol=1e-5, atol=1e-6)
@@ -771,8 +772,6 @@ def test_weighted_moments_and_sufficient_statistics_in_a_loss(tf1):
     same_results(tf1, prog, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="tf.losses.cosine_distance and mean_pairwise_squared_error are missing "
-                                       "(flowlab/ops/losses.py: build them as TF's losses_impl)")
 def test_metric_learning_losses(tf1):
     def prog(tf):
         a = tf.nn.l2_normalize(tf.Variable(X[:4, :3]), axis=1)
@@ -782,3 +781,63 @@ def test_metric_learning_losses(tf1):
         return _loop(tf, tf.no_op(), [l1, l2, tf.gradients(l1 + l2, tf.trainable_variables())], 1)
 
     same_results(tf1, prog)
+
+
+# --- findings of this wave: TensorFlow's kernels at exact zeros and in half precision ---
+def test_pairwise_distances_masked_sqrt_gradients(tf1):
+    # the classic NaN trap: sqrt of squared distances whose diagonal is exactly 0, masked
+    # by tf.where; TensorFlow's SqrtGrad/RsqrtGrad/ReciprocalGrad give 0 where dy is 0
+    def prog(tf):
+        e = tf.Variable(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.5, 0.5]], np.float32), name="e")
+        sq = tf.reduce_sum(tf.square(e), 1)
+        d2 = tf.maximum(sq[:, None] - 2.0 * tf.matmul(e, e, transpose_b=True) + sq[None, :], 0.0)
+        mask = tf.cast(d2 > 0, tf.float32)
+        dist = tf.sqrt(d2) * mask
+        masked = tf.where(d2 > 0, tf.sqrt(d2), tf.zeros_like(d2))
+        inv = tf.where(d2 > 0, tf.reciprocal(d2), tf.zeros_like(d2)) + tf.where(d2 > 0, tf.rsqrt(d2), tf.zeros_like(d2))
+        same = tf.constant(np.array([[1, 0, 1, 0], [0, 1, 0, 0], [1, 0, 1, 0], [0, 0, 0, 1]], np.float32))
+        loss = tf.reduce_mean(same * tf.square(masked) + (1 - same) * tf.square(tf.nn.relu(1.0 - masked))) \
+            + 0.01 * tf.reduce_mean(inv) + tf.norm(e[0] - e[2])
+        g = tf.gradients([tf.reduce_sum(dist), loss], e)
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            first = s.run([dist, masked, inv, g])
+            for _ in range(3):
+                s.run(train)
+            return first, s.run([loss, e])
+
+    same_results(tf1, prog)
+
+
+def test_self_normalizing_net_with_exact_zeros(tf1):
+    # selu'(0) is TensorFlow's scale (its SeluGrad tests outputs < 0); zero-padded rows hit it
+    def prog(tf):
+        x = tf.constant(np.vstack([X[:6], np.zeros((2, 5), np.float32)]))
+        w1 = tf.Variable(W1, name="w1")
+        h = tf.nn.selu(tf.matmul(x, w1))
+        h2 = tf.nn.selu(tf.nn.relu(h - 0.5))  # relu makes exact zeros again
+        out = tf.reduce_sum(h2 * tf.constant(np.linspace(-1, 1, 8).astype(np.float32)), 1)
+        loss = tf.reduce_mean(tf.square(out - 0.3))
+        g = tf.gradients(loss, [w1, x])
+        train = tf.train.AdamOptimizer(0.05).minimize(loss)
+        trace = _loop(tf, train, [loss, w1], 3)
+        return _loop(tf, tf.no_op(), [h2, g], 1), trace
+
+    same_results(tf1, prog)
+
+
+def test_half_precision_cnn_pooling_bits(tf1):
+    # TensorFlow's CPU AvgPool accumulates a window in float16, row-major, and its gradient
+    # adds dy * half(1/count) in output order: compared bit for bit
+    def prog(tf):
+        x = tf.Variable(np.random.RandomState(8).randn(2, 7, 6, 3).astype(np.float16), name="x")
+        a1 = tf.nn.avg_pool(x, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")
+        a2 = tf.nn.avg_pool(x, [1, 2, 3, 1], [1, 1, 2, 1], "VALID")
+        m = tf.nn.max_pool(x, [1, 3, 2, 1], [1, 2, 2, 1], "SAME")
+        terms = [tf.reduce_sum(a1 * a1), tf.reduce_sum(a2 * tf.constant(0.3, tf.float16)), tf.reduce_sum(m)]
+        # one gradient per term: Grappler reorders an AddN of them (its AddOpsRewrite), which
+        # shows in float16's last bit
+        return _loop(tf, tf.no_op(), [a1, a2, m, [tf.gradients(t, x)[0] for t in terms]], 1)
+
+    same_results(tf1, prog, rtol=0, atol=0)
