@@ -17,6 +17,7 @@ from flowlab.graph.graph import GraphKeys, get_default_graph
 from flowlab.graph.tensor import Tensor
 from flowlab.ops import array_ops, math_ops, nn_impl, nn_ops
 from flowlab.ops.builder import convert_to_tensor
+from flowlab.ops.cond import cond
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import stop_gradient
 from flowlab.ops.nn_ops import _name_scope
@@ -244,11 +245,53 @@ def softmax_cross_entropy(onehot_labels: Any, logits: Any, weights: Any = 1.0,
         return compute_weighted_loss(losses, weights, sc, loss_collection, reduction=reduction)
 
 
-def _squeeze_last(t: Tensor, rank: int | None) -> Tensor:
-    s = t.shape
-    if s.ndims is not None and rank is not None and s.ndims == rank + 1 and s[-1] in (1, None):
-        return array_ops.squeeze(t, [-1])
-    return t
+def _last_is_one(s: Any) -> bool:
+    return s.as_list()[-1] in (1, None)
+
+
+def _squeeze_if(pred: Tensor, t: Tensor) -> Tensor:
+    return cond(pred, lambda: array_ops.squeeze(t, [-1]), lambda: t)
+
+
+def remove_squeezable_dimensions(labels: Any, predictions: Any,
+                                 expected_rank_diff: int = 0) -> tuple[Tensor, Tensor]:
+    """TensorFlow's confusion_matrix.remove_squeezable_dimensions: squeeze the last
+    dimension (of size 1) of whichever side has one rank too many (a cond on the ranks
+    when they are unknown)."""
+    with _name_scope(None, "remove_squeezable_dimensions", [labels, predictions]):
+        predictions = convert_to_tensor(predictions)
+        labels = convert_to_tensor(labels)
+        ps, ls = predictions.shape, labels.shape
+        if ls.ndims is not None and ps.ndims is not None:
+            rank_diff = ps.ndims - ls.ndims
+            if rank_diff == expected_rank_diff + 1 and _last_is_one(ps):
+                predictions = array_ops.squeeze(predictions, [-1])
+            elif rank_diff == expected_rank_diff - 1 and _last_is_one(ls):
+                labels = array_ops.squeeze(labels, [-1])
+            return labels, predictions
+        diff = array_ops.rank(predictions) - array_ops.rank(labels)
+        if ps.ndims is None or _last_is_one(ps):
+            predictions = _squeeze_if(math_ops.equal(expected_rank_diff + 1, diff), predictions)
+        if ls.ndims is None or _last_is_one(ls):
+            labels = _squeeze_if(math_ops.equal(expected_rank_diff - 1, diff), labels)
+        return labels, predictions
+
+
+def _remove_squeezable_dimensions(labels: Any, predictions: Any, weights: Any,
+                                  expected_rank_diff: int) -> tuple[Tensor, Tensor, Any]:
+    labels, predictions = remove_squeezable_dimensions(labels, predictions, expected_rank_diff)
+    if weights is None:
+        return labels, predictions, weights
+    weights = convert_to_tensor(weights)
+    lr, ws = labels.shape.ndims, weights.shape
+    if lr is not None and ws.ndims is not None:
+        if ws.ndims - lr == 1:
+            weights = array_ops.squeeze(weights, [-1])
+        return labels, predictions, weights
+    diff = array_ops.rank(weights) - array_ops.rank(labels)
+    if ws.ndims is None or (ws.ndims > 0 and _last_is_one(ws)):
+        weights = _squeeze_if(math_ops.equal(1, diff), weights)
+    return labels, predictions, weights
 
 
 def sparse_softmax_cross_entropy(labels: Any, logits: Any, weights: Any = 1.0,
@@ -256,16 +299,10 @@ def sparse_softmax_cross_entropy(labels: Any, logits: Any, weights: Any = 1.0,
                                  loss_collection: str = GraphKeys.LOSSES,
                                  reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Weighted softmax cross entropy of logits against class indices (labels of the
-    logits' rank with a trailing 1 are squeezed)."""
+    logits' rank with a trailing 1 are squeezed, and weights with one rank too many)."""
     _require(labels, logits, "logits")
     with _name_scope(scope, "sparse_softmax_cross_entropy_loss", [logits, labels, weights]) as sc:
-        logits = convert_to_tensor(logits)
-        labels = convert_to_tensor(labels)
-        if logits.shape.ndims is not None:
-            labels = _squeeze_last(labels, logits.shape.ndims - 1)
-        if not isinstance(weights, (int, float)):
-            weights = convert_to_tensor(weights)
-            weights = _squeeze_last(weights, labels.shape.ndims)
+        labels, logits, weights = _remove_squeezable_dimensions(labels, logits, weights, 1)
         losses = nn_ops.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits,
                                                                  name="xentropy")
         return compute_weighted_loss(losses, weights, sc, loss_collection, reduction=reduction)

@@ -103,6 +103,35 @@ def test_pairwise_and_cosine_graph_is_tensorflows(tf1: Any) -> None:
     _same_graph(tf1, build)
 
 
+def test_sparse_squeezes_graph_is_tensorflows(tf1: Any) -> None:
+    """Labels [batch, 1] squeezed under `remove_squeezable_dimensions`, weights [batch, 1]
+    as `Squeeze`, a scalar weight converted before the check (`Const`, no `Cast/x`)."""
+    def build(tf: Any) -> None:
+        logits = tf.placeholder(tf.float32, [4, 3], name="logits")
+        l1 = tf.placeholder(tf.int32, [4, 1], name="l1")
+        w = tf.placeholder(tf.float32, [4, 1], name="w")
+        tf.losses.sparse_softmax_cross_entropy(l1, logits, weights=w)
+        tf.losses.sparse_softmax_cross_entropy(l1, logits)
+        lu = tf.placeholder(tf.int32, [None, 1], name="lu")
+        tf.losses.sparse_softmax_cross_entropy(lu, tf.placeholder(tf.float32, [None, 3]),
+                                               weights=2.0)
+
+    _same_graph(tf1, build)
+
+
+def test_sparse_with_unknown_ranks_values(tf1: Any) -> None:
+    """Unknown ranks: the squeezes are conds on the run-time ranks."""
+    def build(tf: Any) -> Any:
+        labels = tf.placeholder(tf.int32, None)
+        logits = tf.placeholder(tf.float32, [None, 3])
+        w = tf.placeholder(tf.float32, None)
+        feed = {labels: SPARSE[:, None], logits: P, w: np.array([[1.0], [0.0], [2.0], [1.0]], np.float32)}
+        return [tf.losses.sparse_softmax_cross_entropy(labels, logits),
+                tf.losses.sparse_softmax_cross_entropy(labels, logits, weights=w)], feed
+
+    assert_same(tf1, build, rtol=1e-5, atol=1e-6)
+
+
 # --- values -----------------------------------------------------------------------------
 WEIGHTS = [0.0, 1.0, 3, np.zeros((4, 3), np.float32), np.zeros((4, 1), np.float32),
            np.array([[0.0], [2.0], [0.0], [1.0]], np.float32),
