@@ -841,3 +841,22 @@ def test_half_precision_cnn_pooling_bits(tf1):
         return _loop(tf, tf.no_op(), [a1, a2, m, [tf.gradients(t, x)[0] for t in terms]], 1)
 
     same_results(tf1, prog, rtol=0, atol=0)
+
+
+def test_masked_max_pooling_over_padded_sequences(tf1):
+    # padding positions set to -inf (or NaN from a 0/0) before max-pooling over time:
+    # TensorFlow's MaxPool skips NaNs and gives the lowest finite value for a window with
+    # nothing else; EluGrad passes a NaN output's gradient through (its test is y < 0)
+    def prog(tf):
+        feats = tf.Variable(np.random.RandomState(10).randn(3, 6, 1, 4).astype(np.float32), name="feats")
+        lengths = tf.constant([6, 2, 0])
+        mask = tf.tile(tf.sequence_mask(lengths, 6, dtype=tf.float32)[:, :, None, None], [1, 1, 1, 4])
+        neg = tf.where(mask > 0, feats, tf.fill(tf.shape(feats), -np.inf))
+        nan = feats * mask / mask  # 0/0 at the padding
+        p1 = tf.nn.max_pool(neg, [1, 3, 1, 1], [1, 3, 1, 1], "VALID")
+        p2 = tf.nn.max_pool(nan, [1, 2, 1, 1], [1, 1, 1, 1], "SAME")
+        e = tf.nn.elu(nan)
+        loss = tf.reduce_sum(tf.where(p1 > -1e30, p1, tf.zeros_like(p1))) + tf.reduce_sum(e[:1])
+        return _loop(tf, tf.no_op(), [p1, p2, e, tf.gradients(loss, feats), tf.gradients(tf.reduce_sum(e), nan)], 1)
+
+    same_results(tf1, prog)
