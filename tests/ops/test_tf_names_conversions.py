@@ -113,6 +113,15 @@ def stack_variable_and_python_value(tf: Any) -> None:
     tf.stack([v1, 3.0])
 
 
+@program(xfail="strided_slice without strides: TensorFlow makes them with ones_like(begin) "
+               "(`ones_like/tensor`, `ones_like/Shape/shape_as_tensor`, `ones_like/Const`); "
+               "flowlab's Fill named ones_like reads a root `Shape` and `Const_1` "
+               "(flowlab/ops/slicing.py:323: call array_ops.ones_like on the Python begin)")
+def strided_slice_default_strides(tf: Any) -> None:
+    x = tf.constant(np.ones((2, 3), np.float32))
+    tf.strided_slice(x, [0], [1])
+
+
 @program
 def ones_like_shapes(tf: Any) -> None:
     s = tf.placeholder(tf.float32, [], name="s")
