@@ -5,7 +5,8 @@ and the TensorFlow 1.x builders made from them (`tf.add`, `tf.truediv`, `tf.div`
 
 Builders follow TensorFlow's graph construction exactly: the same op types, default
 names, attrs and helper ops (`tf.truediv` of int32 casts both sides to float64 in a
-"truediv" scope; `tf.reduce_sum(x)` reduces over a Const of all axes), because
+"truediv" scope; `tf.reduce_sum(x)` reduces over a Const of all axes, a scalar over
+Rank + range), because
 programs look ops up by name.  A Python value given to a builder is converted inside
 the op's own name scope ("add/y"), as TensorFlow's op library does.
 
