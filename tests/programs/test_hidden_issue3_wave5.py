@@ -140,6 +140,38 @@ def test_gradient_accumulation_over_micro_batches(tf1):
     same_results(tf1, prog, rtol=1e-5, atol=1e-6)
 
 
+FED_LR = {
+    "adam_eps": lambda tf, lr: tf.train.AdamOptimizer(lr, epsilon=1.0),
+    "rmsprop_centered": lambda tf, lr: tf.train.RMSPropOptimizer(lr, decay=0.5, momentum=0.1, epsilon=1e-3,
+                                                                 centered=True),
+    "adadelta": lambda tf, lr: tf.train.AdadeltaOptimizer(lr, rho=0.5),
+    "ftrl": lambda tf, lr: tf.train.FtrlOptimizer(lr, l1_regularization_strength=0.01),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FED_LR))
+def test_learning_rate_fed_by_placeholder_and_held_in_a_variable(tf1, name):
+    def prog(tf):
+        lr = tf.placeholder(tf.float32, [])
+        lr_var = tf.Variable(0.1, trainable=False, name="lr")
+        logits, var_list = mlp(tf)
+        loss = xent(tf, logits)
+        first = FED_LR[name](tf, lr).minimize(loss, var_list=var_list[:2], name="first")
+        second = FED_LR[name](tf, lr_var).minimize(loss, var_list=var_list[2:], name="second")
+        halve = tf.assign(lr_var, lr_var * 0.5)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            out = []
+            for i in range(4):
+                s.run(first, {lr: 0.2 / (i + 1)})
+                s.run(second)
+                s.run(halve)
+                out.append(s.run([loss] + var_list))
+            return out, sorted(v.op.name for v in tf.global_variables())
+
+    same_results(tf1, prog, rtol=1e-5, atol=1e-6)
+
+
 # --- moving averages and batch norm ---------------------------------------------------
 def test_ema_shadow_variables_restored_for_evaluation(tf1):
     def prog(tf):
