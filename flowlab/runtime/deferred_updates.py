@@ -29,10 +29,13 @@ from typing import Any
 
 import numpy as np
 
+from flowlab.runtime import forwarding
+
 
 def deferrable(order: list[Any], fetch_slots: list[int]) -> set[int]:
-    """Indices of the nodes of `order` whose kernel may defer its variable update."""
-    if not any(n.kernel.defer for n in order):
+    """Indices of the nodes of `order` whose kernel may defer its variable update
+    (none with `FLOWLAB_FORWARDING=0`, the switch of every in-place write)."""
+    if not forwarding.enabled() or not any(n.kernel.defer for n in order):
         return set()
     variable_of: dict[int, tuple[Any, ...]] = {}  # slot -> the variable it holds
     other_refs: set[int] = set()  # slots of references from other ops (unknown variables)

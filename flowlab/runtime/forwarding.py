@@ -22,7 +22,8 @@ alias the static half cannot see, e.g. an Identity's output, a view, a value a
 kernel stored) and checks the output's shape and dtype.
 
 Switch: `FLOWLAB_FORWARDING=0` in the environment when a plan is compiled turns it
-off (no twin contexts; dead slots are still deleted).
+off (no twin contexts; dead slots are still deleted), and with it the deferred,
+in-place variable updates (flowlab.runtime.deferred_updates).
 """
 
 from __future__ import annotations

@@ -337,10 +337,6 @@ def test_use_locking_is_never_deferred(writes):
     assert writes["in_place"] == writes["fresh"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "flowlab/runtime/deferred_updates.py: deferrable() ignores FLOWLAB_FORWARDING; the dense "
-    "kernels now defer whatever the gradient's fate, so the switch no longer turns deferral off. "
-    "Fix: `if not forwarding.enabled(): return set()` at the top of deferrable()"))
 def test_forwarding_off_alone_turns_deferral_off(monkeypatch, writes):
     monkeypatch.setenv("FLOWLAB_FORWARDING", "0")
     _train_dense("sgd", np.float32, 3)
