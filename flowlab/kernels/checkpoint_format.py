@@ -426,9 +426,11 @@ class CheckpointReader:
             ) from None
 
     # --- values -----------------------------------------------------------------
-    def get_tensor(self, name: str) -> np.ndarray:
-        """The whole saved tensor (assembled from its slices)."""
-        return self.read(name, "")
+    def get_tensor(self, name: str) -> Any:
+        """The whole saved tensor (assembled from its slices); a scalar comes back as
+        TensorFlow's reader gives it, a NumPy scalar (bytes for a string)."""
+        value = self.read(name, "")
+        return value[()] if value.ndim == 0 else value
 
     def read(self, name: str, spec: str | bytes = "", dtype: Any = None) -> Any:
         """The slice `spec` of tensor `name` (`""`: all of it), checksums verified.

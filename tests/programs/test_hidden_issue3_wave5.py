@@ -390,6 +390,35 @@ def test_saver_mid_training_then_continue_in_a_new_graph(tf1):
     same_results(tf1, prog, rtol=1e-6, atol=1e-7)
 
 
+def test_checkpoint_bookkeeping_and_reader(tf1):
+    # max_to_keep, last_checkpoints, checkpoint_exists, global_step(), restoring an older
+    # checkpoint, and NewCheckpointReader (a scalar reads back as a NumPy scalar, as in TF)
+    def prog(tf):
+        ckdir = tempfile.mkdtemp()
+        logits, var_list = mlp(tf)
+        loss = xent(tf, logits)
+        gs = tf.train.get_or_create_global_step()
+        train = tf.train.RMSPropOptimizer(0.01).minimize(loss, global_step=gs)
+        saver = tf.train.Saver(max_to_keep=2, keep_checkpoint_every_n_hours=10000)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            paths = []
+            for _ in range(4):
+                s.run(train)
+                step = tf.train.global_step(s, gs)
+                paths.append(os.path.basename(saver.save(s, os.path.join(ckdir, "ck"), global_step=step)))
+            last = [os.path.basename(p) for p in saver.last_checkpoints]
+            exists = [tf.train.checkpoint_exists(os.path.join(ckdir, p)) for p in paths]
+            saver.restore(s, os.path.join(ckdir, paths[2]))
+            at = s.run([gs, loss])
+            reader = tf.train.NewCheckpointReader(os.path.join(ckdir, paths[3]))
+            shapes = sorted(reader.get_variable_to_shape_map().items())
+            return (paths, last, exists, at, shapes, reader.get_tensor("global_step"), reader.get_tensor("w1"),
+                    int(tf.train.global_step(s, gs)))
+
+    same_results(tf1, prog, rtol=1e-6, atol=1e-7)
+
+
 def test_partial_restore_fine_tuning_a_new_head(tf1):
     def prog(tf):
         path = os.path.join(tempfile.mkdtemp(), "pre")
