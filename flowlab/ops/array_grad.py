@@ -125,6 +125,11 @@ def _placeholder_with_default_grad(op: Operation, grad: Any) -> Any:
 # --- shapes ----------------------------------------------------------------------------
 @gradient("Reshape")
 def _reshape_grad(op: Operation, grad: Any) -> Any:
+    # As TensorFlow's _ReshapeGrad: a known rank with exactly one unknown dimension
+    # (and no 0) reshapes to the static shape with -1 there, not to a Shape op's value.
+    dims = op.inputs[0].shape.as_list() if op.inputs[0].shape.ndims is not None else None
+    if dims is not None and dims.count(None) == 1 and 0 not in dims:
+        return [array_ops.reshape(_dense(grad), [-1 if d is None else d for d in dims]), None]
     return [_reshape_to_input(op, grad), None]
 
 

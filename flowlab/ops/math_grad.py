@@ -148,7 +148,7 @@ def unbroadcast(op: Operation, gx: Any, gy: Any, grad: Any = None) -> tuple[Any,
         must_x = must_y = True
     else:
         assert px is not None and py is not None
-        rx, ry = np.array(axes[0], np.int32), np.array(axes[1], np.int32)
+        rx, ry = list(axes[0]), list(axes[1])  # Python lists, converted as TensorFlow does
         # As TensorFlow's must_reduce: an input of lower rank than the result needs its
         # Reshape even with nothing to sum ([1, 2] + [2]: b's gradient is [2], not [1, 2]).
         must_x = bool(axes[0]) or len(px) < len(py)

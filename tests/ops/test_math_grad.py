@@ -371,15 +371,7 @@ def _reductions(tf: Any) -> None:
 GRAPH_PROGRAMS = {f.__name__[1:]: f for f in (_mul_same_shapes, _mul_float64, _mul_unknown_shapes,
                                                _broadcasting, _reductions, _pow_and_partial_sums,
                                                _empty_list_constants)}
-_EMPTY_LIST = pytest.mark.xfail(strict=True, reason=(
-    "TensorFlow converts an empty list given for an int input first as float32, leaving a "
-    "dangling `Sum/reduction_indices` Const: its int32 one is `reduction_indices_1` (builder.py "
-    "does this now); flowlab's unbroadcast passes the statically known axes as an int32 NumPy "
-    "array, TensorFlow as a Python list (flowlab/ops/math_grad.py: `rx, ry = axes` in unbroadcast)"))
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[_EMPTY_LIST] if n == "empty_list_constants"
-                                               else []) for n in sorted(GRAPH_PROGRAMS)])
+@pytest.mark.parametrize("name", sorted(GRAPH_PROGRAMS))
 def test_gradient_graph_is_tensorflows(tf1: Any, name: str) -> None:
     want = _grad_graph(tf1, GRAPH_PROGRAMS[name])
     got = _grad_graph(fl, GRAPH_PROGRAMS[name])

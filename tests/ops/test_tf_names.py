@@ -511,9 +511,7 @@ def dense_layers_trained(tf):
     tf.train.AdamOptimizer().minimize(tf.reduce_mean(tf.square(y)))
 
 
-@program(xfail="Reshape's gradient: TensorFlow reshapes to the input's static shape with -1 "
-               "for its one unknown dimension (`Reshape_grad/Reshape/shape` Const, no Shape op); "
-               "flowlab reads Shape (flowlab/ops/array_grad.py: _ReshapeGrad's static path)")
+@program
 def conv_layers_gradient(tf):
     x = tf.placeholder(tf.float32, [None, 8, 8, 1], name="x")
     h = tf.layers.conv2d(x, 4, 3, padding="same", activation=tf.nn.relu)
