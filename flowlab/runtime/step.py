@@ -81,7 +81,8 @@ class Step:
 
     def defer(self, update: Any) -> None:
         """Run `update` when the step's ops have all succeeded (flowlab.runtime.
-        deferred_updates): `update.prepare(self)` returns the closure that writes."""
+        deferred_updates): `update.states` are the variables it writes,
+        `update.prepare(self)` returns the closure that writes."""
         if self.deferred is None:
             self.deferred = [update]
         else:
@@ -89,12 +90,23 @@ class Step:
 
     def commit(self) -> None:
         """Run the deferred updates: first every `prepare` (which checks, allocates and
-        may fail, writing nothing), then every write (which cannot fail)."""
+        may fail, writing nothing), then every write (which cannot fail).  Two steps
+        committing updates of one variable take turns: the updates' variables are
+        locked (ordered by id, as every locked update takes them) from the checks to
+        the last write, so no write meets another's half-done one."""
         pending, self.deferred = self.deferred, None
-        if pending:
+        if not pending:
+            return
+        states = sorted({id(s): s for u in pending for s in u.states}.values(), key=id)
+        for s in states:
+            s.lock.acquire()
+        try:
             writes = [u.prepare(self) for u in pending]
             for write in writes:
                 write()
+        finally:
+            for s in reversed(states):
+                s.lock.release()
 
     def write_var(self, var: Any, new_value: Any) -> None:
         """Store `new_value` in a VariableState, remembering the old one for rollback.
