@@ -45,6 +45,7 @@ def feed_converter(t: Tensor) -> Callable[[Any], Any]:
     np_t = np.dtype(dt.as_numpy_dtype)
     check = shape.ndims is not None and not all(d is None for d in shape.as_tuple())  # type: ignore[union-attr]
     known_rank = shape.ndims is not None
+    accepted: list[tuple[int, ...]] = [()]  # the last shape that passed the check
 
     def conv(v: Any) -> Any:
         if type(v) is np.ndarray and v.dtype == np_t:
@@ -58,8 +59,10 @@ def feed_converter(t: Tensor) -> Callable[[Any], Any]:
                 raise ValueError(
                     f"Cannot feed value {v!r} for Tensor {t.name} of dtype {dt.name}: {e}"
                 ) from None
-        if known_rank and (check or arr.ndim != shape.ndims):
+        if known_rank and (check or arr.ndim != shape.ndims) and arr.shape != accepted[0]:
+            # A training loop feeds one shape every step: checked once, not per step.
             check_feed_shape(t, arr.shape)
+            accepted[0] = arr.shape
         # 0-d values flow through a step as NumPy scalars (see plan.const_value).
         return arr[()] if arr.ndim == 0 else arr
 

@@ -353,3 +353,18 @@ def test_session_optimization_reports_folded_ops() -> None:
         opt = sess.optimization(z, [x])
         assert sess.run(z, {x: 1.0}) == 9.0
     assert "c" in opt.folded
+
+
+def test_a_feed_shape_is_checked_until_accepted_and_every_other_shape_still_fails():
+    """The feed converter remembers the last shape it accepted (a training loop's one
+    shape is checked once): a different, wrong shape after it still fails."""
+    x = fl.placeholder(fl.float32, [None, 3], name="x")
+    y = x * 2.0
+    with fl.Session() as sess:
+        step = sess.make_callable(y, [x])
+        for rows in (2, 2, 5):
+            assert step(np.ones((rows, 3), np.float32)).shape == (rows, 3)
+        for bad in ((5, 4), (3,), (5, 3, 1)):
+            with pytest.raises(ValueError, match=r"Cannot feed value of shape .* for Tensor x:0"):
+                step(np.ones(bad, np.float32))
+        assert step(np.ones((5, 3), np.float32)).shape == (5, 3)
