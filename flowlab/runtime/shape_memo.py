@@ -107,7 +107,9 @@ def regions(order: list[Any], fetch_slots: list[int]) -> tuple[list[Any], list[R
         slots = {s for n in nodes for s in n.outputs if s >= 0}
         if slots & fetched:
             continue
-        readers = [m for m in order if m.index not in inside and any(s in slots for s, _ in m.inputs)]
+        # The block runs before the first op outside that waits for it (a data or a
+        # control edge): no op moves ahead of one it waits for.
+        readers = [m for m in order if m.index not in inside and any(d in inside for d in m.deps)]
         at = min((pos[m.index] for m in readers), default=len(order))
         # Everything the region waits for (data and control) must come before `at`.
         if any(d not in inside and pos.get(d, -1) >= at for n in nodes for d in n.deps):

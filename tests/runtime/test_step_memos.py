@@ -224,3 +224,25 @@ def test_concurrent_steps_with_different_shapes_get_their_own_values():
         for t in threads:
             t.join()
     assert failures == []
+
+
+def test_a_region_runs_before_an_op_that_waits_for_it_by_a_control_edge():
+    """The block is placed before the first op outside that waits for it, by data or
+    by a control edge: a control dependency's order is kept."""
+    x = fl.placeholder(fl.float32, [None])
+    n = fl.cast(fl.shape(x)[0], fl.float32) * 2.0  # a region
+    v = fl.Variable(0.0)
+    with fl.control_dependencies([n.op]):
+        bumped = fl.assign_add(v, 1.0)  # waits for the region, reads none of it
+    with fl.control_dependencies([bumped]):
+        y = fl.identity(x) * n  # the region's data reader, after the assignment
+    with fl.Session() as sess:
+        sess.run(v.initializer)
+        got = sess.run(y, {x: np.ones(3, np.float32)})
+        plan = sess._plan_of(y, {x: np.ones(3, np.float32)})
+    np.testing.assert_array_equal(got, np.full(3, 6.0, np.float32))
+    lines = plan.source.splitlines()
+    assign = next(n.index for n in plan.nodes if n.op.type == "AssignAdd")
+    key_line = next(i for i, line in enumerate(lines) if "_mk" in line and "=" in line)
+    assign_line = next(i for i, line in enumerate(lines) if f"k{assign}(" in line)
+    assert key_line < assign_line
