@@ -180,3 +180,28 @@ def test_errors() -> None:
             layers.conv2d(fl.placeholder(fl.float32, [2, 3, 3, 1]), 3, 2, padding="full")
         with pytest.raises(ValueError, match="data_format"):
             layers.max_pooling2d(fl.placeholder(fl.float32, [2, 3, 3, 1]), 2, 2, data_format="NHWC")
+
+
+@pytest.mark.parametrize("padding,strides,kernel", [("valid", 2, 3), ("same", 2, 3), ("valid", 1, 2),
+                                                     ("same", (2, 1), (3, 2))])
+def test_conv2d_transpose_layer_matches_tensorflow(tf1: Any, padding: str, strides: Any, kernel: Any) -> None:
+    """tf.layers.conv2d_transpose (Keras' Conv2DTranspose, legacy TF layer) with an
+    unknown batch and height: values, the static shape, and the variables' names."""
+    from tests.programs.hidden_support import tf_with_legacy_keras
+
+    img = RS.rand(2, 5, 4, 2).astype(np.float32)
+    kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
+    init = RS.randn(kh, kw, 3, 2).astype(np.float32) * 0.3
+
+    def build(tf: Any) -> Any:
+        x = tf.placeholder(tf.float32, [None, None, 4, 2])
+        y = tf.layers.conv2d_transpose(x, 3, kernel, strides=strides, padding=padding,
+                                       activation=tf.nn.relu, kernel_initializer=tf.constant_initializer(init))
+        names = tf.constant([v.name for v in tf.global_variables()])
+        return [y, names, tf.constant(str(y.shape.as_list()))], {x: img}
+
+    from tensorflow.python.keras.legacy_tf_layers import convolutional  # type: ignore[import-not-found]
+
+    shim = tf_with_legacy_keras(tf1)
+    shim.layers.conv2d_transpose = convolutional.conv2d_transpose
+    assert_same(shim, build, rtol=1e-5, atol=1e-5)

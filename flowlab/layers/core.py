@@ -24,7 +24,7 @@ from flowlab.ops.core_ops import identity
 from flowlab.ops.init_ops import zeros_initializer
 from flowlab.ops.variable_scope import get_variable, variable_scope
 
-__all__ = ["dense", "conv2d", "flatten", "max_pooling2d", "average_pooling2d", "dropout"]
+__all__ = ["dense", "conv2d", "conv2d_transpose", "flatten", "max_pooling2d", "average_pooling2d", "dropout"]
 
 
 def _pair(value: Any, name: str) -> list[int]:
@@ -139,6 +139,61 @@ def conv2d(inputs: Any, filters: int, kernel_size: Any, strides: Any = (1, 1),
                          kernel_regularizer, kernel_constraint, trainable)
         y = conv_ops.conv2d(x, kernel, strides=s, padding=_padding(padding), data_format=fmt,
                             dilations=d)
+        if use_bias:
+            bias = _weight("bias", [filters], dt, bias_initializer or zeros_initializer(),
+                           bias_regularizer, bias_constraint, trainable)
+            y = nn_ops.bias_add(y, bias, data_format=fmt)
+        return _finish(y, activation, activity_regularizer)
+
+
+def _deconv_length(size: Any, kernel: int, padding: str, stride: int, dilation: int) -> Any:
+    """Keras' deconv_output_length without output_padding: the transposed convolution's
+    output size along one axis (an int, or a scalar tensor when `size` is one)."""
+    kernel = kernel + (kernel - 1) * (dilation - 1)
+    if padding == "VALID":
+        return size * stride + max(kernel - stride, 0)
+    return size * stride
+
+
+def conv2d_transpose(inputs: Any, filters: int, kernel_size: Any, strides: Any = (1, 1),
+                     padding: str = "valid", data_format: str = "channels_last", activation: Any = None,
+                     use_bias: bool = True, kernel_initializer: Any = None, bias_initializer: Any = None,
+                     kernel_regularizer: Any = None, bias_regularizer: Any = None,
+                     activity_regularizer: Any = None, kernel_constraint: Any = None,
+                     bias_constraint: Any = None, trainable: bool = True, name: str | None = None,
+                     reuse: Any = None) -> Tensor:
+    """Transposed 2-D convolution layer, as Keras' Conv2DTranspose builds it: kernel
+    [kh, kw, filters, in] ("conv2d_transpose/kernel"), an output shape stacked from the
+    batch size and each spatial size times the stride (plus the overhang with "valid")."""
+    x = convert_to_tensor(inputs)
+    fmt = _data_format(data_format)
+    if x.shape.ndims is not None and x.shape.ndims != 4:
+        raise ValueError(f"Input 0 of layer conv2d_transpose is incompatible with the layer: expected "
+                         f"ndim=4, found ndim={x.shape.ndims}. Full shape received: {x.shape}")
+    h_axis, w_axis, c_axis = (2, 3, 1) if fmt == "NCHW" else (1, 2, 3)
+    dims = x.shape.as_list() if x.shape.ndims else [None] * 4
+    if dims[c_axis] is None:
+        raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
+    kh, kw = _pair(kernel_size, "kernel_size")
+    sh, sw = _pair(strides, "strides")
+    pad = _padding(padding)
+    dt = _float_dtype(x)
+    with variable_scope(name, default_name="conv2d_transpose", values=[x], reuse=reuse):
+        kernel = _weight("kernel", [kh, kw, filters, dims[c_axis]], dt, kernel_initializer,
+                         kernel_regularizer, kernel_constraint, trainable)
+        shape = array_ops.shape(x)
+        height = dims[h_axis] if dims[h_axis] is not None else shape[h_axis]
+        width = dims[w_axis] if dims[w_axis] is not None else shape[w_axis]
+        out_h = _deconv_length(height, kh, pad, sh, 1)
+        out_w = _deconv_length(width, kw, pad, sw, 1)
+        sizes = [shape[0], filters, out_h, out_w] if fmt == "NCHW" else [shape[0], out_h, out_w, filters]
+        stride4 = [1, 1, sh, sw] if fmt == "NCHW" else [1, sh, sw, 1]
+        y = conv_ops.conv2d_transpose(x, kernel, array_ops.stack(sizes), strides=stride4, padding=pad,
+                                      data_format=fmt)
+        static = [dims[0], filters, None, None] if fmt == "NCHW" else [dims[0], None, None, filters]
+        for axis, size, k, st in ((h_axis, dims[h_axis], kh, sh), (w_axis, dims[w_axis], kw, sw)):
+            static[axis] = None if size is None else _deconv_length(size, k, pad, st, 1)
+        y.set_shape(static)
         if use_bias:
             bias = _weight("bias", [filters], dt, bias_initializer or zeros_initializer(),
                            bias_regularizer, bias_constraint, trainable)

@@ -246,10 +246,7 @@ CONV_GRADS = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
-    strict=True, reason="tf.layers.conv2d_transpose is missing (flowlab/layers/__init__.py: build it on "
-    "nn.conv2d_transpose as layers.conv2d is built)")) if n == "layers_conv2d_transpose" else n
-    for n in sorted(CONV_GRADS)])
+@pytest.mark.parametrize("name", sorted(CONV_GRADS))
 def test_convolution_gradients_through_a_loss(tf1, name):
     def prog(tf):
         rs = np.random.RandomState(9)
