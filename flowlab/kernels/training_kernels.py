@@ -221,7 +221,8 @@ def _centered_rmsprop(xp: Any, lr: Any, rho: Any, momentum: Any, epsilon: Any) -
 
 def _adam(xp: Any, alpha: Any, beta1: Any, beta2: Any, epsilon: Any,
           nesterov: bool) -> Callable[..., tuple[Any, ...]]:
-    def f(var: Any, m: Any, v: Any, g: Any) -> tuple[Any, ...]:
+    def f(var: Any, m: Any, v: Any, g: Any, scratch: Any = None) -> tuple[Any, ...]:
+        # `scratch`: a dying array of g's shape to hold the denominator (the gradient).
         if nesterov or not getattr(g, "ndim", 0):
             m = m + (g - m) * (1 - beta1)
             v = v + (g * g - v) * (1 - beta2)
@@ -231,8 +232,8 @@ def _adam(xp: Any, alpha: Any, beta1: Any, beta2: Any, epsilon: Any,
                 var = var - (m * alpha) / (xp.sqrt(v) + epsilon)
             return var, m, v
         # The same arithmetic, in the same order, but in place on fresh temporaries:
-        # a large update allocates 4 arrays instead of 10 (the step's hot spot), and
-        # the new variable value reuses the denominator's buffer.
+        # a large update allocates 4 arrays instead of 10 (3 with `scratch`), and the
+        # new variable value reuses the update's buffer.
         m_new = g - m
         m_new *= 1 - beta1
         m_new += m
@@ -240,11 +241,11 @@ def _adam(xp: Any, alpha: Any, beta1: Any, beta2: Any, epsilon: Any,
         v_new -= v
         v_new *= 1 - beta2
         v_new += v
-        denom = xp.sqrt(v_new)
+        denom = xp.sqrt(v_new) if scratch is None else xp.sqrt(v_new, out=scratch)
         denom += epsilon
         upd = m_new * alpha
         upd /= denom
-        return xp.subtract(var, upd, out=denom), m_new, v_new
+        return xp.subtract(var, upd, out=upd), m_new, v_new
     return f
 
 
@@ -434,19 +435,8 @@ def _adam_into_grad(ctx: Any, step: Any, var: VariableState, m: VariableState, v
 
 def _adam_fresh(x: np.ndarray, mv: np.ndarray, vv: np.ndarray, alpha: Any, beta1: Any, beta2: Any,
                 epsilon: Any, g: np.ndarray) -> tuple[np.ndarray, ...]:
-    """New read-only (var, m, v) arrays; `g` is overwritten (the denominator)."""
-    m_new = g - mv
-    m_new *= 1 - beta1
-    m_new += mv
-    v_new = g * g
-    v_new -= vv
-    v_new *= 1 - beta2
-    v_new += vv
-    denom = np.sqrt(v_new, out=g)
-    denom += epsilon
-    upd = m_new * alpha
-    upd /= denom
-    x_new = np.subtract(x, upd, out=upd)
-    for new in (x_new, m_new, v_new):
-        new.flags.writeable = False
-    return x_new, m_new, v_new
+    """New read-only (var, m, v) arrays by `_adam`; `g` is overwritten (the denominator)."""
+    new = _adam(np, alpha, beta1, beta2, epsilon, False)(x, mv, vv, g, g)
+    for a in new:
+        a.flags.writeable = False
+    return new
