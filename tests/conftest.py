@@ -7,6 +7,13 @@ import os
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# The tests pin their reference here and nowhere else: TensorFlow turns its oneDNN kernels on
+# by default on CPUs with AVX512_VNNI/AVX512_BF16/AMX, and they rename ops in the
+# runtime graphs (`_MklMatMul`), treat NaN rows of softmax differently and skip some
+# argument checks -- so the same test passed on one machine and failed on another.
+# With oneDNN off TensorFlow runs its portable Eigen kernels on every CPU.  It must be
+# set before tensorflow is imported (its C++ runtime reads it once, at load time).
+os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
 
 import flowlab as fl  # noqa: E402
 
@@ -30,10 +37,21 @@ def _load_tf():
         except Exception:  # not installed, or broken on this machine
             _TF = False
         else:
+            _check_reference_pinned()
             v1 = tf_mod.compat.v1
             v1.disable_v2_behavior()
             _TF = v1
     return _TF
+
+
+def _check_reference_pinned() -> None:
+    """Fail loudly when tensorflow was imported before this file could pin it."""
+    from tensorflow.python.util import _pywrap_util_port  # type: ignore[import-not-found]
+
+    if _pywrap_util_port.IsMklEnabled():
+        raise RuntimeError(
+            "TensorFlow runs with oneDNN on: something imported tensorflow before "
+            "tests/conftest.py set TF_ENABLE_ONEDNN_OPTS=0")
 
 
 @pytest.fixture

@@ -22,8 +22,10 @@ TensorFlow, whose CPU kernels call glibc's `logf` and `sincosf`, values are comp
 correctly rounded in NumPy and, where glibc's rounding may differ (results close to a
 float32 rounding midpoint), recomputed by glibc itself through ctypes.  Without glibc
 the values may differ from TensorFlow's in the last bits (up to 3 ulp), still with the
-same distribution and the same determinism.  Doubles use NumPy's float64 log/sin/cos,
-which are glibc's where NumPy has no SIMD version of its own (x86-64 without AVX-512).
+same distribution and the same determinism.  Doubles call the C library's `log`, `sin`
+and `cos` (through `math`) value by value, as TensorFlow does: NumPy's float64 ufuncs
+dispatch to SIMD code by CPU (its AVX-512 `log` differs from glibc's by an ulp now and
+then), which would make the numbers depend on the machine.
 
 RandomShuffle is TensorFlow's front-to-back Fisher-Yates with one word per swap.
 Multinomial draws one double per sample by inverting the row's running sum of
@@ -220,12 +222,21 @@ def box_muller_float(x0: np.ndarray, x1: np.ndarray) -> tuple[np.ndarray, np.nda
     return s * u2, c * u2
 
 
+def _libm_double(fn: Any, x: np.ndarray) -> np.ndarray:
+    """`fn` (`math.log`, `math.sin` or `math.cos`: the C library's double function) on
+    every element of `x`.  NumPy's own float64 ufuncs are SIMD code on some CPUs (its
+    AVX-512 `log` is 1 ulp from glibc's in ~0.3% of values), so they would make the
+    numbers depend on the machine; the C library's scalar functions are what
+    TensorFlow's BoxMullerDouble calls, on every CPU."""
+    return np.fromiter(map(fn, x.ravel().tolist()), np.float64, x.size).reshape(x.shape)
+
+
 def box_muller_double(x0: Any, x1: Any, x2: Any, x3: Any) -> tuple[np.ndarray, np.ndarray]:
     """Two standard normal doubles per four words (BoxMullerDouble)."""
     u1 = np.maximum(uint64_to_double(x0, x1), 1.0e-7)
     v1 = _TWO_PI * uint64_to_double(x2, x3)
-    u2 = np.sqrt(-2.0 * np.log(u1))
-    return np.sin(v1) * u2, np.cos(v1) * u2
+    u2 = np.sqrt(-2.0 * _libm_double(math.log, u1))
+    return _libm_double(math.sin, v1) * u2, _libm_double(math.cos, v1) * u2
 
 
 def _interleave(a: np.ndarray, b: np.ndarray) -> np.ndarray:
