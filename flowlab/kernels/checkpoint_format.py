@@ -40,19 +40,26 @@ cover it.  Slice specs as strings follow TensorFlow's ``shape_and_slices`` synta
 ``""`` (the whole tensor) or ``"10 4 0,5:-"`` (full shape, then ``start,length`` or
 ``-`` per dimension).
 
+Since the atomic save, the index also names each shard's data file (``"data_files":
+["model.data-00000-of-00002", ...]``; without it, the canonical names above).
+
 Invariants that make a checkpoint survive faults:
-- every file is written under a temporary name (``<name>.tmp-<random>``) and renamed
-  with ``os.replace`` once complete; the index is renamed after its data shards, and
-  the Saver's ``checkpoint`` state file is written last, so a process killed mid-save
-  leaves the previous checkpoint complete and the state file pointing at it;
-- readers verify each piece's length and CRC-32 and raise ``DataLossError`` naming the
-  file and the tensor; a missing tensor is a ``NotFoundError`` naming it.
-Data is not fsync'ed (as TensorFlow): a killed process loses nothing the kernel has
-accepted; a power loss may.
+- a save never changes a file an index names: it writes new files under fresh names
+  and makes them the checkpoint with one rename of the index, under a lock of the
+  directory; a killed save's leftovers are removed by the next save (the protocol,
+  and why the newest complete checkpoint restores at every instant, is in
+  flowlab.kernels.checkpoint_commit);
+- readers validate the whole index before they allocate anything
+  (flowlab.kernels.checkpoint_index: dtypes from a closed list, every size checked,
+  every field's type), check each piece against its data file's size, verify its
+  length and checksums, and raise ``DataLossError`` naming the file and the tensor;
+  a missing tensor is a ``NotFoundError`` naming it.  A reader opens the data files
+  when it is made, so a save that replaces the checkpoint meanwhile does not pull
+  the files from under it.
 
 Test hook: ``FLOWLAB_CHECKPOINT_WRITE_DELAY`` (seconds, float) sleeps after a data
-shard is written and before it is renamed, so fault tests can kill a saving process
-at that point.
+shard is written and before it is committed, so fault tests can kill a saving
+process at that point (the deterministic hook is checkpoint_commit's `crash_at`).
 """
 
 from __future__ import annotations
@@ -61,7 +68,6 @@ import glob
 import json
 import os
 import time
-import uuid
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -69,8 +75,10 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
+from flowlab.kernels import checkpoint_commit as commit
+from flowlab.kernels import checkpoint_index as cindex
 
-FORMAT = "flowlab-checkpoint"
+FORMAT = cindex.FORMAT
 VERSION = 2  # 2: "sum64" block checksums (1: "crc32", still read)
 _CHUNK = 512  # bytes per uint64 sum of block_checksum
 _ALIGN = 64
@@ -138,26 +146,19 @@ def index_filename(prefix: str) -> str:
 
 
 def checkpoint_files(prefix: str) -> list[str]:
-    """The existing files of checkpoint `prefix` (index and data shards)."""
-    found = glob.glob(glob.escape(prefix) + ".data-?????-of-?????")
+    """The existing files of checkpoint `prefix` (the data files its index names,
+    then the index)."""
+    d = os.path.dirname(prefix)
+    found = [os.path.join(d, f) for f in commit.referenced_files(prefix)]
     idx = index_filename(prefix)
-    return sorted(found) + ([idx] if os.path.exists(idx) else [])
-
-
-def _temp_name(path: str) -> str:
-    return f"{path}.tmp-{uuid.uuid4().hex[:12]}"
+    return sorted(f for f in found if os.path.exists(f)) + ([idx] if os.path.exists(idx) else [])
 
 
 def atomic_write_text(path: str, text: str) -> None:
-    """Write `text` to `path` through a temporary file and a rename."""
-    tmp = _temp_name(path)
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        _remove_quietly(tmp)
-        raise
+    """Write `text` to `path` through a temporary file and one rename, holding the
+    save lock of its directory (flowlab.kernels.checkpoint_commit)."""
+    with commit.dir_lock(os.path.dirname(path)):
+        commit.write_text(path, text)
 
 
 def _remove_quietly(path: str) -> None:
@@ -210,7 +211,13 @@ def format_shape_and_slice(full_shape: tuple[int, ...], sl: Slice) -> str:
 
 # --- bytes of one tensor -------------------------------------------------------------
 def _dtype_name(dt: np.dtype) -> str:
-    return "string" if dt.kind in "OSU" else dt.name
+    name = "string" if dt.kind in "OSU" else dt.name
+    if name not in cindex.DTYPES:
+        raise errors.InvalidArgumentError(
+            None, None, f"Cannot save a tensor of dtype {dt}: a checkpoint holds "
+            f"{', '.join(cindex.DTYPES)}."
+        )
+    return name
 
 
 def _encode_strings(arr: np.ndarray) -> bytes:
@@ -224,6 +231,10 @@ def _decode_strings(buf: memoryview, shape: tuple[int, ...], where: str) -> np.n
     if len(buf) < 8 * n:
         raise errors.DataLossError(None, None, f"{where}: string tensor is truncated.")
     lengths = np.frombuffer(buf[: 8 * n], dtype="<u8")
+    room = len(buf) - 8 * n
+    # Checked before any string is made: the lengths must add up to the bytes there.
+    if n and (int(lengths.max()) > room or sum(lengths.tolist()) != room):
+        raise errors.DataLossError(None, None, f"{where}: string tensor has a bad length.")
     out = np.empty(n, dtype=object)
     pos = 8 * n
     for i, ln in enumerate(lengths.tolist()):
@@ -246,9 +257,12 @@ def _raw_view(arr: np.ndarray) -> memoryview:
 class ShardWriter:
     """Writes one data shard and a partial index of what it holds.
 
-    `add()` appends tensors to a temporary data file; `finish()` renames it to
-    `<prefix>.data-<shard>-of-<num_shards>` and returns the index entries.  `abort()`
-    removes the temporary file."""
+    `add()` appends tensors to a temporary data file
+    (`<prefix>.data-<shard>-of-<num_shards>.tmp-<random>`); `finish()` closes it,
+    renames it to its canonical name (not with ``rename=False``: `save_tensors`
+    commits it atomically instead, flowlab.kernels.checkpoint_commit) and returns
+    the index entries.
+    `abort()` removes the temporary file."""
 
     def __init__(self, prefix: str, shard: int = 0, num_shards: int = 1) -> None:
         self.prefix, self.shard, self.num_shards = prefix, shard, num_shards
@@ -260,8 +274,8 @@ class ShardWriter:
                 os.mkdir(d)
             except FileExistsError:
                 pass
-        self.tmp = _temp_name(self.path)
-        self._fd: int | None = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.tmp = commit.temp_name(self.path)
+        self._fd: int | None = commit.create(self.tmp)
         self._pos = 0
         self.tensors: dict[str, dict[str, Any]] = {}
 
@@ -310,12 +324,15 @@ class ShardWriter:
             os.ftruncate(fd, self._pos)
             os.close(fd)
 
-    def finish(self) -> dict[str, dict[str, Any]]:
+    def finish(self, rename: bool = True) -> dict[str, dict[str, Any]]:
+        """Close the data file and return the index entries.  `rename`: also give the
+        file its canonical name (for `write_index`; `save_tensors` commits instead)."""
         self._close()
         delay = os.environ.get("FLOWLAB_CHECKPOINT_WRITE_DELAY")
         if delay:
             time.sleep(float(delay))
-        os.replace(self.tmp, self.path)
+        if rename:
+            commit.replace(self.tmp, self.path)
         return self.tensors
 
     def abort(self) -> None:
@@ -327,7 +344,7 @@ class ShardWriter:
 
 
 def write_index(prefix: str, tensors: dict[str, dict[str, Any]], num_shards: int) -> None:
-    """Write `<prefix>.index` (atomically); call after every shard is renamed."""
+    """Write `<prefix>.index` (atomically) for data files under their canonical names."""
     doc = {"format": FORMAT, "version": VERSION, "num_shards": num_shards,
            "tensors": dict(sorted(tensors.items()))}
     atomic_write_text(index_filename(prefix), json.dumps(doc, separators=(",", ":")))
@@ -335,209 +352,72 @@ def write_index(prefix: str, tensors: dict[str, dict[str, Any]], num_shards: int
 
 def save_tensors(prefix: str, names: list[str], values: list[Any],
                  specs: list[str] | None = None) -> None:
-    """Save tensors as a one-shard checkpoint `prefix` (the SaveV2 kernel's work)."""
-    w = ShardWriter(prefix)
-    try:
-        for i, (name, value) in enumerate(zip(names, values)):
-            full, sl = parse_shape_and_slice(specs[i] if specs else "")
-            w.add(name, value, full, sl)
-        tensors = w.finish()
-    except BaseException:
-        w.abort()
-        raise
-    write_index(prefix, tensors, 1)
+    """Save tensors as a one-shard checkpoint `prefix` (the SaveV2 kernel's work),
+    atomically (flowlab.kernels.checkpoint_commit)."""
+    d = os.path.dirname(prefix)
+    if d and not os.path.isdir(d):
+        # One level, as TensorFlow's SaveV2: a missing grandparent is an error.
+        try:
+            os.mkdir(d)
+        except FileExistsError:
+            pass
+    with commit.dir_lock(d):
+        commit.cleanup(d)
+        w = ShardWriter(prefix)
+        try:
+            for i, (name, value) in enumerate(zip(names, values)):
+                full, sl = parse_shape_and_slice(specs[i] if specs else "")
+                w.add(name, value, full, sl)
+            tensors = w.finish(rename=False)
+            commit.commit(prefix, [w.tmp], tensors, VERSION, FORMAT)
+        except BaseException:
+            w.abort()
+            raise
 
 
 def merge_checkpoints(sources: list[str], destination: str, delete_old_dirs: bool = True) -> None:
     """Merge one-shard checkpoints `sources` into checkpoint `destination` with
-    ``len(sources)`` shards: rename each data file, then write the merged index."""
+    ``len(sources)`` shards, atomically: the parts' data files move into the
+    destination's directory and one rename of the index switches to them."""
+    from flowlab.kernels.checkpoint_reader import CheckpointReader
+
     n = len(sources)
+    commit.check_parts_exist(sources)
     merged: dict[str, dict[str, Any]] = {}
-    parts = [CheckpointReader(src) for src in sources]
-    for i, part in enumerate(parts):
-        for name, entry in part.tensors.items():
-            pieces = [dict(p, shard=i) for p in entry["slices"]]
-            if name in merged:
-                merged[name]["slices"].extend(pieces)
-            else:
-                merged[name] = dict(entry, slices=pieces)
+    staged = []
     for i, src in enumerate(sources):
-        os.replace(data_filename(src, 0, 1), data_filename(destination, i, n))
-    write_index(destination, merged, n)
+        part = CheckpointReader(src)
+        try:
+            staged.append(os.path.join(os.path.dirname(src), part.data_files[0]))
+            for name, entry in part.tensors.items():
+                pieces = [{k: v for k, v in p.items() if k != "dims"} | {"shard": i}
+                          for p in entry["slices"]]
+                if name in merged:
+                    merged[name]["slices"].extend(pieces)
+                else:
+                    merged[name] = dict(entry, slices=pieces)
+        finally:
+            part.close()
+    d = os.path.dirname(destination)
+    with commit.dir_lock(d):
+        commit.cleanup(d, keep=tuple(os.path.dirname(s) for s in sources))
+        commit.commit(destination, staged, merged, VERSION, FORMAT)
     for src in sources:
-        _remove_quietly(index_filename(src))
+        commit.unlink(index_filename(src))
         if delete_old_dirs:
             try:
                 os.rmdir(os.path.dirname(src))
-            except OSError:
+            except OSError:  # a running Saver's `.live` file is still there
                 pass
 
 
-# --- reading -------------------------------------------------------------------------
-class CheckpointReader:
-    """Reads a checkpoint written by this module (`tf.train.NewCheckpointReader`).
+def __getattr__(name: str) -> Any:
+    # The reader lives in flowlab.kernels.checkpoint_reader (it imports this module).
+    if name == "CheckpointReader":
+        from flowlab.kernels.checkpoint_reader import CheckpointReader
 
-        r = CheckpointReader("/ckpt/model.ckpt-100")
-        r.get_variable_to_shape_map()     # {"w": [10, 4], ...}
-        r.get_tensor("w")                 # the whole tensor, checksums verified
-    """
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-        path = index_filename(prefix)
-        try:
-            with open(path, "rb") as f:
-                raw = f.read()
-        except FileNotFoundError:
-            raise errors.NotFoundError(
-                None, None, f"Unsuccessful TensorSliceReader constructor: Failed to find any "
-                f"matching files for {prefix}"
-            ) from None
-        try:
-            doc = json.loads(raw.decode("utf-8"))
-            if doc.get("format") != FORMAT:
-                raise ValueError("not a flowlab checkpoint index")
-            self.num_shards = int(doc["num_shards"])
-            self.tensors: dict[str, dict[str, Any]] = doc["tensors"]
-        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
-            raise errors.DataLossError(
-                None, None, f"Checkpoint index {path} is corrupted or truncated ({e})."
-            ) from None
-
-    # --- what is there ----------------------------------------------------------
-    def has_tensor(self, name: str) -> bool:
-        return name in self.tensors
-
-    def get_variable_to_shape_map(self) -> dict[str, list[int]]:
-        return {k: list(v["shape"]) for k, v in self.tensors.items()}
-
-    def get_variable_to_dtype_map(self) -> dict[str, Any]:
-        from flowlab.graph import dtypes
-
-        return {k: dtypes.string if v["dtype"] == "string" else dtypes.as_dtype(v["dtype"])
-                for k, v in self.tensors.items()}
-
-    def _entry(self, name: str) -> dict[str, Any]:
-        try:
-            return self.tensors[name]
-        except KeyError:
-            raise errors.NotFoundError(
-                None, None, f"Key {name} not found in checkpoint {self.prefix}"
-            ) from None
-
-    # --- values -----------------------------------------------------------------
-    def get_tensor(self, name: str) -> Any:
-        """The whole saved tensor (assembled from its slices); a scalar comes back as
-        TensorFlow's reader gives it, a NumPy scalar (bytes for a string)."""
-        value = self.read(name, "")
-        return value[()] if value.ndim == 0 else value
-
-    def read(self, name: str, spec: str | bytes = "", dtype: Any = None) -> Any:
-        """The slice `spec` of tensor `name` (`""`: all of it), checksums verified.
-
-        Assembles it from the saved pieces that overlap it, so a tensor saved as 3
-        slices reads back whole or in 2 slices."""
-        entry = self._entry(name)
-        full = tuple(entry["shape"])
-        want_full, want = parse_shape_and_slice(spec)
-        if want_full is not None and want_full != full:
-            raise errors.InvalidArgumentError(
-                None, None, f"Requested tensor '{name}' with full shape {list(want_full)}, but "
-                f"the checkpoint {self.prefix} holds shape {list(full)}."
-            )
-        if want is None:
-            want = tuple((0, n) for n in full)
-        is_str = entry["dtype"] == "string"
-        np_dtype = np.dtype(object) if is_str else np.dtype(entry["dtype"])
-        if dtype is not None and np.dtype(dtype) != np_dtype:
-            raise errors.InvalidArgumentError(
-                None, None, f"tensor_name = {name}; expected dtype {np.dtype(dtype).name} does "
-                f"not equal original dtype {entry['dtype']}"
-            )
-        pieces = entry["slices"]
-        # Fast path: the request is exactly one stored piece.
-        for p in pieces:
-            psl = tuple((0, n) for n in full) if p["slice"] is None else tuple(map(tuple, p["slice"]))
-            if psl == want:
-                return self._load_piece(name, p, np_dtype, tuple(n for _, n in want))
-        out = np.empty(tuple(n for _, n in want), dtype=np_dtype)
-        if out.size == 0:
-            return out
-        covered = np.zeros(out.shape, dtype=bool)
-        for p in pieces:
-            psl = tuple((0, n) for n in full) if p["slice"] is None else tuple(map(tuple, p["slice"]))
-            inter = [(max(a, c), min(a + b, c + d)) for (a, b), (c, d) in zip(psl, want)]
-            if any(lo >= hi for lo, hi in inter):
-                continue
-            value = self._load_piece(name, p, np_dtype, tuple(n for _, n in psl))
-            src = tuple(slice(lo - a, hi - a) for (lo, hi), (a, _) in zip(inter, psl))
-            dst = tuple(slice(lo - c, hi - c) for (lo, hi), (c, _) in zip(inter, want))
-            out[dst] = value[src]
-            covered[dst] = True
-        if not covered.all():
-            raise errors.NotFoundError(
-                None, None, f"The slices saved for '{name}' in checkpoint {self.prefix} do not "
-                f"cover the requested slice {spec!r}."
-            )
-        return out
-
-    def _load_piece(self, name: str, p: dict[str, Any], np_dtype: np.dtype,
-                    shape: tuple[int, ...]) -> np.ndarray:
-        path = data_filename(self.prefix, int(p["shard"]), self.num_shards)
-        where = f"Checkpoint data file {path}, tensor '{name}'"
-        length, offset = int(p["length"]), int(p["offset"])
-        is_str = np_dtype.kind == "O"
-        if not is_str:
-            expected = int(np.prod(shape, dtype=np.int64)) * np_dtype.itemsize
-            if expected != length:
-                raise errors.DataLossError(
-                    None, None, f"{where}: index says {length} bytes, shape {list(shape)} "
-                    f"needs {expected}."
-                )
-            arr = np.empty(shape, dtype=np_dtype.newbyteorder("<"))
-            buf = memoryview(arr).cast("B") if arr.size else memoryview(bytearray(0))
-        else:
-            buf = memoryview(bytearray(length))
-        stored = p.get("sum64")
-        check: Any = block_checksum
-        if stored is None:  # a version 1 checkpoint
-            stored, check = p.get("crc32"), zlib.crc32
-        if not isinstance(stored, list):
-            raise errors.DataLossError(None, None, f"{where}: the index holds no checksum.")
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            raise errors.DataLossError(None, None, f"{where}: the data file is missing.") from None
-        try:
-            if length <= CRC_BLOCK:
-                results = [_read_block(fd, buf, offset, check)]
-            else:
-                jobs = [_POOL.submit(_read_block, fd, buf[i: i + CRC_BLOCK], offset + i, check)
-                        for i in _blocks(length)]
-                results = [f.result() for f in jobs]
-        finally:
-            os.close(fd)
-        got = sum(n for n, _ in results)
-        if got != length:
-            raise errors.DataLossError(
-                None, None, f"{where}: the file is truncated (read {got} of {length} bytes at "
-                f"offset {offset})."
-            )
-        computed = [c for _, c in results]
-        if computed != stored:
-            bad = next((i for i, (a, b) in enumerate(zip(computed, stored)) if a != b),
-                       min(len(computed), len(stored)))
-            raise errors.DataLossError(
-                None, None, f"{where}: checksum does not match in bytes "
-                f"[{bad * CRC_BLOCK}, {min(length, (bad + 1) * CRC_BLOCK)}) of the tensor: "
-                f"stored {stored[bad] if bad < len(stored) else None} vs. calculated on the "
-                f"restored bytes {computed[bad] if bad < len(computed) else None}."
-            )
-        if is_str:
-            return _decode_strings(buf, shape, where)
-        if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and not np.little_endian):
-            arr = arr.astype(np_dtype)
-        return arr
+        return CheckpointReader
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def checkpoint_exists(prefix: str) -> bool:
@@ -546,11 +426,15 @@ def checkpoint_exists(prefix: str) -> bool:
 
 
 def remove_checkpoint(prefix: str) -> None:
-    """Delete the files of checkpoint `prefix` (index first, so it stops being valid)."""
-    idx = index_filename(prefix)
-    _remove_quietly(idx)
-    for f in glob.glob(glob.escape(prefix) + ".data-?????-of-?????"):
-        _remove_quietly(f)
+    """Delete the files of checkpoint `prefix` (index first, so it stops being valid;
+    a kill after that leaves data files the next save removes)."""
+    d = os.path.dirname(prefix)
+    with commit.dir_lock(d):
+        named = commit.referenced_files(prefix)
+        commit.unlink(index_filename(prefix))
+        for f in sorted(named | {os.path.basename(x) for x in glob.glob(
+                glob.escape(prefix) + ".data-?????-of-?????")}):
+            commit.unlink(os.path.join(d, f))
 
 
 __all__ = [

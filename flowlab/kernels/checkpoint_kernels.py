@@ -1,9 +1,10 @@
 """CPU kernels of the checkpoint ops (flowlab.ops.io_checkpoint_ops).
 
 SaveV2 receives the values of the variables it saves (the runtime reads each
-variable's `VariableState` into a stable snapshot: stored arrays are never mutated),
-writes them to a temporary data file, renames it, then writes the index the same
-way (flowlab.kernels.checkpoint_format).  RestoreV2 returns arrays; the Saver's Assign
+variable's `VariableState` into a stable snapshot: stored arrays are never mutated)
+and saves them atomically: a temporary data file, then one rename of the index
+switches to it (flowlab.kernels.checkpoint_commit); MergeV2Checkpoints does the same
+with the parts of a sharded save.  RestoreV2 returns arrays; the Saver's Assign
 ops store them through `step.write_var`, so a step that fails part-way rolls the
 variables back.  Both run on a pool thread (`expensive`): file I/O releases the GIL.
 """
@@ -67,17 +68,17 @@ def restore_v2(ctx: Any, prefix: Any, tensor_names: Any, shape_and_slices: Any) 
     dts = ctx.attrs["dtypes"]
     names = _strings(tensor_names, "tensor_names", len(dts))
     specs = _strings(shape_and_slices, "shape_and_slices", len(dts))
-    reader = fmt.CheckpointReader(_prefix(prefix))
     out = []
-    for name, spec, dt in zip(names, specs, dts):
-        np_dt = object if dt.name == "string" else dt.as_numpy_dtype
-        v = reader.read(name, spec, np_dt)
-        if v.ndim == 0:
-            out.append(v[()])
-        else:
-            # A fresh array nobody else holds: read-only, so Assign keeps it uncopied.
-            v.flags.writeable = False
-            out.append(v)
+    with fmt.CheckpointReader(_prefix(prefix)) as reader:
+        for name, spec, dt in zip(names, specs, dts):
+            np_dt = object if dt.name == "string" else dt.as_numpy_dtype
+            v = reader.read(name, spec, np_dt)
+            if v.ndim == 0:
+                out.append(v[()])
+            else:
+                # A fresh array nobody else holds: read-only, so Assign keeps it uncopied.
+                v.flags.writeable = False
+                out.append(v)
     return out
 
 
@@ -86,7 +87,13 @@ def merge_v2_checkpoints(ctx: Any, checkpoint_prefixes: Any, destination_prefix:
     sources = _strings(checkpoint_prefixes, "checkpoint_prefixes")
     if ctx.attrs["allow_missing_files"]:
         sources = [s for s in sources if fmt.checkpoint_exists(s)]
-    fmt.merge_checkpoints(sources, _prefix(destination_prefix), ctx.attrs["delete_old_dirs"])
+    dest = _prefix(destination_prefix)
+    try:
+        fmt.merge_checkpoints(sources, dest, ctx.attrs["delete_old_dirs"])
+    except PermissionError as e:
+        raise errors.PermissionDeniedError(None, None, f"{dest}; {e.strerror}") from None
+    except OSError as e:
+        raise errors.UnknownError(None, None, f"Failed to write checkpoint {dest}: {e}") from None
     return None
 
 
