@@ -15,33 +15,36 @@ checkpoint, then one MergeV2Checkpoints combines the parts into
 `<prefix>.data-0000i-of-0000n` + `<prefix>.index`; restore has one RestoreV2 per
 device.  The files are flowlab.kernels.checkpoint_format's (no pickle; checksums).
 
-Fault tolerance (ARCHITECTURE.md section 10): data and index are written under
-temporary names and renamed, and the `checkpoint` state file (TensorFlow's text
-format) is rewritten, also atomically, only after the checkpoint is complete; old
-checkpoints are deleted after that.  A process killed at any point leaves
-`latest_checkpoint(dir)` naming a complete checkpoint.  A restore is one step whose
-Assign writes go through the step's undo log: if any tensor is missing
-(NotFoundError) or corrupt (DataLossError), no variable changes.
+Fault tolerance (ARCHITECTURE.md section 10): a save is atomic whatever the path
+(flowlab.kernels.checkpoint_commit): new files under fresh names, one rename of the
+index as the switch, under the directory's lock, so the newest complete checkpoint
+restores at every instant and two saves to one path take turns.  The `checkpoint`
+state file (TensorFlow's text format) is rewritten, also atomically and under the
+same lock, only after the checkpoint is complete; old checkpoints are deleted after
+that.  A process killed at any point leaves `latest_checkpoint(dir)` naming a
+complete checkpoint, and the next save removes what it left.  A sharded save writes
+its parts to a fresh `<prefix>_temp_<random>/` that `save` holds (its `.live` file
+locked) until the merge is done.  A restore is one step whose Assign writes go
+through the step's undo log: if any tensor is missing (NotFoundError) or corrupt
+(DataLossError), no variable changes.
 
-Meta graphs (`<prefix>.meta`) are JSON: {"meta_info_def", "graph_def" (the GraphDef
-JSON dict), "saver_def", "collection_def"}; `import_meta_graph` rebuilds the graph,
-its variables and collections and returns a Saver, without executing any code.
+Meta graphs (`<prefix>.meta`, JSON) are flowlab.train.meta_graph's.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
+import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 import flowlab.kernels.checkpoint_kernels  # noqa: F401  (registers the checkpoint kernels)
 from flowlab import errors
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.graph import GraphKeys, get_default_graph
-from flowlab.graph.graph_def import graph_to_dict
 from flowlab.graph.tensor import Operation, Tensor
+from flowlab.kernels import checkpoint_commit as commit
 from flowlab.kernels import checkpoint_format as fmt
 from flowlab.ops import io_checkpoint_ops as io
 from flowlab.ops.array_ops import stack
@@ -56,6 +59,7 @@ from flowlab.train.checkpoint_management import (
     meta_graph_filename,
     update_checkpoint_state,
 )
+from flowlab.train.meta_graph import export_meta_graph, import_meta_graph
 
 __all__ = [
     "Saver", "SaverDef", "SaveSliceInfo", "export_meta_graph", "import_meta_graph",
@@ -74,6 +78,8 @@ class SaverDef:
     sharded: bool = False
     keep_checkpoint_every_n_hours: float = 10000.0
     version: int = 2
+    # flowlab's: the sharded save's part-directory prefix, fed a fresh one per save.
+    sharded_temp_tensor_name: str = ""
 
 
 @dataclass
@@ -230,8 +236,9 @@ class Saver:
                 by_device.setdefault(s.device, []).append(s)
             # As TensorFlow: one SaveV2/RestoreV2 whatever the devices unless sharded=True.
             sharded = self._sharded
+            temp_name = ""
             if sharded:
-                save_tensor = self._sharded_save(g, fn, by_device)
+                save_tensor, temp_name = self._sharded_save(g, fn, by_device)
                 restore_ops = [self._restore_group(g, fn, ss, dev, "restore_shard")
                                for dev, ss in sorted(by_device.items())]
             else:
@@ -245,13 +252,16 @@ class Saver:
         self.saver_def = SaverDef(
             filename_tensor_name=fn.name, save_tensor_name=save_tensor.name,
             restore_op_name=restore_all.name, max_to_keep=self._max_to_keep, sharded=sharded,
-            keep_checkpoint_every_n_hours=self._keep_hours,
+            keep_checkpoint_every_n_hours=self._keep_hours, sharded_temp_tensor_name=temp_name,
         )
         del scope
 
-    def _sharded_save(self, g: Any, fn: Tensor, by_device: dict[str, list[_Saveable]]) -> Tensor:
-        """One SaveV2 per device into `<prefix>_temp/part-i-of-n`, then a merge."""
-        tmp = io.string_join([fn, "_temp/part"])
+    def _sharded_save(self, g: Any, fn: Tensor,
+                      by_device: dict[str, list[_Saveable]]) -> tuple[Tensor, str]:
+        """One SaveV2 per device into `<prefix>_temp/part-i-of-n` (`save` feeds a
+        fresh `<prefix>_temp_<random>/part`), then a merge."""
+        tmp = placeholder_with_default(io.string_join([fn, "_temp/part"]), shape=[],
+                                       name="sharded_temp")
         n = len(by_device)
         parts, saves = [], []
         for i, (dev, ss) in enumerate(sorted(by_device.items())):
@@ -263,7 +273,7 @@ class Saver:
         with g.control_dependencies(saves):
             merge = io.merge_v2_checkpoints(stack(parts), fn, delete_old_dirs=True)
         with g.control_dependencies([merge]):
-            return identity(fn, name="control_dependency")
+            return identity(fn, name="control_dependency"), tmp.name
 
     def _assigns(self, fn: Tensor, ss: list[_Saveable]) -> list[Operation]:
         restored = io.restore_v2(fn, [s.name for s in ss], [s.spec for s in ss],
@@ -319,9 +329,7 @@ class Saver:
                 self._next_checkpoint_time += self._keep_hours * 3600
                 continue
             fmt.remove_checkpoint(path)
-            meta = meta_graph_filename(path, meta_graph_suffix)
-            if os.path.exists(meta):
-                os.remove(meta)
+            commit.unlink(meta_graph_filename(path, meta_graph_suffix))
 
     # --- running ----------------------------------------------------------------
     def save(
@@ -357,24 +365,37 @@ class Saver:
         if self._is_empty:
             return None
         assert self.saver_def is not None
+        feeds = {self.saver_def.filename_tensor_name: checkpoint_file}
+        part_dir, part_fd = None, None
+        if self.saver_def.sharded_temp_tensor_name and os.path.isdir(save_dir or "."):
+            # A fresh part directory, held (its `.live` locked) until the merge is done,
+            # so that a concurrent save's cleanup leaves it alone.
+            part_dir = f"{checkpoint_file}_temp_{uuid.uuid4().hex}"
+            part_fd = commit.hold_part_dir(part_dir)
+            feeds[self.saver_def.sharded_temp_tensor_name] = os.path.join(part_dir, "part")
         try:
-            out = sess.run(self.saver_def.save_tensor_name,
-                           {self.saver_def.filename_tensor_name: checkpoint_file})
+            out = sess.run(self.saver_def.save_tensor_name, feeds)
         except (errors.FailedPreconditionError, errors.NotFoundError) as e:
             if not os.path.isdir(save_dir or "."):
                 raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.") from e
             raise
+        finally:
+            if part_dir is not None and part_fd is not None:
+                commit.release_part_dir(part_dir, part_fd)
         model_checkpoint_path = out.decode("utf-8") if isinstance(out, bytes) else str(out)
-        if write_state:
-            self._record(model_checkpoint_path)
-            update_checkpoint_state(
-                save_dir, model_checkpoint_path, self.last_checkpoints, latest_filename,
-                save_relative_paths=self._save_relative_paths,
-            )
-            self._delete_old(meta_graph_suffix)
-        if write_meta_graph:
-            export_meta_graph(meta_graph_filename(checkpoint_file, meta_graph_suffix),
-                              graph=sess.graph, saver_def=self.saver_def)
+        # The state file and the meta graph, under the directory's save lock: a
+        # concurrent save's cleanup never meets their temporary files.
+        with commit.dir_lock(save_dir):
+            if write_state:
+                self._record(model_checkpoint_path)
+                update_checkpoint_state(
+                    save_dir, model_checkpoint_path, self.last_checkpoints, latest_filename,
+                    save_relative_paths=self._save_relative_paths,
+                )
+                self._delete_old(meta_graph_suffix)
+            if write_meta_graph:
+                export_meta_graph(meta_graph_filename(checkpoint_file, meta_graph_suffix),
+                                  graph=sess.graph, saver_def=self.saver_def)
         return model_checkpoint_path
 
     def restore(self, sess: Any, save_path: str | None) -> None:
@@ -408,122 +429,3 @@ class Saver:
         self.build()
         return export_meta_graph(filename, collection_list=collection_list,
                                  clear_devices=clear_devices, saver_def=self.saver_def)
-
-
-# --- meta graphs ---------------------------------------------------------------------
-def _collection_to_json(values: list[Any]) -> dict[str, Any] | None:
-    if values and all(isinstance(v, Variable) for v in values):
-        return {"kind": "variables", "value": [{
-            "variable_name": v._ref().name, "initializer_name": v.initializer.name,
-            "snapshot_name": v.value().name, "initial_value_name": v.initial_value.name,
-            "trainable": v.trainable,
-        } for v in values]}
-    if all(isinstance(v, (Tensor, Operation)) for v in values):
-        return {"kind": "node_list", "value": [v.name for v in values]}
-    if all(isinstance(v, (bytes, str)) for v in values):
-        return {"kind": "bytes_list",
-                "value": [v.decode("utf-8") if isinstance(v, bytes) else v for v in values]}
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return {"kind": "int64_list", "value": list(values)}
-    if all(isinstance(v, float) for v in values):
-        return {"kind": "float_list", "value": list(values)}
-    return None  # not representable (TensorFlow warns and skips it too)
-
-
-def export_meta_graph(filename: str | None = None, collection_list: Any = None,
-                      graph: Any = None, clear_devices: bool = False,
-                      saver_def: SaverDef | None = None, **kwargs: Any) -> dict[str, Any]:
-    """The MetaGraph of `graph` as a JSON-able dict, written to `filename` if given
-    (atomically).  `tf.train.export_meta_graph`."""
-    g = graph or get_default_graph()
-    gd = graph_to_dict(g)
-    if clear_devices:
-        for node in gd["node"]:
-            node.pop("device", None)
-    keys = collection_list if collection_list is not None else g.get_all_collection_keys()
-    collections = {}
-    for key in keys:
-        c = _collection_to_json(list(g.get_collection(key)))
-        if c is not None:
-            collections[key] = c
-    meta = {
-        "format": "flowlab-meta-graph", "version": 1,
-        "meta_info_def": {"flowlab_version": "0.1.0", "tags": []},
-        "graph_def": gd,
-        "saver_def": asdict(saver_def) if saver_def is not None else None,
-        "collection_def": collections,
-    }
-    if filename:
-        d = os.path.dirname(filename)
-        if d:
-            os.makedirs(d, exist_ok=True)
-        fmt.atomic_write_text(filename, json.dumps(meta))
-    return meta
-
-
-def import_meta_graph(meta_graph_or_file: Any, clear_devices: bool = False,
-                      import_scope: str | None = None, **kwargs: Any) -> Saver | None:
-    """Rebuild a graph exported by `export_meta_graph`/`Saver.save` into the default
-    graph (with its variables and collections); returns a Saver for it, or None when
-    it has no saver and no variables.  `tf.train.import_meta_graph`."""
-    from flowlab.ops.importer import import_graph_def
-
-    meta = meta_graph_or_file
-    if not isinstance(meta, dict):
-        with open(os.fspath(meta), encoding="utf-8") as f:
-            text = f.read()
-        try:
-            meta = json.loads(text)
-        except ValueError as e:
-            raise errors.DataLossError(None, None, f"Meta graph file {meta_graph_or_file} is "
-                                       f"corrupted ({e}).") from None
-    gd = meta["graph_def"]
-    if clear_devices:
-        gd = dict(gd, node=[{k: v for k, v in n.items() if k != "device"} for n in gd["node"]])
-    g = get_default_graph()
-    import_graph_def(gd, name=import_scope or "")
-    prefix = (import_scope + "/") if import_scope else ""
-    has_vars = False
-    for key, c in meta.get("collection_def", {}).items():
-        kind, values = c["kind"], c["value"]
-        if kind == "variables":
-            for vd in values:
-                has_vars = True
-                g.add_to_collection(key, _rebuilt_variable(g, vd, prefix))
-        elif kind == "node_list":
-            for name in values:
-                g.add_to_collection(key, g.as_graph_element(prefix + name))
-        else:
-            for v in values:
-                g.add_to_collection(key, v)
-    sd = meta.get("saver_def")
-    if sd is not None:
-        sd = SaverDef(**sd)
-        if prefix:
-            sd.filename_tensor_name = prefix + sd.filename_tensor_name
-            sd.save_tensor_name = prefix + sd.save_tensor_name
-            sd.restore_op_name = prefix + sd.restore_op_name
-        return Saver(saver_def=sd)
-    return Saver(**kwargs) if has_vars else None
-
-
-_VAR_CACHE_KEY = "_flowlab_rebuilt_variables"
-
-
-def _rebuilt_variable(g: Any, vd: dict[str, Any], prefix: str) -> Variable:
-    """A Variable object over imported ops (one per variable, shared by collections)."""
-    cache = g.__dict__.setdefault(_VAR_CACHE_KEY, {})
-    name = prefix + vd["variable_name"]
-    if name in cache:
-        return cache[name]
-    v = Variable.__new__(Variable)
-    v._variable = g.as_graph_element(name)
-    v._snapshot = g.as_graph_element(prefix + vd["snapshot_name"])
-    v._initializer_op = g.as_graph_element(prefix + vd["initializer_name"])
-    v._initial_value = g.as_graph_element(prefix + vd["initial_value_name"])
-    v._trainable = bool(vd.get("trainable", True))
-    v._constraint = None
-    v._caching_device = None
-    v._save_slice_info = None
-    cache[name] = v
-    return v
