@@ -381,7 +381,6 @@ def merge_checkpoints(sources: list[str], destination: str, delete_old_dirs: boo
     destination's directory and one rename of the index switches to them."""
     from flowlab.kernels.checkpoint_reader import CheckpointReader
 
-    n = len(sources)
     commit.check_parts_exist(sources)
     merged: dict[str, dict[str, Any]] = {}
     staged = []
@@ -437,8 +436,8 @@ def remove_checkpoint(prefix: str) -> None:
             commit.unlink(os.path.join(d, f))
 
 
-__all__ = [
-    "CheckpointReader", "ShardWriter", "save_tensors", "merge_checkpoints", "write_index",
+__all__ = [  # and CheckpointReader, from flowlab.kernels.checkpoint_reader (`__getattr__`)
+    "ShardWriter", "save_tensors", "merge_checkpoints", "write_index",
     "parse_shape_and_slice", "format_shape_and_slice", "checkpoint_exists",
     "remove_checkpoint", "data_filename", "index_filename", "checkpoint_files",
     "atomic_write_text",

@@ -22,10 +22,16 @@ import numpy as np
 from flowlab import errors
 
 
+# `Step.write_var`'s mark of an increment whose delta is new - old (a scatter add's),
+# which rollback may take back from a value other steps have added to since.
+INCREMENT_DIFF = ("new - old",)
+
+
 class VariableState:
     """The storage behind one variable (a `Ref(T)` tensor's value at run time)."""
 
-    __slots__ = ("name", "dtype", "shape", "value", "lock", "__weakref__")
+    # `overwrites` counts the writes that were not increments (Step.rollback's rule).
+    __slots__ = ("name", "dtype", "shape", "value", "lock", "overwrites", "__weakref__")
 
     def __init__(self, name: str, dtype: Any, shape: tuple[int | None, ...] | None) -> None:
         self.name = name
@@ -33,6 +39,7 @@ class VariableState:
         self.shape = shape  # the declared (partial) shape
         self.value: Any = None
         self.lock = threading.Lock()
+        self.overwrites = 0
 
     def read(self) -> Any:
         v = self.value

@@ -25,7 +25,7 @@ import numpy as np
 
 from flowlab import errors
 from flowlab.kernels.registry import kernel
-from flowlab.kernels.resources import VariableState, freeze
+from flowlab.kernels.resources import INCREMENT_DIFF, VariableState, freeze
 
 
 def _shape_str(shape: tuple[int, ...]) -> str:
@@ -60,14 +60,15 @@ def _fresh(value: Any) -> Any:
     return value
 
 
-def _update(ctx: Any, step: Any, ref: VariableState, compute: Callable[[Any], Any]) -> VariableState:
+def _update(ctx: Any, step: Any, ref: VariableState, compute: Callable[[Any], Any],
+            increment: Any = None) -> VariableState:
     """Read-modify-write `ref` (`compute` returns a new array), atomically when the op
-    asks for locking."""
+    asks for locking.  `increment`: how rollback takes the update back (Step.write_var)."""
     if ctx.attrs["use_locking"]:
         with ref.lock:
-            step.write_var(ref, _fresh(compute(ref.read())))
+            step.write_var(ref, _fresh(compute(ref.read())), increment)
     else:
-        step.write_var(ref, _fresh(compute(ref.read())))
+        step.write_var(ref, _fresh(compute(ref.read())), increment)
     return ref
 
 
@@ -132,7 +133,7 @@ def _add(step: Any, ref: VariableState, value: Any, sign: int) -> VariableState:
     old = ref.read()
     if old.shape != value.shape:
         _same_size(old, value)
-    step.write_var(ref, _fresh(old + value if sign > 0 else old - value))
+    step.write_var(ref, _fresh(old + value if sign > 0 else old - value), (value, sign))
     return ref
 
 
@@ -307,7 +308,7 @@ def _scatter_kernel(op_type: str, how: str) -> None:
                 scatter_at(xp, _xpx(ctx), how, new, flat, rows)
             return new
 
-        return _update(ctx, step, ref, compute)
+        return _update(ctx, step, ref, compute, INCREMENT_DIFF if how in ("add", "sub") else None)
 
     scatter.__name__ = scatter.__qualname__ = f"scatter_{how}"
     # Indices and updates in device memory on a GPU, as TensorFlow's GPU kernels.
@@ -361,7 +362,7 @@ def _scatter_nd_kernel(op_type: str, how: str) -> None:
                            upd.reshape((rows.shape[0],) + params.shape[k:]))
             return new
 
-        return _update(ctx, step, ref, compute)
+        return _update(ctx, step, ref, compute, INCREMENT_DIFF if how in ("add", "sub") else None)
 
     scatter_nd.__name__ = scatter_nd.__qualname__ = f"scatter_nd_{how}"
     kernel(op_type, step=True)(scatter_nd)

@@ -355,6 +355,19 @@ def _arg_dtypes(arg: ArgDef, attrs: dict[str, Any]) -> list[dtypes.DType]:
     return ts
 
 
+_INT64_MAX = (1 << 63) - 1
+
+
+def _int64_dims(dims: Any, value: Any, arg: str) -> Any:
+    """A shape attr's dims must fit in int64, as in TensorShapeProto."""
+    for d in dims or ():
+        if d is not None and d > _INT64_MAX:
+            shown = list(value) if isinstance(value, (list, tuple)) else value
+            raise TypeError(f"Error converting {shown!r} (arg name = {arg}) to a TensorShape: "
+                            f"Value out of range: {d}")
+    return dims
+
+
 def _check_attr(od: OpDef, name: str, adef: AttrDef, value: Any) -> Any:
     kind = adef.kind
     where = f"attr '{adef.name}' of {od.name} '{name}'"
@@ -384,7 +397,7 @@ def _check_attr(od: OpDef, name: str, adef: AttrDef, value: Any) -> Any:
             if value is None:
                 return None
             s = as_shape(value)
-            return s.as_tuple()
+            return _int64_dims(s.as_tuple(), value, adef.name)
         if kind == "tensor":
             return value
         if kind == "list(type)":
@@ -398,9 +411,9 @@ def _check_attr(od: OpDef, name: str, adef: AttrDef, value: Any) -> Any:
         if kind == "list(bool)":
             return [bool(v) for v in value]
         if kind == "list(shape)":
-            return [as_shape(v).as_tuple() for v in value]
+            return [_int64_dims(as_shape(v).as_tuple(), v, adef.name) for v in value]
         return value
     except (TypeError, ValueError) as e:
-        if str(e).startswith(("Expected", "DataType")) or where in str(e):
+        if str(e).startswith(("Expected", "DataType", "Error converting")) or where in str(e):
             raise
         raise TypeError(f"Bad value {value!r} for {where}: {e}") from None

@@ -29,7 +29,7 @@ from flowlab.kernels.sendrecv_kernels import LocalRendezvous
 from flowlab.runtime.config import ConfigProto, RunMetadata, RunOptions
 from flowlab.runtime.device import Device, local_devices
 from flowlab.runtime.executor import Execution, Listener, chain_listeners
-from flowlab.runtime.feeds import expand_feed, feed_converter
+from flowlab.runtime.feeds import check_outside_loops, expand_feed, feed_converter
 from flowlab.runtime.fetches import FetchMapper
 from flowlab.runtime.optimize import Optimization
 from flowlab.runtime.partition import (
@@ -455,6 +455,7 @@ class Session:
             for t in list(feeds) + list(fetches):
                 if t.graph is not g:
                     raise ValueError(f"Tensor {t.name} is not an element of this session's graph.")
+            check_outside_loops(feeds, fetches, targets)
             ops = prune(fetches, targets, feeds)
             opt, placement = optimize_and_place(
                 ops, feeds, fetches, targets, self._devices, self._config, self._graph_placement()

@@ -6,6 +6,32 @@ the cancellation manager (asynchronous kernels register callbacks that unblock t
 the deadline, and the variable updates deferred to the step's end (written only when
 every op has succeeded, flowlab.runtime.deferred_updates).  Kernels that declare
 `step=True` receive it.
+
+A failed step writes nothing -- also with concurrent steps.  The rule, precisely:
+
+1. While a step runs, its variable writes are visible to other steps at once (no
+   isolation: Hogwild!, as TensorFlow).  A concurrent reader of a failed step's
+   write sees it from the write until the failed step's rollback, and then no more.
+2. When a step fails, `rollback` undoes its writes, newest first, each under the
+   variable's lock:
+   a. the variable still holds the value this step wrote: the old value goes back
+      (exactly as if the write had never happened);
+   b. another step has written the variable since, and this step's write was an
+      *increment* (AssignAdd, AssignSub, ScatterAdd, ScatterSub, ScatterNdAdd,
+      ScatterNdSub: new = old + delta) and no *overwrite* of the variable has
+      happened since: the delta is taken back from the current value.  So the
+      increments of steps that read the failed value and added to it stay, and the
+      failed step's does not: the variable ends as the sum of the successful steps'
+      increments (exactly for integers; for floats up to rounding);
+   c. otherwise (this write was an overwrite -- Assign, ScatterUpdate, an optimizer's
+      apply -- or an overwrite came after it) the later write superseded it and stays.
+3. What another step *derived* from a failed value and stored elsewhere (an Assign
+   to another variable, a fetched result) keeps what it saw: rollback undoes the
+   failed step's writes, not other steps' reads.
+
+Increments are exact against one another when they are atomic (`use_locking=True`,
+whose kernels and rollback both hold the variable's lock); unlocked concurrent
+updates may lose each other, with or without a rollback, as with TensorFlow.
 """
 
 from __future__ import annotations
@@ -15,7 +41,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from flowlab.kernels.resources import INCREMENT_DIFF
+
 _step_ids = itertools.count(1)
+DIFF = INCREMENT_DIFF  # an increment whose delta is new - old (a scatter's)
 
 
 class CancellationManager:
@@ -108,21 +139,54 @@ class Step:
             for s in reversed(states):
                 s.lock.release()
 
-    def write_var(self, var: Any, new_value: Any) -> None:
+    def write_var(self, var: Any, new_value: Any, increment: Any = None) -> None:
         """Store `new_value` in a VariableState, remembering the old one for rollback.
-        The caller holds `var.lock` when the update must be atomic."""
-        self.undo.append((var, var.value, new_value))
+        `increment`: None for an overwrite; `(delta, sign)` for new = old + sign*delta;
+        `DIFF` for an increment whose delta is new - old.  The caller holds
+        `var.lock` when the update must be atomic."""
+        if increment is None:
+            var.overwrites += 1
+        self.undo.append((var, var.value, new_value, increment, var.overwrites))
         var.value = new_value
 
     def rollback(self) -> None:
-        """Undo this step's variable writes, newest first.  A write that another step
-        has since overwritten is left alone: its value is no longer ours to undo."""
-        for var, old, new in reversed(self.undo):
-            if var.value is new:
-                var.value = old
-        self.undo.clear()
+        """Undo this step's variable writes, newest first, by the rule of the module
+        docstring: restore what is still ours, take back our increments from what
+        others added since, leave what a later overwrite superseded."""
+        undo, self.undo = self.undo, []
+        for var, old, new, increment, overwrites in reversed(undo):
+            with var.lock:
+                current = var.value
+                if current is new:
+                    var.value = old
+                elif increment is not None and var.overwrites == overwrites and current is not None:
+                    back = _taken_back(current, old, new, increment)
+                    if back is not None:
+                        var.value = back
 
     def get_cancellation(self) -> CancellationManager:
         if self.cancellation is None:
             self.cancellation = CancellationManager()
         return self.cancellation
+
+
+def _taken_back(current: Any, old: Any, new: Any, increment: Any) -> Any:
+    """`current` without the increment that took `old` to `new` (None: cannot)."""
+    try:
+        if increment is DIFF:
+            delta = new - old
+            back = current - delta
+        else:
+            delta, sign = increment
+            back = current - delta if sign > 0 else current + delta
+        if getattr(back, "shape", None) != getattr(current, "shape", None):
+            return None
+        if hasattr(back, "astype") and back.dtype != current.dtype:
+            back = back.astype(current.dtype)
+    except (TypeError, ValueError):
+        return None
+    if type(back) is np.ndarray:
+        if back.ndim == 0:
+            return back[()]
+        back.flags.writeable = False
+    return back
