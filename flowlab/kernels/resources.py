@@ -21,7 +21,6 @@ import numpy as np
 
 from flowlab import errors
 
-
 # `Step.write_var`'s mark of an increment whose delta is new - old (a scatter add's),
 # which rollback may take back from a value other steps have added to since.
 INCREMENT_DIFF = ("new - old",)
