@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys as _sys
 import types as _types
 
-from flowlab import debug, debugging, errors, kernels, layers, linalg, nn, train, viz
+from flowlab import debug, debugging, errors, kernels, layers, linalg, nn, summary, train, viz
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.dtypes import (  # noqa: F401
     DType,
@@ -84,6 +84,7 @@ from flowlab.runtime.config import (
     RunOptions,
 )
 from flowlab.runtime.session import InteractiveSession, Session, get_default_session
+from flowlab.summary import Event, SessionLog, Summary
 from flowlab.viz.show import show
 
 __version__ = "0.1.0"
@@ -162,6 +163,13 @@ from flowlab.ops import io_ops as _io_ops  # noqa: E402
 
 queue = _namespace("queue", _data_flow_ops)
 io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph})
+
+# `tf.graph_util` (GraphDef passes) and `tf.GraphDef`, TensorFlow's proto class that
+# programs parse .pb files into before `tf.import_graph_def`.
+from flowlab.graph import graph_util as _graph_util  # noqa: E402
+from flowlab.graph.graph_def_pb import GraphDef  # noqa: E402
+
+graph_util = _namespace("graph_util", _graph_util, extra={"import_graph_def": import_graph_def})  # noqa: F405
 
 # `tf.compat.v1.X` is `tf.X` here.
 compat = _types.SimpleNamespace(v1=_sys.modules[__name__], dimension_value=dimension_value)

@@ -39,7 +39,9 @@ from flowlab.graph.graph_def import FORMAT, VERSION, validate_graph_def
 if TYPE_CHECKING:
     from flowlab.graph.graph import Graph
 
-__all__ = ["to_proto", "from_proto", "parse_proto", "PRODUCER", "MIN_CONSUMER"]
+GraphDef = graph_pb2.GraphDef  # TensorFlow's message class (`tf.GraphDef`)
+
+__all__ = ["GraphDef", "to_proto", "from_proto", "parse_proto", "write_graph", "PRODUCER", "MIN_CONSUMER"]
 
 # TensorFlow 2.21's TF_GRAPH_DEF_VERSION and TF_GRAPH_DEF_VERSION_MIN_CONSUMER, the
 # versions its `as_graph_def()` writes (the run-metadata GraphDefs use the same).
@@ -291,3 +293,41 @@ def from_proto(graph_def: Any) -> dict[str, Any]:
     gd = {"format": FORMAT, "version": VERSION, "node": nodes, "library": {}}
     validate_graph_def(gd)
     return gd
+
+
+def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool = True) -> str:
+    """Write a graph as TensorFlow's `GraphDef` to `logdir/name`; returns the path
+    (`tf.train.write_graph` / `tf.io.write_graph`).
+
+    `as_text=True` writes the text format (`.pbtxt`), else the binary proto (`.pb`),
+    both as TensorFlow writes them and readable by TensorFlow, TensorBoard and Netron.
+    A Graph is exported with `as_graph_def()` (no `_output_shapes`, as TensorFlow);
+    a GraphDef dict or proto is written as it is.  The file is written under a
+    temporary name and renamed, so a reader never sees half of it.
+    (flowlab's JSON GraphDef is `flowlab.graph.graph_def.write_graph`.)
+
+        tf.train.write_graph(sess.graph, "/tmp/model", "graph.pbtxt")
+    """
+    import os
+    import tempfile
+
+    from google.protobuf import text_format
+
+    g = graph_or_graph_def
+    pb = g if isinstance(g, graph_pb2.GraphDef) else to_proto(g, add_shapes=False)
+    if as_text:
+        data = text_format.MessageToString(pb, float_format="").encode("utf-8")
+    else:
+        data = pb.SerializeToString(deterministic=True)
+    os.makedirs(logdir, exist_ok=True)
+    path = os.path.join(logdir, name)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path) or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path

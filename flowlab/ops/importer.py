@@ -37,6 +37,7 @@ from flowlab.graph.graph_def import (
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.ops.builder import convert_to_tensor
 from flowlab.ops.import_plan import NotFoundError, _parse_tensor_name, _Plan  # noqa: F401
+from flowlab.ops.import_proto import graph_def_for_import, is_graph_def_proto
 from flowlab.ops.op_def import OpDef, get_op_def
 
 __all__ = ["import_graph_def"]
@@ -49,7 +50,8 @@ def import_graph_def(
     op_dict: Any = None,
     producer_op_list: Any = None,
 ) -> list[Any] | None:
-    """Import a GraphDef dict into the default graph (`tf.import_graph_def`).
+    """Import a GraphDef dict -- or TensorFlow's GraphDef proto, converted by
+    flowlab.ops.import_proto -- into the default graph (`tf.import_graph_def`).
 
         gd = g.as_graph_def()
         with tf.Graph().as_default():
@@ -61,6 +63,8 @@ def import_graph_def(
     attrs this flowlab does not know are dropped when they hold the producer's default.
     """
     del op_dict
+    if is_graph_def_proto(graph_def):  # TensorFlow's proto (a .pb / .pbtxt read in)
+        graph_def = graph_def_for_import(graph_def)
     if not isinstance(graph_def, dict):
         raise TypeError(
             "Argument `graph_def` must be a GraphDef (the dict of Graph.as_graph_def() or of "

@@ -1,6 +1,6 @@
 """`tf.train`: optimizers, savers, input pipelines (filled by later work)."""
 
-from flowlab.graph.graph_def import write_graph
+from flowlab.graph.graph_def_pb import write_graph  # TensorFlow's GraphDef proto, text or binary
 
 __all__ = ["write_graph"]
 
