@@ -103,7 +103,7 @@ class Step:
 
     def __init__(self, session: Any = None, deadline: float | None = None) -> None:
         self.step_id = next(_step_ids)
-        self.undo: list[tuple[Any, Any, Any]] = []
+        self.undo: list[tuple[Any, Any, Any, Any, int]] = []
         self.cancellation: CancellationManager | None = None
         self.deadline = deadline
         self.session = session
