@@ -152,8 +152,10 @@ def merge(inputs: Any, name: str | None = None) -> Any:
 
 
 def run_then_close(session: Any, fetch: Any, wait: float = 0.2) -> list[BaseException]:
-    """Run `fetch` on a thread, close `session` after `wait` seconds, and return what
-    the run raised; asserts the run ended (a step must not outlive its session)."""
+    """Run `fetch` on a thread, close `session` once that step is running plus `wait`
+    seconds, and return what the run raised; asserts the run ended (a step must not
+    outlive its session).  Waiting for the step itself, not for a fixed time, keeps a
+    slow or loaded machine from closing the session before the run began."""
     import time
 
     caught: list[BaseException] = []
@@ -166,6 +168,10 @@ def run_then_close(session: Any, fetch: Any, wait: float = 0.2) -> list[BaseExce
 
     th = threading.Thread(target=run)
     th.start()
+    deadline = time.monotonic() + 60
+    while not session._active_steps and th.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert session._active_steps, "the step never started"
     time.sleep(wait)
     session.close()
     th.join(10)
