@@ -128,8 +128,8 @@ def histogram_summary(ctx: Any, tag: Any, values: Any) -> bytes:
     finite = np.isfinite(x)
     if not finite.all():
         first = x.reshape(-1)[np.argmin(finite.reshape(-1))]
-        kind = "Nan" if np.isnan(first) else "Infinity"
-        raise errors.InvalidArgumentError(None, None, f"{kind} in summary histogram for: {ctx.name}")
+        kind = "Nan in summary histogram" if np.isnan(first) else "Infinity in Histogram"
+        raise errors.InvalidArgumentError(None, None, f"{kind} for: {ctx.name}")
     s = summary_pb2.Summary()
     v = s.value.add(tag=tag_b.decode("utf-8", errors="replace"))
     histogram_proto(x, v.histo)
