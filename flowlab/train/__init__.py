@@ -1,8 +1,9 @@
 """`tf.train`: optimizers, savers, input pipelines (filled by later work)."""
 
 from flowlab.graph.graph_def_pb import write_graph  # TensorFlow's GraphDef proto, text or binary
+from flowlab.summary.summary_iterator import summary_iterator  # reads event files back
 
-__all__ = ["write_graph"]
+__all__ = ["summary_iterator", "write_graph"]
 
 # Queues and input pipelines (issue 6).  Importing the kernels registers them.
 from flowlab.kernels import io_kernels as _io_kernels  # noqa: E402,F401
