@@ -171,5 +171,5 @@ from flowlab.graph.graph_def_pb import GraphDef  # noqa: E402
 
 graph_util = _namespace("graph_util", _graph_util, extra={"import_graph_def": import_graph_def})  # noqa: F405
 
-# `tf.compat.v1.X` is `tf.X` here.
-compat = _types.SimpleNamespace(v1=_sys.modules[__name__], dimension_value=dimension_value)
+# `tf.compat`: as_bytes/as_str/as_text/as_str_any, ...; `tf.compat.v1.X` is `tf.X` here.
+from flowlab import compat  # noqa: E402
