@@ -19,8 +19,11 @@ TensorFlow's encodings, repeated last values included), `func` <-> `NameAttrList
 `_output_shapes` for TensorBoard's edge labels.  `versions.producer` is the one
 TensorFlow 2.21 writes.
 
-Invariants: `from_proto(to_proto(gd)) == gd` for every valid GraphDef dict `gd`
-(validated with `validate_graph_def`), and neither direction executes anything.
+Invariants: `from_proto(to_proto(gd)) == gd` for every valid GraphDef dict `gd`,
+except that an empty list attr reads back as `{"list": {}}` (a `ListValue` does not
+say what its empty list would hold; importing fills the kind back in from the op's
+declaration, so `import_graph_def(from_proto(to_proto(g)), name="")` rebuilds `g`
+exactly); and neither direction executes anything.
 What flowlab cannot represent (function libraries, `placeholder` attrs, dtypes
 such as bfloat16, non-UTF-8 string attrs) is a ValueError naming the node and attr.
 """
@@ -316,7 +319,7 @@ def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool =
     g = graph_or_graph_def
     pb = g if isinstance(g, graph_pb2.GraphDef) else to_proto(g, add_shapes=False)
     if as_text:
-        data = text_format.MessageToString(pb, float_format="").encode("utf-8")
+        data = text_format.MessageToString(pb).encode("utf-8")  # floats: shortest round trip
     else:
         data = pb.SerializeToString(deterministic=True)
     os.makedirs(logdir, exist_ok=True)

@@ -37,7 +37,8 @@ def _as_dict(graph_def: Any) -> tuple[dict[str, Any], bool]:
     """(GraphDef dict, whether the caller gave a proto)."""
     if isinstance(graph_def, dict):
         return graph_def, False
-    if getattr(getattr(graph_def, "DESCRIPTOR", None), "full_name", None) == "tensorflow.GraphDef":
+    if getattr(getattr(graph_def, "DESCRIPTOR", None), "full_name", None) in (
+            "tensorflow.GraphDef", "tensorboard.GraphDef"):
         from flowlab.graph.graph_def_pb import from_proto
 
         return from_proto(graph_def), True

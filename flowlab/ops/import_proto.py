@@ -30,8 +30,10 @@ __all__ = ["graph_def_for_import", "is_graph_def_proto"]
 
 def is_graph_def_proto(value: Any) -> bool:
     """Whether `value` is a GraphDef protocol buffer (any protobuf runtime's)."""
+    # tensorboard's copy of the schema is package "tensorboard", TensorFlow's "tensorflow":
+    # the same message on the wire.
     desc = getattr(value, "DESCRIPTOR", None)
-    return getattr(desc, "full_name", None) == "tensorflow.GraphDef"
+    return getattr(desc, "full_name", None) in ("tensorflow.GraphDef", "tensorboard.GraphDef")
 
 
 def graph_def_for_import(pb: Any) -> dict[str, Any]:
