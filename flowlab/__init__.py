@@ -10,7 +10,19 @@ from __future__ import annotations
 import sys as _sys
 import types as _types
 
-from flowlab import debug, debugging, errors, kernels, layers, linalg, nn, summary, train, viz
+from flowlab import (
+    debug,
+    debugging,
+    errors,
+    kernels,
+    layers,
+    linalg,
+    metrics,
+    nn,
+    summary,
+    train,
+    viz,
+)
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.dtypes import (  # noqa: F401
     DType,
@@ -50,6 +62,7 @@ from flowlab.ops.builder import convert_to_tensor, register_tensor_conversion_fu
 from flowlab.ops.check_ops import *  # noqa: F401,F403 - Assert, Print, check_numerics, assert_*
 from flowlab.ops.clip_ops import *  # noqa: F401,F403 - norm, clip_by_norm, clip_by_global_norm, ...
 from flowlab.ops.cond import *  # noqa: F401,F403
+from flowlab.ops.confusion_matrix import confusion_matrix
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import *  # noqa: F401,F403
 from flowlab.ops.custom_gradient import *
@@ -156,7 +169,8 @@ from flowlab.ops import special_math_ops as _special_math_ops  # noqa: E402
 
 _NN_IN_MATH = ("softmax", "log_softmax", "softplus", "softsign", "l2_normalize", "in_top_k", "top_k")
 math = _namespace("math", _math_ops, _segment_ops, _special_math_ops,
-                  extra={**{n: getattr(nn, n) for n in _NN_IN_MATH}, "invert_permutation": invert_permutation})  # noqa: F405
+                  extra={**{n: getattr(nn, n) for n in _NN_IN_MATH}, "invert_permutation": invert_permutation,  # noqa: F405
+                         "confusion_matrix": confusion_matrix})
 
 from flowlab.ops import data_flow_ops as _data_flow_ops  # noqa: E402
 from flowlab.ops import io_ops as _io_ops  # noqa: E402
