@@ -18,6 +18,7 @@ from flowlab.kernels import (
     proximal_kernels,
     queue_kernels,
     random_kernels,
+    script_kernels,
     sendrecv_kernels,
     sequence_kernels,
     slicing_kernels,
