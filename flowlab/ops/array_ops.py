@@ -405,7 +405,7 @@ def _filled(shape: Any, value: Any, dtype: Any, name: str | None, default: str) 
             except (TypeError, ValueError):
                 shape_t = _to_tensor(shape, "shape", dtypes.int32)
         else:
-            shape_t = _index(shape, "shape")
+            shape_t = _index(shape, "packed")  # TensorFlow autopacks [n, 3] as "packed"
         if shape_t.shape.ndims in (0, None):  # as TensorFlow: make sure it is a vector
             shape_t = reshape(shape_t, [-1])
         return apply_op("Fill", dims=shape_t, value=constant(value, dtype=dt), name=scope)

@@ -394,7 +394,7 @@ def _slice_helper(tensor: Any, slice_spec: Any, var: Any = None) -> Tensor:
             _check_index(s)
             begin.append(s)
             if isinstance(s, Tensor):
-                end.append(apply_op("AddV2", x=s, y=constant(1, dtype=s.dtype), name="add"))
+                end.append(s + 1)  # TensorFlow's `s + 1`: AddV2 "add" with its Const "add/y"
             else:
                 end.append(int(s) + 1)
             strides.append(1)
