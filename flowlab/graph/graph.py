@@ -559,14 +559,14 @@ class Graph:
     def __repr__(self) -> str:
         return f"<flowlab.Graph with {len(self._ops)} ops, version {self._version}>"
 
-    # Notebook display: the graph's picture (flowlab.viz, imported only when shown).
+    # Notebook display: the graph's picture (drawn by flowlab.viz, see graph/display.py).
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from flowlab.viz import mimebundle
+        from flowlab.graph.display import mimebundle
 
         return mimebundle(self, include, exclude)
 
     def _repr_svg_(self) -> str | None:
-        from flowlab.viz import mimebundle
+        from flowlab.graph.display import mimebundle
 
         return mimebundle(self).get("image/svg+xml")
 

@@ -54,8 +54,8 @@ class Partitions(Mapping[str, dict[str, Any]]):
         shown = f" (+{len(self.client_pairs)} via the client device, shown only)" if self.client_pairs else ""
         return f"<Partitions {{{sizes}}}, {len(self.pairs)} Send/Recv pairs{shown}>"
 
-    # Notebook display: its picture (flowlab.viz, imported only when shown).
+    # Notebook display: its picture (drawn by flowlab.viz, see graph/display.py).
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from flowlab.viz import mimebundle
+        from flowlab.graph.display import mimebundle
 
         return mimebundle(self, include, exclude)

@@ -96,9 +96,9 @@ class Placement:
     # placed came from nowhere a picture can reach.
     graph: Graph | None = None
 
-    # Notebook display: its picture (flowlab.viz, imported only when shown).
+    # Notebook display: its picture (drawn by flowlab.viz, see graph/display.py).
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
-        from flowlab.viz import mimebundle
+        from flowlab.graph.display import mimebundle
 
         return mimebundle(self, include, exclude)
 

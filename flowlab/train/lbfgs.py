@@ -27,6 +27,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from flowlab.graph import dtypes
+from flowlab.graph.graph import get_default_graph
+from flowlab.graph.tensor_shape import TensorShape
+from flowlab.ops import array_ops, core_ops, math_ops, slicing, state_ops, variable_scope
+from flowlab.ops.builder import convert_to_tensor
+from flowlab.ops.constant_op import constant
+from flowlab.ops.gradients_impl import gradients
+from flowlab.ops.init_ops import zeros_initializer
+from flowlab.ops.variables import trainable_variables
+from flowlab.ops.while_loop import while_loop
+
 __all__ = ["LBFGSOptimizer"]
 
 
@@ -66,12 +77,10 @@ class LBFGSOptimizer:
         Raises:
           ValueError: no variables, or a variable the loss does not depend on.
         """
-        import flowlab as fl
-
-        var_list = list(var_list) if var_list is not None else fl.trainable_variables()
+        var_list = list(var_list) if var_list is not None else trainable_variables()
         if not var_list:
             raise ValueError("No variables to optimize.")
-        grads = fl.gradients(loss, var_list)
+        grads = gradients(loss, var_list)
         for g, v in zip(grads, var_list):
             if g is None:
                 raise ValueError(f"No gradient for variable {v.op.name}: the loss does not depend on it.")
@@ -80,98 +89,98 @@ class LBFGSOptimizer:
             raise ValueError("LBFGSOptimizer needs variables of one dtype, got "
                              f"{sorted({v.dtype.base_dtype.name for v in var_list})}")
         shapes = [v.shape.as_list() for v in var_list]
-        sizes = [int(fl.TensorShape(s).num_elements()) for s in shapes]
+        sizes = [int(TensorShape(s).num_elements()) for s in shapes]
         n, m = sum(sizes), self._m
-        with fl.name_scope(name or self._name) as scope:
-            with fl.variable_scope(None, default_name=self._name + "_history"):  # one per minimize
-                zeros = fl.zeros_initializer()
-                hist = {k: fl.get_variable(k, shape, dtype=dtype, initializer=zeros, trainable=False)
+        with get_default_graph().name_scope(name or self._name) as scope:
+            with variable_scope.variable_scope(None, default_name=self._name + "_history"):  # one per minimize
+                zeros = zeros_initializer()
+                hist = {k: variable_scope.get_variable(k, shape, dtype=dtype, initializer=zeros, trainable=False)
                         for k, shape in (("S", [m, n]), ("Y", [m, n]), ("rho", [m]),
                                          ("x_prev", [n]), ("g_prev", [n]))}
-                count = fl.get_variable("num_pairs", [], dtype=fl.int32, initializer=zeros, trainable=False)
-                step = fl.get_variable("iteration", [], dtype=fl.int32, initializer=zeros, trainable=False)
-            flat = lambda ts: fl.concat([fl.reshape(t, [-1]) for t in ts], 0)  # noqa: E731
-            x = flat([fl.identity(v) for v in var_list])
-            g = flat([fl.convert_to_tensor(gr) for gr in grads])
-            S, Y, rho = (fl.identity(hist[k]) for k in ("S", "Y", "rho"))
-            num = fl.identity(count)
+                count = variable_scope.get_variable("num_pairs", [], dtype=dtypes.int32, initializer=zeros, trainable=False)
+                step = variable_scope.get_variable("iteration", [], dtype=dtypes.int32, initializer=zeros, trainable=False)
+            flat = lambda ts: array_ops.concat([array_ops.reshape(t, [-1]) for t in ts], 0)  # noqa: E731
+            x = flat([core_ops.identity(v) for v in var_list])
+            g = flat([convert_to_tensor(gr) for gr in grads])
+            S, Y, rho = (core_ops.identity(hist[k]) for k in ("S", "Y", "rho"))
+            num = core_ops.identity(count)
             # (1) the newest pair, stored when it has positive curvature
-            s_new, y_new = x - fl.identity(hist["x_prev"]), g - fl.identity(hist["g_prev"])
-            ys = fl.reduce_sum(y_new * s_new)
-            keep = fl.logical_and(fl.greater(fl.identity(step), 0), fl.greater(ys, fl.constant(1e-10, dtype)))
-            slot = fl.one_hot(fl.floormod(num, m), m, dtype=dtype)
-            row = fl.expand_dims(slot, 1)
-            S = fl.where(keep, S * (1 - row) + row * s_new, S)
-            Y = fl.where(keep, Y * (1 - row) + row * y_new, Y)
-            rho = fl.where(keep, rho * (1 - slot) + slot / fl.where(keep, ys, fl.constant(1.0, dtype)), rho)
-            num = fl.where(keep, num + 1, num)
-            d = -self._two_loop(fl, g, S, Y, rho, num, m, dtype)
-            gd = fl.reduce_sum(g * d)
-            d = fl.where(gd < 0, d, -g)
-            gd = fl.reduce_sum(g * d)
-            t = self._step(fl, x, d, gd, loss, loss_fn, shapes, sizes, dtype)
+            s_new, y_new = x - core_ops.identity(hist["x_prev"]), g - core_ops.identity(hist["g_prev"])
+            ys = math_ops.reduce_sum(y_new * s_new)
+            keep = math_ops.logical_and(math_ops.greater(core_ops.identity(step), 0), math_ops.greater(ys, constant(1e-10, dtype)))
+            slot = array_ops.one_hot(math_ops.floormod(num, m), m, dtype=dtype)
+            row = array_ops.expand_dims(slot, 1)
+            S = array_ops.where(keep, S * (1 - row) + row * s_new, S)
+            Y = array_ops.where(keep, Y * (1 - row) + row * y_new, Y)
+            rho = array_ops.where(keep, rho * (1 - slot) + slot / array_ops.where(keep, ys, constant(1.0, dtype)), rho)
+            num = array_ops.where(keep, num + 1, num)
+            d = -self._two_loop(g, S, Y, rho, num, m, dtype)
+            gd = math_ops.reduce_sum(g * d)
+            d = array_ops.where(gd < 0, d, -g)
+            gd = math_ops.reduce_sum(g * d)
+            t = self._step(x, d, gd, loss, loss_fn, shapes, sizes, dtype)
             x_new = x + t * d
-            parts = fl.split(x_new, sizes, 0) if len(sizes) > 1 else [x_new]
+            parts = array_ops.split(x_new, sizes, 0) if len(sizes) > 1 else [x_new]
             # every write waits for every read of this iteration (no read-after-write race)
-            with fl.control_dependencies([x_new, g, S, Y, rho, num, keep]):
-                updates = self._writes(fl, var_list, parts, shapes, hist, count, step, S, Y, rho, num,
+            with get_default_graph().control_dependencies([x_new, g, S, Y, rho, num, keep]):
+                updates = self._writes(var_list, parts, shapes, hist, count, step, S, Y, rho, num,
                                        x, g, global_step)
-            return fl.group(*updates, name=scope.rstrip("/") if isinstance(scope, str) else None)
+            return core_ops.group(*updates, name=scope.rstrip("/") if isinstance(scope, str) else None)
 
     @staticmethod
-    def _writes(fl: Any, var_list: list[Any], parts: list[Any], shapes: list[Any], hist: dict[str, Any],
+    def _writes(var_list: list[Any], parts: list[Any], shapes: list[Any], hist: dict[str, Any],
                 count: Any, step: Any, S: Any, Y: Any, rho: Any, num: Any, x: Any, g: Any,
                 global_step: Any) -> list[Any]:
-        updates = [fl.assign(v, fl.reshape(p, s)) for v, p, s in zip(var_list, parts, shapes)]
-        updates += [fl.assign(hist["S"], S), fl.assign(hist["Y"], Y), fl.assign(hist["rho"], rho),
-                    fl.assign(count, num), fl.assign(hist["x_prev"], x), fl.assign(hist["g_prev"], g),
-                    fl.assign_add(step, 1)]
+        updates = [state_ops.assign(v, array_ops.reshape(p, s)) for v, p, s in zip(var_list, parts, shapes)]
+        updates += [state_ops.assign(hist["S"], S), state_ops.assign(hist["Y"], Y), state_ops.assign(hist["rho"], rho),
+                    state_ops.assign(count, num), state_ops.assign(hist["x_prev"], x), state_ops.assign(hist["g_prev"], g),
+                    state_ops.assign_add(step, 1)]
         if global_step is not None:
-            updates.append(fl.assign_add(global_step, 1))
+            updates.append(state_ops.assign_add(global_step, 1))
         return updates
 
     @staticmethod
-    def _two_loop(fl: Any, g: Any, S: Any, Y: Any, rho: Any, num: Any, m: int, dtype: Any) -> Any:
+    def _two_loop(g: Any, S: Any, Y: Any, rho: Any, num: Any, m: int, dtype: Any) -> Any:
         """H g by the two-loop recursion over the min(num, m) stored pairs."""
-        stored = fl.minimum(num, m)
+        stored = math_ops.minimum(num, m)
 
         def newest_first(i: Any, q: Any, alphas: Any) -> Any:
-            j = fl.floormod(num - 1 - i, m)
-            a = fl.gather(rho, j) * fl.reduce_sum(fl.gather(S, j) * q)
-            return i + 1, q - a * fl.gather(Y, j), alphas + a * fl.one_hot(j, m, dtype=dtype)
+            j = math_ops.floormod(num - 1 - i, m)
+            a = slicing.gather(rho, j) * math_ops.reduce_sum(slicing.gather(S, j) * q)
+            return i + 1, q - a * slicing.gather(Y, j), alphas + a * array_ops.one_hot(j, m, dtype=dtype)
 
-        _, q, alphas = fl.while_loop(lambda i, q, a: i < stored, newest_first,
-                                     [fl.constant(0), g, fl.zeros([m], dtype)])
-        last = fl.floormod(num - 1, m)
-        sy = fl.reduce_sum(fl.gather(S, last) * fl.gather(Y, last))
-        yy = fl.reduce_sum(fl.square(fl.gather(Y, last)))
-        gamma = fl.where(stored > 0, sy / fl.where(stored > 0, yy, fl.constant(1.0, dtype)),
-                         fl.constant(1.0, dtype))
+        _, q, alphas = while_loop(lambda i, q, a: i < stored, newest_first,
+                                     [constant(0), g, array_ops.zeros([m], dtype)])
+        last = math_ops.floormod(num - 1, m)
+        sy = math_ops.reduce_sum(slicing.gather(S, last) * slicing.gather(Y, last))
+        yy = math_ops.reduce_sum(math_ops.square(slicing.gather(Y, last)))
+        gamma = array_ops.where(stored > 0, sy / array_ops.where(stored > 0, yy, constant(1.0, dtype)),
+                         constant(1.0, dtype))
 
         def oldest_first(i: Any, r: Any) -> Any:
-            j = fl.floormod(num - stored + i, m)
-            b = fl.gather(rho, j) * fl.reduce_sum(fl.gather(Y, j) * r)
-            return i + 1, r + fl.gather(S, j) * (fl.gather(alphas, j) - b)
+            j = math_ops.floormod(num - stored + i, m)
+            b = slicing.gather(rho, j) * math_ops.reduce_sum(slicing.gather(Y, j) * r)
+            return i + 1, r + slicing.gather(S, j) * (slicing.gather(alphas, j) - b)
 
-        _, r = fl.while_loop(lambda i, r: i < stored, oldest_first, [fl.constant(0), gamma * q])
+        _, r = while_loop(lambda i, r: i < stored, oldest_first, [constant(0), gamma * q])
         return r
 
-    def _step(self, fl: Any, x: Any, d: Any, gd: Any, loss: Any, loss_fn: Any, shapes: list[Any],
+    def _step(self, x: Any, d: Any, gd: Any, loss: Any, loss_fn: Any, shapes: list[Any],
               sizes: list[int], dtype: Any) -> Any:
-        lr = fl.constant(self._lr, dtype)
+        lr = constant(self._lr, dtype)
         if loss_fn is None:
             return lr
-        f0 = fl.cast(loss, dtype)
+        f0 = math_ops.cast(loss, dtype)
 
         def f_at(t: Any) -> Any:
             xt = x + t * d
-            parts = fl.split(xt, sizes, 0) if len(sizes) > 1 else [xt]
-            return fl.cast(loss_fn([fl.reshape(p, s) for p, s in zip(parts, shapes)]), dtype)
+            parts = array_ops.split(xt, sizes, 0) if len(sizes) > 1 else [xt]
+            return math_ops.cast(loss_fn([array_ops.reshape(p, s) for p, s in zip(parts, shapes)]), dtype)
 
-        c1, shrink = fl.constant(self._c1, dtype), fl.constant(self._shrink, dtype)
+        c1, shrink = constant(self._c1, dtype), constant(self._shrink, dtype)
 
         def too_long(k: Any, t: Any) -> Any:
-            return fl.logical_and(k < self._max_bt, f_at(t) > f0 + c1 * t * gd)
+            return math_ops.logical_and(k < self._max_bt, f_at(t) > f0 + c1 * t * gd)
 
-        _, t = fl.while_loop(too_long, lambda k, t: (k + 1, t * shrink), [fl.constant(0), lr])
+        _, t = while_loop(too_long, lambda k, t: (k + 1, t * shrink), [constant(0), lr])
         return t

@@ -13,7 +13,9 @@ full graph -> pruned -> optimized -> placed -> partitioned, one picture per stag
 How the pieces fit: `model.to_picture` turns any object into a `Picture` (the one
 adapter per kind of object), `dot.to_dot` draws a Picture.  Objects of other layers
 join in by defining `_flowlab_picture_()` (see `flowlab.viz.model`), and get notebook
-display by delegating `_repr_mimebundle_` to `mimebundle(self, ...)`.
+display by delegating `_repr_mimebundle_` to `mimebundle(self, ...)` -- the objects of
+`flowlab.graph` and `flowlab.runtime`, which must not import this package, through
+`flowlab.graph.display`, where this module registers `mimebundle` when imported.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 import graphviz
 
+from flowlab.graph import display as _display
 from flowlab.viz.dot import format_bytes, short_device, to_dot
 from flowlab.viz.model import Picture, PNode, to_picture
 from flowlab.viz.passes import Passes, passes
@@ -146,3 +149,5 @@ def mimebundle(obj: Any, include: Any = None, exclude: Any = None, **kwargs: Any
     if out is not None:
         bundle["image/svg+xml"] = out
     return bundle
+
+_display.register_drawer(mimebundle)
