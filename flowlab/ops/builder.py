@@ -208,7 +208,12 @@ def _shape_str(s: TensorShape) -> str:
 
 def graph_of(values: Any) -> Graph:
     """The graph of the first Tensor, Operation or Variable among `values` (looking one
-    level into lists), else the default graph: ops join their inputs' graph."""
+    level into lists), else the default graph: ops join their inputs' graph.  While a
+    dataset function is traced (flowlab.data.function), every op joins the function
+    graph, which captures inputs from the graphs enclosing it."""
+    default = get_default_graph()
+    if getattr(default, "is_function_graph", False):
+        return default
     for v in values or ():
         if isinstance(v, (list, tuple)):
             for x in v:

@@ -1,0 +1,28 @@
+"""`tf.data`: input pipelines as dataflow ops (TensorFlow 1.x graph mode).
+
+`Dataset` builds dataset ops (flowlab.data.dataset), iterators pull their elements
+(flowlab.data.iterator), dataset functions are traced graphs
+(flowlab.data.function).  Importing this package registers the dataset kernels.
+"""
+
+from __future__ import annotations
+
+import types as _types
+
+from flowlab.data.dataset import AUTOTUNE, Dataset, TextLineDataset, TFRecordDataset
+from flowlab.data.iterator import (
+    Iterator,
+    get_output_classes,
+    get_output_shapes,
+    get_output_types,
+    make_initializable_iterator,
+    make_one_shot_iterator,
+)
+from flowlab.data.structure import TensorSpec
+from flowlab.kernels import dataset_kernels as _dataset_kernels  # noqa: F401  (registers kernels)
+
+experimental = _types.SimpleNamespace(AUTOTUNE=AUTOTUNE)
+
+__all__ = ["AUTOTUNE", "Dataset", "Iterator", "TFRecordDataset", "TensorSpec", "TextLineDataset",
+           "experimental", "get_output_classes", "get_output_shapes", "get_output_types",
+           "make_initializable_iterator", "make_one_shot_iterator"]

@@ -1,0 +1,158 @@
+"""Dataset functions: `map`'s function (and filter's, flat_map's, interleave's) traced
+once into a graph of its own, run by a session of its own.
+
+Design.  TensorFlow traces a dataset function into a FunctionDef of the graph's
+library and runs it with its function runtime.  flowlab has no function library,
+and the simplest sound equivalent is a graph: `trace()` calls the Python function
+once on placeholders (one per component of the input element) inside a fresh
+`FunctionGraph`, and the dataset op gets the traced function as its `func` attr (the
+attr's name, `<fn>_<n>`, is what a GraphDef shows).  At run time the dataset kernel
+calls `DatasetFunction.call(components + captured)`, which feeds the placeholders
+of a callable made once by a private `Session` over the function graph: the same
+runtime (pruning, kernels, control flow, errors) runs the body, once per element.
+
+Captures.  A function may use tensors of the enclosing graph (`lambda x: x * w`).
+While tracing, every op joins the function graph (flowlab.ops.builder.graph_of
+prefers a function graph being traced), and an input from the enclosing graph is
+replaced by a placeholder of the function graph; the outer tensor becomes one of
+the dataset op's `other_arguments` inputs, so its value is computed when the
+dataset op runs (when the iterator is initialized), as TensorFlow's captures by
+value are.  A nested function graph captures through its enclosing one.
+
+State.  A stateful op inside the function (a random op) keeps its state in the
+private session, so it advances from element to element and from pass to pass.
+Variables cannot be written from a dataset function (their value is captured).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from flowlab.graph.graph import Graph, get_default_graph
+from flowlab.graph.tensor import Tensor
+from flowlab.ops import cond as _nest
+from flowlab.ops.builder import apply_op, convert_to_tensor
+
+
+class FunctionGraph(Graph):
+    """The graph a dataset function is traced into; captures from `outer`."""
+
+    is_function_graph = True
+
+    def __init__(self, outer: Graph, name: str) -> None:
+        super().__init__()
+        self.outer = outer
+        self.name = name
+        self.seed = outer.seed
+        self.captures: list[tuple[Tensor, Tensor]] = []  # (outer tensor, placeholder)
+        self._captured: dict[int, Tensor] = {}
+
+    def capture(self, t: Tensor) -> Tensor:
+        """The placeholder standing for `t` (a tensor of an enclosing graph)."""
+        ph = self._captured.get(id(t))
+        if ph is not None:
+            return ph
+        if t.graph is not self.outer:
+            if not isinstance(self.outer, FunctionGraph):
+                raise ValueError(
+                    f"Tensor {t.name} belongs to a graph that does not enclose the function "
+                    f"'{self.name}'.")
+            outer_t = self.outer.capture(t)
+        else:
+            outer_t = t
+        with self.as_default():
+            ph = apply_op("Placeholder", dtype=t.dtype.base_dtype, shape=_shape_attr(t),
+                          name="captured")
+        self.captures.append((outer_t, ph))
+        self._captured[id(t)] = ph
+        return ph
+
+    def _create_op(self, op_type: str, inputs: list[Tensor], *args: Any, **kwargs: Any) -> Any:
+        inputs = [self.capture(t) if t.graph is not self else t for t in inputs]
+        return super()._create_op(op_type, inputs, *args, **kwargs)
+
+
+def _shape_attr(t: Tensor) -> Any:
+    s = t.shape
+    return None if s.ndims is None else s.as_list()
+
+
+_COUNTER = [0]
+_COUNTER_LOCK = threading.Lock()
+
+
+class DatasetFunction:
+    """A traced function: its graph, argument placeholders, flat outputs and the
+    tensors it captured.  The value of a dataset op's `func` attr."""
+
+    def __init__(self, graph: FunctionGraph, args: list[Tensor], outputs: list[Any],
+                 structure: Any) -> None:
+        self.graph = graph
+        self.name = graph.name
+        self.args = args
+        self.outputs = outputs  # Tensors (a Dataset's variant for flat_map)
+        self.structure = structure  # what the Python function returned (tensors packed)
+        self._lock = threading.Lock()
+        self._run: Callable[..., Any] | None = None
+
+    @property
+    def captured(self) -> list[Tensor]:
+        """The outer tensors to pass after the element's components."""
+        return [outer for outer, _ in self.graph.captures]
+
+    def call(self, values: list[Any]) -> list[Any]:
+        """The function's flat outputs for the element's components + captures."""
+        run = self._run
+        if run is None:
+            with self._lock:
+                if self._run is None:
+                    from flowlab.runtime.session import Session
+
+                    self.graph.finalize()
+                    session = Session(graph=self.graph)
+                    feeds = [*self.args, *(ph for _, ph in self.graph.captures)]
+                    self._run = session.make_callable(list(self.outputs), feeds)
+                run = self._run
+        return list(run(*values))  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"<DatasetFunction {self.name}>"
+
+
+def trace(fn: Callable[..., Any], specs: Any, name: str, unpack_tuple: bool = True
+          ) -> DatasetFunction:
+    """Trace `fn` on placeholders shaped as `specs` (a nested structure of
+    `TensorSpec`s): a tuple element is passed as separate arguments (TensorFlow's
+    rule), anything else as one."""
+    from flowlab.data.structure import TensorSpec  # noqa: F401  (specs' type)
+
+    outer = get_default_graph()
+    with _COUNTER_LOCK:
+        _COUNTER[0] += 1
+        fname = f"{getattr(fn, '__name__', 'fn').strip('<>')}_{_COUNTER[0]}"
+    g = FunctionGraph(outer, fname)
+    with g.as_default():
+        flat_specs = _nest.flatten(specs)
+        args = [apply_op("Placeholder", dtype=s.dtype, shape=None if s.shape.ndims is None
+                         else s.shape.as_list(), name="args_%d" % i)
+                for i, s in enumerate(flat_specs)]
+        packed = _nest.pack_sequence_as(specs, args)
+        if unpack_tuple and isinstance(packed, tuple) and not hasattr(packed, "_fields"):
+            result = fn(*packed)
+        else:
+            result = fn(packed)
+        from flowlab.data.dataset import Dataset
+
+        if isinstance(result, list):
+            result = tuple(result)  # TensorFlow converts a returned list to a tuple
+        if isinstance(result, Dataset):
+            outputs: list[Any] = [result._variant_tensor]
+            structure: Any = result
+        else:
+            leaves = _nest.flatten(result)
+            tensors = [x if isinstance(x, Tensor) else convert_to_tensor(x) for x in leaves]
+            outputs = tensors
+            structure = _nest.pack_sequence_as(result, tensors)
+    return DatasetFunction(g, args, outputs, structure)

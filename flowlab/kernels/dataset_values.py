@@ -1,0 +1,514 @@
+"""The run-time values of dataset ops: descriptions of element sequences.
+
+A `DatasetValue` is what a dataset op's `variant` output holds.  It is immutable
+and cheap to build; `iterate()` starts a fresh pass and returns a Python iterator of
+elements, each a tuple of NumPy arrays (the flat components, strings as object
+arrays of bytes).  Pulling is lazy: an element is produced when the consumer asks
+for it (IteratorGetNext, flowlab.kernels.dataset_kernels), on the consumer's thread,
+except below a `Prefetch`, whose producer runs on its own thread.
+
+Errors raised while producing an element (a map function's InvalidArgumentError, a
+corrupt record's DataLossError) reach the consumer as they are; the end of the
+sequence is `StopIteration`, which the iterator turns into OutOfRangeError.
+
+Shuffle follows TensorFlow's ShuffleDatasetOp exactly, so a seeded pipeline gives
+TensorFlow's order: a Philox4x32-10 generator seeded by (seed, seed2) per pass, one
+uint32 word per element (`word % buffered`), a ring buffer in which the chosen slot
+is refilled from the slice's oldest slot.  With `reshuffle_each_iteration` each pass
+takes new seeds from a generator seeded once by the dataset's (seed, seed2).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from flowlab import errors
+from flowlab.kernels.philox import PhiloxRandom, SingleSamples
+
+Element = tuple[Any, ...]
+Fn = Callable[[Element], list[Any]]
+
+AUTOTUNE = -1
+
+
+def _invalid(msg: str) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(None, None, msg)
+
+
+def _shape_str(shape: tuple[int, ...]) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+class DatasetValue:
+    """A sequence of elements; `iterate()` starts a fresh pass over it."""
+
+    def iterate(self) -> Iterator[Element]:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+# --- sources ----------------------------------------------------------------------
+class Tensors(DatasetValue):
+    def __init__(self, components: Element) -> None:
+        self.components = components
+
+    def iterate(self) -> Iterator[Element]:
+        yield self.components
+
+
+class Slices(DatasetValue):
+    def __init__(self, components: Element) -> None:
+        sizes = {np.shape(c)[0] if np.ndim(c) else None for c in components}
+        if None in sizes:
+            raise _invalid("All components must be at least 1-dimensional")
+        if len(sizes) != 1:
+            first = np.shape(components[0])[0]
+            for i, c in enumerate(components):
+                if np.shape(c)[0] != first:
+                    raise _invalid(
+                        f"All components must have the same size in the 0th dimension, but "
+                        f"component 0 has size {first} and component {i} has size {np.shape(c)[0]}")
+        self.components = components
+        self.n = sizes.pop()
+
+    def iterate(self) -> Iterator[Element]:
+        cs = self.components
+        for i in range(self.n):
+            yield tuple(c[i] for c in cs)
+
+
+class Range(DatasetValue):
+    def __init__(self, start: int, stop: int, step: int, dtype: Any) -> None:
+        if step == 0:
+            raise _invalid("step must be a non-zero integer.")
+        self.args = (start, stop, step)
+        self.dtype = dtype
+
+    def iterate(self) -> Iterator[Element]:
+        dt = self.dtype
+        for v in range(*self.args):
+            yield (np.array(v, dtype=dt),)
+
+
+class Zip(DatasetValue):
+    def __init__(self, inputs: list[DatasetValue]) -> None:
+        self.inputs = inputs
+
+    def iterate(self) -> Iterator[Element]:
+        its = [d.iterate() for d in self.inputs]
+        while True:
+            out: list[Any] = []
+            for it in its:
+                try:
+                    out.extend(next(it))
+                except StopIteration:
+                    return
+            yield tuple(out)
+
+
+class Generated(DatasetValue):
+    """A Python generator's values, converted to the declared dtypes and checked
+    against the declared shapes (`Dataset.from_generator`)."""
+
+    def __init__(self, generator: Callable[[], Any], convert: Callable[[Any], Element]) -> None:
+        self.generator = generator
+        self.convert = convert
+
+    def iterate(self) -> Iterator[Element]:
+        for value in self.generator():
+            yield self.convert(value)
+
+
+class Records(DatasetValue):
+    """The records (or lines) of files, file after file; `read(name)` yields bytes."""
+
+    def __init__(self, filenames: list[str], read: Callable[[str], Iterator[bytes]]) -> None:
+        self.filenames = filenames
+        self.read = read
+
+    def iterate(self) -> Iterator[Element]:
+        for name in self.filenames:
+            for rec in self.read(name):
+                yield (np.array(rec, dtype=object),)
+
+
+# --- element-wise transformations -----------------------------------------------
+class Map(DatasetValue):
+    def __init__(self, inp: DatasetValue, fn: Fn, parallel: int = 0) -> None:
+        self.inp = inp
+        self.fn = fn
+        self.parallel = (os.cpu_count() or 1) if parallel == AUTOTUNE else parallel
+
+    def iterate(self) -> Iterator[Element]:
+        fn = self.fn
+        if self.parallel <= 1:
+            for e in self.inp.iterate():
+                yield tuple(fn(e))
+            return
+        yield from self._parallel()
+
+    def _parallel(self) -> Iterator[Element]:
+        # Up to `parallel` calls in flight, results in input order (deterministic).
+        pool = ThreadPoolExecutor(self.parallel, thread_name_prefix="flowlab-map")
+        try:
+            pending: deque[Any] = deque()
+            src = self.inp.iterate()
+            done = False
+            while True:
+                while not done and len(pending) < self.parallel:
+                    try:
+                        pending.append(pool.submit(self.fn, next(src)))
+                    except StopIteration:
+                        done = True
+                if not pending:
+                    return
+                yield tuple(pending.popleft().result())
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+class Filter(DatasetValue):
+    def __init__(self, inp: DatasetValue, predicate: Fn) -> None:
+        self.inp = inp
+        self.predicate = predicate
+
+    def iterate(self) -> Iterator[Element]:
+        for e in self.inp.iterate():
+            keep = self.predicate(e)[0]
+            if np.shape(keep) != ():
+                raise _invalid("Filter predicate `f` must return a scalar bool.")
+            if bool(keep):
+                yield e
+
+
+class FlatMap(DatasetValue):
+    def __init__(self, inp: DatasetValue, make: Callable[[Element], DatasetValue]) -> None:
+        self.inp = inp
+        self.make = make
+
+    def iterate(self) -> Iterator[Element]:
+        for e in self.inp.iterate():
+            yield from self.make(e).iterate()
+
+
+class Interleave(DatasetValue):
+    """TensorFlow's InterleaveDataset: a cycle of `cycle` open datasets, `block`
+    elements from each in turn; a finished one's slot takes the next input element."""
+
+    def __init__(self, inp: DatasetValue, make: Callable[[Element], DatasetValue],
+                 cycle: int, block: int) -> None:
+        if cycle == AUTOTUNE:
+            cycle = os.cpu_count() or 1
+        if cycle <= 0:
+            raise _invalid("cycle_length must be greater than zero.")
+        if block <= 0:
+            raise _invalid("block_length must be greater than zero.")
+        self.inp, self.make, self.cycle, self.block = inp, make, cycle, block
+
+    def iterate(self) -> Iterator[Element]:
+        src = self.inp.iterate()
+        slots: list[Iterator[Element] | None] = [None] * self.cycle
+        index = block_index = 0
+        end_of_input = False
+        open_ = 0
+        while not end_of_input or open_ > 0:
+            cur = slots[index]
+            if cur is not None:
+                try:
+                    e = next(cur)
+                except StopIteration:
+                    slots[index] = None
+                    open_ -= 1
+                    index, block_index = (index + 1) % self.cycle, 0
+                    continue
+                block_index += 1
+                if block_index == self.block:
+                    index, block_index = (index + 1) % self.cycle, 0
+                yield e
+            elif not end_of_input:
+                try:
+                    arg = next(src)
+                except StopIteration:
+                    end_of_input = True
+                    continue
+                slots[index] = self.make(arg).iterate()
+                open_ += 1
+            else:
+                index, block_index = (index + 1) % self.cycle, 0
+
+
+# --- batching -----------------------------------------------------------------------
+def _stack(values: list[Any], component: int) -> Any:
+    first = np.shape(values[0])
+    for j, v in enumerate(values[1:], 1):
+        if np.shape(v) != first:
+            raise _invalid(
+                f"Cannot batch tensors with different shapes in component {component}. First "
+                f"element had shape {_shape_str(first)} and element {j} had shape "
+                f"{_shape_str(np.shape(v))}.")
+    return np.stack(values)
+
+
+class Batch(DatasetValue):
+    def __init__(self, inp: DatasetValue, size: int, drop_remainder: bool) -> None:
+        if size <= 0:
+            raise _invalid(f"Batch size must be greater than zero, got {size}")
+        self.inp, self.size, self.drop = inp, size, drop_remainder
+
+    def iterate(self) -> Iterator[Element]:
+        buf: list[Element] = []
+        for e in self.inp.iterate():
+            buf.append(e)
+            if len(buf) == self.size:
+                yield self._make(buf)
+                buf = []
+        if buf and not self.drop:
+            yield self._make(buf)
+
+    def _make(self, buf: list[Element]) -> Element:
+        return tuple(_stack([e[i] for e in buf], i) for i in range(len(buf[0])))
+
+
+class PaddedBatch(Batch):
+    """Each component padded to `shapes[i]` (-1: the batch's largest) with
+    `values[i]`, then stacked."""
+
+    def __init__(self, inp: DatasetValue, size: int, drop_remainder: bool,
+                 shapes: list[tuple[int, ...]], values: list[Any]) -> None:
+        super().__init__(inp, size, drop_remainder)
+        self.shapes, self.values = shapes, values
+
+    def _make(self, buf: list[Element]) -> Element:
+        out = []
+        for i, (want, pad) in enumerate(zip(self.shapes, self.values)):
+            vals = [np.asarray(e[i]) for e in buf]
+            rank = vals[0].ndim
+            for v in vals:
+                if v.ndim != len(want):
+                    raise _invalid(
+                        f"All elements in a batch must have the same rank as the padded shape "
+                        f"for component{i}: expected rank {len(want)} but got element with "
+                        f"rank {v.ndim}")
+            shape = []
+            for d in range(rank):
+                biggest = max(v.shape[d] for v in vals)
+                if want[d] >= 0 and biggest > want[d]:
+                    raise _invalid(
+                        f"Attempted to pad to a smaller size than the input element.")
+                shape.append(want[d] if want[d] >= 0 else biggest)
+            arr = np.full((len(vals), *shape), pad, dtype=vals[0].dtype)
+            for j, v in enumerate(vals):
+                arr[(j, *(slice(0, n) for n in v.shape))] = v
+            out.append(arr)
+        return tuple(out)
+
+
+class Unbatch(DatasetValue):
+    def __init__(self, inp: DatasetValue) -> None:
+        self.inp = inp
+
+    def iterate(self) -> Iterator[Element]:
+        for e in self.inp.iterate():
+            sizes = {np.shape(c)[0] if np.ndim(c) else None for c in e}
+            if None in sizes or len(sizes) != 1:
+                raise _invalid("Input element must have a non-scalar value in each component "
+                               "and the same size in the 0th dimension.")
+            for j in range(sizes.pop()):
+                yield tuple(c[j] for c in e)
+
+
+# --- order and amount --------------------------------------------------------------
+class Shuffle(DatasetValue):
+    def __init__(self, inp: DatasetValue, buffer_size: int, seed: int, seed2: int,
+                 reshuffle: bool) -> None:
+        if buffer_size <= 0 and buffer_size != AUTOTUNE:
+            raise _invalid(f"buffer_size must be greater than zero.")
+        self.inp, self.buffer_size = inp, buffer_size
+        if seed == 0 and seed2 == 0:  # TensorFlow's RandomSeeds: fresh ones
+            seed = int.from_bytes(os.urandom(8), "little")
+            seed2 = int.from_bytes(os.urandom(8), "little")
+        self.seeds = (seed, seed2)
+        self._lock = threading.Lock()
+        self._seeds_rng = SingleSamples(PhiloxRandom(seed, seed2)) if reshuffle else None
+
+    def _pass_seeds(self) -> tuple[int, int]:
+        if self._seeds_rng is None:
+            return self.seeds
+        with self._lock:  # RandomSeedGenerator::GenerateSeeds
+            return self._seeds_rng(), self._seeds_rng()
+
+    def iterate(self) -> Iterator[Element]:
+        rng = SingleSamples(PhiloxRandom(*self._pass_seeds()))
+        size = self.buffer_size
+        ring: dict[int, Element] = {}
+        start = stop = 0
+        src = self.inp.iterate()
+        end = False
+        while True:
+            while not end and stop - start < size:
+                try:
+                    ring[stop % size] = next(src)
+                except StopIteration:
+                    end = True
+                    break
+                stop += 1
+            if stop == start:
+                return
+            index = (start + rng() % (stop - start)) % size
+            oldest = start % size
+            e = ring[index]
+            ring[index] = ring[oldest]
+            del ring[oldest]
+            start += 1
+            yield e
+
+
+class Repeat(DatasetValue):
+    def __init__(self, inp: DatasetValue, count: int) -> None:
+        self.inp, self.count = inp, count
+
+    def iterate(self) -> Iterator[Element]:
+        n = 0
+        while self.count < 0 or n < self.count:
+            produced = False
+            for e in self.inp.iterate():
+                produced = True
+                yield e
+            n += 1
+            if not produced and self.count < 0:
+                return  # an empty input repeated forever is empty (TensorFlow's rule)
+
+
+class Take(DatasetValue):
+    def __init__(self, inp: DatasetValue, count: int) -> None:
+        self.inp, self.count = inp, count
+
+    def iterate(self) -> Iterator[Element]:
+        if self.count < 0:
+            yield from self.inp.iterate()
+            return
+        if self.count == 0:
+            return
+        for i, e in enumerate(self.inp.iterate(), 1):
+            yield e
+            if i == self.count:
+                return
+
+
+class Skip(DatasetValue):
+    def __init__(self, inp: DatasetValue, count: int) -> None:
+        self.inp, self.count = inp, count
+
+    def iterate(self) -> Iterator[Element]:
+        it = self.inp.iterate()
+        if self.count < 0:
+            for _ in it:
+                pass
+            return
+        for i, e in enumerate(it):
+            if i >= self.count:
+                yield e
+
+
+class Cache(DatasetValue):
+    """The first complete pass is kept in memory; later passes replay it.  A pass
+    that stops early keeps nothing (as TensorFlow's MemoryCache)."""
+
+    def __init__(self, inp: DatasetValue) -> None:
+        self.inp = inp
+        self._lock = threading.Lock()
+        self._cached: list[Element] | None = None
+
+    def iterate(self) -> Iterator[Element]:
+        with self._lock:
+            cached = self._cached
+        if cached is not None:
+            yield from cached
+            return
+        seen: list[Element] = []
+        for e in self.inp.iterate():
+            seen.append(e)
+            yield e
+        with self._lock:
+            if self._cached is None:
+                self._cached = seen
+
+
+_END = object()
+
+
+class Prefetch(DatasetValue):
+    """A producer thread runs ahead of the consumer by up to `buffer_size` elements
+    (AUTOTUNE: 2).  The thread stops when the pass is closed or garbage collected."""
+
+    def __init__(self, inp: DatasetValue, buffer_size: int) -> None:
+        if buffer_size < 0 and buffer_size != AUTOTUNE:
+            raise _invalid("buffer_size must be >= 0 or set to -1 (AUTOTUNE).")
+        self.inp = inp
+        self.buffer_size = 2 if buffer_size == AUTOTUNE else buffer_size
+
+    def iterate(self) -> Iterator[Element]:
+        if self.buffer_size == 0:
+            return self.inp.iterate()
+        return _PrefetchPass(self.inp.iterate(), self.buffer_size)
+
+
+class _PrefetchPass:
+    def __init__(self, src: Iterator[Element], size: int) -> None:
+        self._q: queue.Queue[Any] = queue.Queue(size)
+        self._stop = threading.Event()
+        self._finished = False
+        t = threading.Thread(target=self._produce, args=(src, self._q, self._stop),
+                             name="flowlab-prefetch", daemon=True)
+        t.start()
+
+    @staticmethod
+    def _produce(src: Iterator[Element], q: queue.Queue[Any], stop: threading.Event) -> None:
+        def put(item: Any) -> bool:
+            while not stop.is_set():
+                try:
+                    q.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        try:
+            for e in src:
+                if not put((e, None)):
+                    return
+        except BaseException as exc:  # handed to the consumer, raised there
+            put((None, exc))
+            return
+        put((_END, None))
+
+    def __iter__(self) -> _PrefetchPass:
+        return self
+
+    def __next__(self) -> Element:
+        if self._finished:
+            raise StopIteration
+        e, exc = self._q.get()
+        if exc is not None:
+            self._finished = True
+            raise exc
+        if e is _END:
+            self._finished = True
+            raise StopIteration
+        return e  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def __del__(self) -> None:
+        self._stop.set()
