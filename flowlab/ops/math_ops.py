@@ -41,7 +41,8 @@ __all__ = [
     "logical_and", "logical_or", "logical_not", "logical_xor",
     "cast", "to_float", "to_double", "to_int32", "to_int64",
     "matmul", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
-    "reduce_all", "reduce_any", "reduce_logsumexp", "count_nonzero", "argmax", "argmin", "clip_by_value",
+    "reduce_all", "reduce_any", "reduce_logsumexp", "count_nonzero", "argmax", "argmin", "arg_max", "arg_min",
+    "clip_by_value",
     "range", "cumsum", "cumprod",
 ]
 
@@ -523,6 +524,18 @@ def argmin(input: Any, axis: Any = None, name: str | None = None, dimension: Any
            output_type: Any = dtypes.int64) -> Tensor:
     """Index of the smallest value along `axis` (default 0), as int64 (`ArgMin`)."""
     return _arg("ArgMin", input, axis, name, dimension, output_type)
+
+
+def arg_max(input: Any, dimension: Any, output_type: Any = dtypes.int64,  # noqa: A002
+            name: str | None = None) -> Tensor:
+    """`ArgMax` as TensorFlow 1.x's generated `tf.arg_max`: `dimension` is required."""
+    return _arg("ArgMax", input, dimension, name, None, output_type)
+
+
+def arg_min(input: Any, dimension: Any, output_type: Any = dtypes.int64,  # noqa: A002
+            name: str | None = None) -> Tensor:
+    """`ArgMin` as TensorFlow 1.x's generated `tf.arg_min`: `dimension` is required."""
+    return _arg("ArgMin", input, dimension, name, None, output_type)
 
 
 def _scan(op_type: str, x: Any, axis: Any, exclusive: bool, reverse: bool, name: Any) -> Tensor:

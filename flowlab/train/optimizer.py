@@ -17,6 +17,7 @@ exist in flowlab, so there are no resource-variable paths.
 
 from __future__ import annotations
 
+from collections.abc import MappingView
 from typing import Any
 
 from flowlab.graph import dtypes
@@ -52,6 +53,8 @@ def _flatten(x: Any) -> list[Any]:
         return [y for e in x for y in _flatten(e)]
     if isinstance(x, dict):
         return [y for k in sorted(x) for y in _flatten(x[k])]
+    if isinstance(x, (MappingView, range)):  # `var_list=d.values()`: nest flattens views
+        return [y for e in x for y in _flatten(e)]
     return [x]
 
 
