@@ -43,10 +43,11 @@ the same directory is a no-op.)  Without `fcntl` (Windows) the lock is per proce
 Leftovers.  Under the lock no other save is writing in the directory, so the next
 save removes (`cleanup`): every ``*.tmp-<random>`` file that no index names, every
 ``*.data-?????-of-?????`` file whose checkpoint's index does not name it, and every
-part directory ``<prefix>_temp*`` of a dead sharded save: the Saver creates the
-part directory with a `.live` file and keeps it locked for the whole save, so a
-`.live` that can be locked belongs to a dead process.  (A part directory without
-`.live` -- the save op run directly, not by `Saver.save` -- is left alone.)
+part directory ``<prefix>_temp_<random>`` of a dead sharded save: the Saver creates
+it with a `.live` file, under the lock, and keeps `.live` locked for the whole save,
+so a missing `.live`, or one that can be locked, means a dead process.  (A part
+directory ``<prefix>_temp`` -- the save op run directly, not by `Saver.save` -- is
+left alone.)
 
 Fault injection.  Every file operation of a save passes through `file_op` first,
 which counts it; `crash_at = k` (or ``FLOWLAB_CHECKPOINT_CRASH_AT=k``) makes the
@@ -195,13 +196,17 @@ LIVE = ".live"
 
 
 def hold_part_dir(directory: str) -> int:
-    """Mark `directory` (a sharded save's part directory) as in use: create it and
-    its `.live` file and keep that locked until `release_part_dir`; returns the fd."""
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, LIVE)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    if fcntl is not None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    """Mark `directory` (a sharded save's fresh part directory) as in use: create it
+    and its `.live` file, under the parent's save lock (so no cleanup sees it half
+    made), and keep `.live` locked until `release_part_dir`; returns the fd."""
+    with dir_lock(os.path.dirname(directory)):
+        file_op("mkdir", directory)
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, LIVE)
+        file_op("create", path)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
     return fd
 
 
@@ -212,14 +217,17 @@ def release_part_dir(directory: str, fd: int) -> None:
     _remove_tree(directory)
 
 
-def _part_dir_dead(directory: str) -> bool:
-    live = os.path.join(directory, LIVE)
-    if fcntl is None:  # pragma: no cover
+def _part_dir_dead(directory: str, name: str) -> bool:
+    """Whether a part directory belongs to no running save: a Saver's (a random
+    suffix) whose `.live` is missing or not locked.  Others (the save op run
+    directly) are never touched."""
+    if fcntl is None or not _SAVER_PART_DIR.fullmatch(name):
         return False
+    live = os.path.join(directory, LIVE)
     try:
         fd = os.open(live, os.O_RDONLY)
     except FileNotFoundError:
-        return True
+        return True  # killed between its mkdir and its `.live` (made under the lock)
     except OSError:
         return False
     try:
@@ -247,6 +255,7 @@ def _remove_tree(directory: str) -> None:
 _DATA = re.compile(r"(.+)\.data-(\d{5})-of-(\d{5})(\.tmp-[0-9a-f]{12})?")
 _TMP = re.compile(r".+\.tmp-[0-9a-f]{12}")
 _PART_DIR = re.compile(r".+_temp(_[0-9a-f]{32})?")
+_SAVER_PART_DIR = re.compile(r".+_temp_[0-9a-f]{32}")
 
 
 def referenced_files(prefix: str) -> set[str]:
@@ -289,8 +298,8 @@ def cleanup(directory: str, keep: tuple[str, ...] = ()) -> None:
                 _discard(path)
         elif _TMP.fullmatch(name):
             _discard(path)
-        elif (_PART_DIR.fullmatch(name) and os.path.exists(os.path.join(path, LIVE))
-              and os.path.realpath(path) not in keep_real and _part_dir_dead(path)):
+        elif (_PART_DIR.fullmatch(name) and os.path.realpath(path) not in keep_real
+              and os.path.isdir(path) and _part_dir_dead(path, name)):
             _remove_tree(path)
 
 
