@@ -62,3 +62,19 @@ from flowlab.train.proximal_adagrad import ProximalAdagradOptimizer  # noqa: E40
 from flowlab.train.proximal_gradient_descent import ProximalGradientDescentOptimizer  # noqa: E402
 
 __all__ += ["AdagradDAOptimizer", "FtrlOptimizer", "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer"]
+
+# `tf.train.Example` and its parts: protobuf messages wire-compatible with TensorFlow's.
+from flowlab.kernels.example_proto import (  # noqa: E402
+    BytesList,
+    Example,
+    Feature,
+    FeatureList,
+    FeatureLists,
+    Features,
+    FloatList,
+    Int64List,
+    SequenceExample,
+)
+
+__all__ += ["BytesList", "Example", "Feature", "FeatureList", "FeatureLists", "Features",
+            "FloatList", "Int64List", "SequenceExample"]
