@@ -188,3 +188,21 @@ graph_util = _namespace("graph_util", _graph_util, extra={"import_graph_def": im
 
 # `tf.compat`: as_bytes/as_str/as_text/as_str_any, ...; `tf.compat.v1.X` is `tf.X` here.
 from flowlab import compat  # noqa: E402
+
+# `tf.data`, `tf.SparseTensor`, TFRecord files and Example parsing (`tf.io`,
+# `tf.python_io`, and TensorFlow 1.x's top-level `tf.parse_example`, `tf.FixedLenFeature`).
+from flowlab import data  # noqa: E402
+from flowlab.data import tf_record as _tf_record  # noqa: E402
+from flowlab.ops import parsing_ops as _parsing_ops  # noqa: E402
+from flowlab.ops.parsing_ops import (  # noqa: E402
+    FixedLenFeature,
+    VarLenFeature,
+    parse_example,
+    parse_single_example,
+)
+from flowlab.ops.sparse_tensor import SparseTensor, SparseTensorValue  # noqa: E402
+
+for _m in (_tf_record, _parsing_ops):
+    for _n in _m.__all__:
+        setattr(io, _n, getattr(_m, _n))
+python_io = _namespace("python_io", _tf_record)
