@@ -385,8 +385,8 @@ def _convert_generated(value: Any, structure: Any, flat_specs: list[Any]) -> tup
                 None, None, "`generator` yielded an element that did not match the expected "
                 f"structure. The expected structure was {st.types_of(structure)}, but the "
                 f"yielded element was {value}.")
-        leaves = st.flatten(tuple(value) if isinstance(value, list) else value)
-        if len(leaves) != len(flat_specs):
+        leaves = _flatten_up_to(structure, value)
+        if leaves is None or len(leaves) != len(flat_specs):
             raise errors.InvalidArgumentError(
                 None, None, "`generator` yielded an element that did not match the expected "
                 f"structure. The expected structure was {st.types_of(structure)}, but the "
@@ -414,6 +414,24 @@ def _convert_generated(value: Any, structure: Any, flat_specs: list[Any]) -> tup
                 f"an element of shape {spec.shape} was expected.")
         out.append(arr)
     return tuple(out)
+
+
+def _flatten_up_to(structure: Any, value: Any) -> list[Any] | None:
+    """`value`'s leaves where `structure` has leaves (a leaf may be a list); None when
+    the two do not fit."""
+    if isinstance(structure, st.TensorSpec):
+        return [value]
+    if isinstance(structure, dict):
+        if not isinstance(value, dict) or set(value) != set(structure):
+            return None
+        parts = [_flatten_up_to(structure[k], value[k]) for k in sorted(structure)]
+    else:
+        if not isinstance(value, (tuple, list)) or len(value) != len(structure):
+            return None
+        parts = [_flatten_up_to(s, v) for s, v in zip(structure, value)]
+    if any(p is None for p in parts):
+        return None
+    return [x for p in parts for x in p]  # type: ignore[union-attr]
 
 
 class TextLineDataset(Dataset):

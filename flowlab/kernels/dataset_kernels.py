@@ -293,7 +293,10 @@ def iterator_get_next(ctx: Any, it: IteratorState) -> list[Any]:
     shapes = ctx.attrs["output_shapes"]
     out = []
     for i, (c, want) in enumerate(zip(element, shapes)):
-        c = np.asarray(c) if not isinstance(c, dv.DatasetValue) else c
+        if isinstance(c, (bytes, str)):
+            c = np.array(c, dtype=object)
+        elif not isinstance(c, dv.DatasetValue):
+            c = np.asarray(c)
         if want is not None and not isinstance(c, dv.DatasetValue):
             got = np.shape(c)
             if len(got) != len(want) or any(w is not None and w != g for w, g in zip(want, got)):

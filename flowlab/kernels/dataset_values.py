@@ -47,6 +47,14 @@ def _shape_str(shape: tuple[int, ...]) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
+def _row(c: Any, i: int) -> Any:
+    """Row `i` of `c`, an array even for strings (indexing an object array gives the
+    bytes themselves)."""
+    if c.dtype == object:
+        return c[i:i + 1].reshape(c.shape[1:])
+    return c[i]
+
+
 class DatasetValue:
     """A sequence of elements; `iterate()` starts a fresh pass over it."""
 
@@ -84,7 +92,7 @@ class Slices(DatasetValue):
     def iterate(self) -> Iterator[Element]:
         cs = self.components
         for i in range(self.n):
-            yield tuple(c[i] for c in cs)
+            yield tuple(_row(c, i) for c in cs)
 
 
 class Range(DatasetValue):
@@ -250,12 +258,11 @@ class Interleave(DatasetValue):
 # --- batching -----------------------------------------------------------------------
 def _stack(values: list[Any], component: int) -> Any:
     first = np.shape(values[0])
-    for j, v in enumerate(values[1:], 1):
+    for v in values[1:]:
         if np.shape(v) != first:
             raise _invalid(
-                f"Cannot batch tensors with different shapes in component {component}. First "
-                f"element had shape {_shape_str(first)} and element {j} had shape "
-                f"{_shape_str(np.shape(v))}.")
+                f"Cannot add tensor to the batch: number of elements does not match. Shapes "
+                f"are: [tensor]: {_shape_str(first)}, [batch]: {_shape_str(np.shape(v))}")
     return np.stack(values)
 
 
@@ -324,7 +331,7 @@ class Unbatch(DatasetValue):
                 raise _invalid("Input element must have a non-scalar value in each component "
                                "and the same size in the 0th dimension.")
             for j in range(sizes.pop()):
-                yield tuple(c[j] for c in e)
+                yield tuple(_row(c, j) for c in e)
 
 
 # --- order and amount --------------------------------------------------------------

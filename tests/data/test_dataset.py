@@ -1,0 +1,263 @@
+"""tf.data sources and transformations against TensorFlow 2.21's tf.compat.v1: element
+values, dtypes, order, static types and shapes, and OutOfRangeError at the end."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flowlab as fl
+from tests.data.datatest import assert_same_elements, drain
+
+CASES = {
+    "slices_tuple": lambda tf: tf.data.Dataset.from_tensor_slices(([1, 2, 3], [4.0, 5.0, 6.0])),
+    "slices_dict": lambda tf: tf.data.Dataset.from_tensor_slices(
+        {"b": np.arange(6).reshape(3, 2), "a": np.array([b"x", b"y", b"z"])}),
+    "from_tensors": lambda tf: tf.data.Dataset.from_tensors((np.ones((2, 3), np.float32), 7)),
+    "range_1": lambda tf: tf.data.Dataset.range(5),
+    "range_3": lambda tf: tf.data.Dataset.range(10, 2, -3),
+    "range_int32": lambda tf: tf.data.Dataset.range(1, 4, output_type=tf.int32),
+    "zip": lambda tf: tf.data.Dataset.zip((tf.data.Dataset.range(3),
+                                           tf.data.Dataset.range(10, 20).map(lambda x: x * 2))),
+    "zip_dict": lambda tf: tf.data.Dataset.zip({"p": tf.data.Dataset.range(4),
+                                                "q": tf.data.Dataset.range(2)}),
+    "map_tuple": lambda tf: tf.data.Dataset.from_tensor_slices(([1, 2, 3], [4.0, 5.0, 6.0])).map(
+        lambda a, b: (tf.cast(a, tf.float32) * b, a + 1)),
+    "map_dict": lambda tf: tf.data.Dataset.from_tensor_slices({"x": [1.0, 2.0]}).map(
+        lambda d: {"y": d["x"] * 3.0, "z": tf.shape(d["x"])}),
+    "map_parallel": lambda tf: tf.data.Dataset.range(20).map(lambda x: x * x, num_parallel_calls=4),
+    "map_capture": lambda tf: (lambda w: tf.data.Dataset.range(4).map(
+        lambda x: tf.cast(x, tf.float32) * w))(tf.constant(2.5)),
+    "map_list_to_tuple": lambda tf: tf.data.Dataset.range(3).map(lambda x: [x, x + 1]),
+    "batch": lambda tf: tf.data.Dataset.range(10).batch(4),
+    "batch_drop": lambda tf: tf.data.Dataset.range(10).batch(4, drop_remainder=True),
+    "batch_strings": lambda tf: tf.data.Dataset.from_tensor_slices([b"a", b"bb", b"c"]).batch(2),
+    "padded_batch": lambda tf: tf.data.Dataset.range(1, 6).map(
+        lambda x: tf.fill([x], x)).padded_batch(2, padded_shapes=[None]),
+    "padded_batch_fixed": lambda tf: tf.data.Dataset.range(1, 5).map(
+        lambda x: (tf.fill([x], tf.cast(x, tf.float32)), x)).padded_batch(
+        3, padded_shapes=([6], []), padding_values=(-1.0, np.int64(0)), drop_remainder=True),
+    "unbatch": lambda tf: tf.data.Dataset.range(7).batch(3).unbatch(),
+    "repeat": lambda tf: tf.data.Dataset.range(3).repeat(3),
+    "repeat_forever_take": lambda tf: tf.data.Dataset.range(3).repeat().take(8),
+    "repeat_empty_forever": lambda tf: tf.data.Dataset.range(0).repeat(),
+    "take_skip": lambda tf: tf.data.Dataset.range(10).skip(2).take(5),
+    "take_all": lambda tf: tf.data.Dataset.range(4).take(-1),
+    "skip_all": lambda tf: tf.data.Dataset.range(4).skip(-1),
+    "filter": lambda tf: tf.data.Dataset.range(10).filter(lambda x: tf.equal(x % 3, 0)),
+    "flat_map": lambda tf: tf.data.Dataset.range(1, 4).flat_map(
+        lambda x: tf.data.Dataset.from_tensors(x).repeat(x)),
+    "interleave": lambda tf: tf.data.Dataset.range(1, 6).interleave(
+        lambda x: tf.data.Dataset.from_tensors(x).repeat(x), cycle_length=2, block_length=2),
+    "interleave_block1": lambda tf: tf.data.Dataset.range(4).interleave(
+        lambda x: tf.data.Dataset.range(x * 10, x * 10 + 3), cycle_length=3),
+    "cache_repeat": lambda tf: tf.data.Dataset.range(4).map(lambda x: x + 1).cache().repeat(2),
+    "prefetch": lambda tf: tf.data.Dataset.range(50).map(lambda x: x * 2).prefetch(3),
+    "prefetch_autotune": lambda tf: tf.data.Dataset.range(5).prefetch(tf.data.experimental.AUTOTUNE),
+    "shuffle_seeded": lambda tf: tf.data.Dataset.range(10).shuffle(4, seed=1),
+    "shuffle_repeat": lambda tf: tf.data.Dataset.range(10).shuffle(4, seed=1).repeat(3),
+    "shuffle_fixed": lambda tf: tf.data.Dataset.range(10).shuffle(
+        4, seed=1, reshuffle_each_iteration=False).repeat(2),
+    "shuffle_big_buffer": lambda tf: tf.data.Dataset.range(100).shuffle(1000, seed=42),
+    "shuffle_small_buffer": lambda tf: tf.data.Dataset.range(30).shuffle(2, seed=7),
+    "shuffle_batch": lambda tf: tf.data.Dataset.from_tensor_slices(
+        (np.arange(40, dtype=np.float32).reshape(20, 2), np.arange(20))).shuffle(
+        8, seed=3).batch(6),
+    "shuffle_then_map": lambda tf: tf.data.Dataset.range(12).map(lambda x: x * 3).shuffle(
+        5, seed=123).batch(5),
+    "from_generator": lambda tf: tf.data.Dataset.from_generator(
+        lambda: iter([(1, [1.0, 2.0]), (2, [3.0, 4.0])]), (tf.int32, tf.float32),
+        (tf.TensorShape([]), tf.TensorShape([2]))),
+    "from_generator_strings": lambda tf: tf.data.Dataset.from_generator(
+        lambda: (s for s in ["ab", "c"]), tf.string),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_same_elements_as_tensorflow(tf1, name):
+    assert_same_elements(tf1, CASES[name])
+
+
+@pytest.mark.parametrize("name", ["shuffle_seeded", "shuffle_repeat", "map_capture", "batch"])
+def test_initializable_iterator_same_as_tensorflow(tf1, name):
+    assert_same_elements(tf1, CASES[name], initializable=True)
+
+
+def test_shuffle_with_graph_seed_matches_tensorflow(tf1):
+    def build(tf):
+        tf.set_random_seed(5)
+        return tf.data.Dataset.range(20).shuffle(6).shuffle(3).repeat(2)
+
+    assert_same_elements(tf1, build)
+
+
+def test_shuffle_without_seed_is_a_permutation():
+    got, _, _ = drain(fl, lambda tf: tf.data.Dataset.range(50).shuffle(10))
+    assert sorted(int(v) for v in got) == list(range(50))
+
+
+def _reinit(tf, ds_fn):
+    g = tf.Graph()
+    with g.as_default():
+        it = tf.data.make_initializable_iterator(ds_fn(tf))
+        x = it.get_next()
+        with tf.Session() as s:
+            s.run(it.initializer)
+            first = [int(s.run(x)) for _ in range(3)]
+            s.run(it.initializer)
+            again = [int(s.run(x)) for _ in range(5)]
+    return first, again
+
+
+def test_reinitializing_starts_over_as_tensorflow(tf1):
+    fn = lambda tf: tf.data.Dataset.range(10).shuffle(5, seed=9)  # noqa: E731
+    assert _reinit(fl, fn) == _reinit(tf1, fn)
+
+
+def _reinitializable(tf):
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.data.Dataset.range(3)
+        b = tf.data.Dataset.range(100, 102)
+        it = tf.data.Iterator.from_structure(a.output_types, a.output_shapes)
+        x = it.get_next()
+        ia, ib = it.make_initializer(a), it.make_initializer(b)
+        out = []
+        with tf.Session() as s:
+            for init in (ia, ib, ia):
+                s.run(init)
+                while True:
+                    try:
+                        out.append(int(s.run(x)))
+                    except tf.errors.OutOfRangeError:
+                        out.append("end")
+                        break
+    return out, x.dtype.name, x.shape.as_list()
+
+
+def test_from_structure_and_make_initializer_as_tensorflow(tf1):
+    assert _reinitializable(fl) == _reinitializable(tf1)
+
+
+def test_uninitialized_iterator_is_failed_precondition_as_tensorflow(tf1):
+    for tf in (tf1, fl):
+        g = tf.Graph()
+        with g.as_default():
+            it = tf.data.make_initializable_iterator(tf.data.Dataset.range(3))
+            x = it.get_next()
+            with tf.Session() as s, pytest.raises(tf.errors.FailedPreconditionError) as e:
+                s.run(x)
+        assert "GetNext() failed because the iterator has not been initialized" in str(e.value)
+
+
+def test_make_initializer_refuses_other_types_as_tensorflow(tf1):
+    for tf in (tf1, fl):
+        g = tf.Graph()
+        with g.as_default():
+            it = tf.data.Iterator.from_structure(tf.int64, tf.TensorShape([]))
+            with pytest.raises(TypeError, match="Expected output types"):
+                it.make_initializer(tf.data.Dataset.from_tensor_slices([1.0, 2.0]))
+
+
+def test_one_shot_iterator_refuses_placeholders_as_tensorflow(tf1):
+    for tf in (tf1, fl):
+        g = tf.Graph()
+        with g.as_default():
+            p = tf.placeholder(tf.int64, [None])
+            ds = tf.data.Dataset.from_tensor_slices(p)
+            with pytest.raises(ValueError, match="Cannot capture a placeholder"):
+                tf.data.make_one_shot_iterator(ds)
+
+
+def test_initializable_iterator_takes_feeds_as_tensorflow(tf1):
+    def run(tf):
+        g = tf.Graph()
+        with g.as_default():
+            p = tf.placeholder(tf.float32, [None, 2])
+            it = tf.data.make_initializable_iterator(
+                tf.data.Dataset.from_tensor_slices(p).map(lambda r: tf.reduce_sum(r)))
+            x = it.get_next()
+            with tf.Session() as s:
+                s.run(it.initializer, {p: [[1, 2], [3, 4]]})
+                return [float(s.run(x)) for _ in range(2)], x.shape.as_list()
+
+    assert run(fl) == run(tf1)
+
+
+def test_map_function_error_is_the_op_error_as_tensorflow(tf1):
+    for tf in (tf1, fl):
+        g = tf.Graph()
+        with g.as_default():
+            ds = tf.data.Dataset.range(3).map(
+                lambda x: tf.reshape(tf.fill([x], x), [2]))
+            x = tf.data.make_one_shot_iterator(ds).get_next()
+            with tf.Session() as s:
+                with pytest.raises(tf.errors.InvalidArgumentError):
+                    s.run(x)
+
+
+def test_batch_of_different_shapes_is_invalid_argument_as_tensorflow(tf1):
+    msgs = []
+    for tf in (tf1, fl):
+        g = tf.Graph()
+        with g.as_default():
+            ds = tf.data.Dataset.range(1, 4).map(lambda x: tf.fill([x], x)).batch(2)
+            x = tf.data.make_one_shot_iterator(ds).get_next()
+            with tf.Session() as s, pytest.raises(tf.errors.InvalidArgumentError) as e:
+                s.run(x)
+            msgs.append(e.value.message)
+    want = ("Cannot add tensor to the batch: number of elements does not match. Shapes are: "
+            "[tensor]: [1], [batch]: [2]")
+    assert want in msgs[0]
+    assert want in msgs[1]
+
+
+def test_filter_predicate_must_be_a_bool_scalar_as_tensorflow(tf1):
+    for tf in (tf1, fl):
+        g = tf.Graph()
+        with g.as_default():
+            with pytest.raises(ValueError, match="`predicate` must return a `tf.bool` scalar"):
+                tf.data.Dataset.range(3).filter(lambda x: x)
+
+
+def test_static_structure_names_as_tensorflow(tf1):
+    def build(tf):
+        ds = tf.data.Dataset.from_tensor_slices(
+            (np.zeros((5, 3), np.float32), np.zeros((5,), np.int32))).batch(2)
+        return (tf.data.get_output_types(ds), tf.data.get_output_shapes(ds),
+                tf.compat.v1.data.get_output_types(ds))
+
+    for tf in (tf1, fl):
+        tf.reset_default_graph()
+    t_types, t_shapes, t_types2 = build(tf1)
+    f_types, f_shapes, f_types2 = build(fl)
+    assert [t.name for t in f_types] == [t.name for t in t_types]
+    assert [s.as_list() for s in f_shapes] == [s.as_list() for s in t_shapes]
+    assert [t.name for t in f_types2] == [t.name for t in t_types2]
+
+
+def test_graph_has_tensorflow_op_types(tf1):
+    def types(tf):
+        g = tf.Graph()
+        with g.as_default():
+            ds = (tf.data.Dataset.from_tensor_slices(([1, 2], [3.0, 4.0]))
+                  .map(lambda a, b: a, num_parallel_calls=2).batch(2).shuffle(3, seed=5)
+                  .repeat().prefetch(1).take(3).skip(1))
+            it = tf.data.make_initializable_iterator(ds)
+            it.get_next()
+        return [op.type for op in g.get_operations() if op.type.endswith("Dataset")
+                or op.type.endswith("DatasetV2") or op.type in ("MakeIterator", "IteratorV2",
+                                                                "IteratorGetNext")]
+
+    assert types(fl) == types(tf1)
+
+
+def test_dataset_ops_are_placed_and_shown():
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.data.make_one_shot_iterator(fl.data.Dataset.range(3).batch(2)).get_next()
+        with fl.Session() as s:
+            assert s.run(x).tolist() == [0, 1]
+    ops = {op.name: op for op in g.get_operations()}
+    assert ops["BatchDatasetV2"].inputs[0].op.type == "RangeDataset"
+    assert ops["IteratorGetNext"].outputs[0].shape.as_list() == [None]
