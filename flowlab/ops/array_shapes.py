@@ -13,7 +13,7 @@ op on statically known inputs by running its own CPU kernel, so that static valu
 
 from __future__ import annotations
 
-import builtins
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -87,18 +87,25 @@ def _known_scalar(t: Tensor) -> int | None:
     return None
 
 
-class _Known:
-    """A stand-in NodeContext for running a CPU kernel on statically known inputs."""
-
-    def __init__(self, op: Operation) -> None:
-        self.op, self.name, self.op_type, self.attrs, self.xp = op, op.name, op.type, op._attrs, np
-
-
+# Build-time folding runs an op's CPU kernel on its known inputs: the kernels are the one
+# definition of each op's arithmetic.  They are a layer above this one, so they install
+# the runner (flowlab/kernels/build_time_folding.py) when they are imported; until then
+# nothing folds.
+KernelRunner = Callable[[Operation, list[Any]], Any]
+_kernel_runner: KernelRunner | None = None
 _FOLD_LIMIT = 1 << 16
+
+
+def set_kernel_runner(run: KernelRunner) -> None:
+    """`run(op, input_values)` -> the op's outputs, or None when it cannot run."""
+    global _kernel_runner
+    _kernel_runner = run
 
 
 def _fold(op: Operation) -> Any:
     """Run `op`'s CPU kernel on its inputs' known values (small values only)."""
+    if _kernel_runner is None:
+        return None
     for t in op.outputs:
         n = t.shape.num_elements()
         if n is not None and n > _FOLD_LIMIT:
@@ -109,15 +116,7 @@ def _fold(op: Operation) -> Any:
         if v is None or np.size(v) > _FOLD_LIMIT:
             return None
         values.append(v)
-    from flowlab.kernels.registry import find_kernel  # the kernels are the one definition
-
-    k = find_kernel(op.type, "CPU")
-    if k is None or k.needs_step:
-        return None
-    out = k.fn(_Known(op), *values)
-    if isinstance(out, (list, builtins.tuple)):
-        return [np.asarray(o) for o in out]
-    return np.asarray(out)
+    return _kernel_runner(op, values)
 
 
 def _register_folding(*op_types: str) -> None:

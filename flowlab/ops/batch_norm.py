@@ -16,7 +16,6 @@ from typing import Any
 
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
-from flowlab.kernels import batch_norm_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops import array_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.constant_op import constant

@@ -9,7 +9,7 @@ the same, the intermediate equations may differ).  The gradient of each operand 
 another einsum of the output gradient with the other operand, broadcast back over
 labels only that operand had, put back on the diagonal for a label it repeats ("ii"),
 and summed over batch dimensions it was broadcast in.
-Kernel: `numpy.einsum` over `ctx.xp` (cupy has einsum).
+Kernel: flowlab.kernels.einsum_kernels (`numpy.einsum` over `ctx.xp`; cupy has einsum).
 """
 
 from __future__ import annotations
@@ -17,12 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import numpy as np
-
-from flowlab.errors import InvalidArgumentError
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
-from flowlab.kernels.registry import kernel
 from flowlab.ops import array_ops, math_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor, graph_of
 from flowlab.ops.gradient_registry import gradient
@@ -111,18 +107,6 @@ def _einsum_shape(op: Operation) -> list[Any]:
 
 op_def("Einsum", inputs=["inputs: N * T"], outputs=["output: T"],
        attrs=["equation: string", "N: int >= 1", "T: type"], shape_fn=_einsum_shape)
-
-
-@kernel("Einsum")
-def _einsum_kernel(ctx: Any, *inputs: Any) -> Any:
-    eq = ctx.attrs["equation"]
-    try:
-        with np.errstate(all="ignore"):
-            r = ctx.xp.einsum(eq, *inputs)
-    except ValueError as e:
-        raise InvalidArgumentError(None, None, f"Einsum {eq!r}: {e}") from None
-    r = ctx.xp.asarray(r).astype(inputs[0].dtype, copy=False)
-    return r[()] if r.ndim == 0 else r
 
 
 def _pair_output(a: str, b: str, keep: str) -> str:

@@ -15,7 +15,6 @@ from typing import Any
 
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
-from flowlab.kernels import special_math_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops import array_ops, math_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor, graph_of
 from flowlab.ops.gradient_registry import gradient, not_differentiable

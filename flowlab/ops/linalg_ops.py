@@ -22,7 +22,6 @@ import numpy as np
 from flowlab.graph import dtypes
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
-from flowlab.kernels import linalg_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops import array_ops, math_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor, graph_of
 from flowlab.ops.gradient_registry import not_differentiable

@@ -17,7 +17,6 @@ from typing import Any
 from flowlab.graph import dtypes
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
-from flowlab.kernels import segment_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops import array_ops, math_ops, slicing
 from flowlab.ops.builder import apply_op, convert_to_tensor, graph_of
 from flowlab.ops.const_fold import constant_value

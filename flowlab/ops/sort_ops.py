@@ -19,7 +19,6 @@ import numpy as np
 from flowlab.graph import dtypes
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
-from flowlab.kernels import sort_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops import array_ops, math_ops, nn_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor, graph_of
 from flowlab.ops.const_fold import constant_value

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from flowlab.graph.tensor import Operation, Tensor
-from flowlab.kernels import special_math_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops import array_ops, math_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor, graph_of
 from flowlab.ops.gamma_ops import *  # noqa: F403  (lgamma, digamma, igamma, betainc, bessel_i0e, ...)
