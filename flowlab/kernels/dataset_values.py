@@ -262,7 +262,7 @@ def _stack(values: list[Any], component: int) -> Any:
         if np.shape(v) != first:
             raise _invalid(
                 f"Cannot add tensor to the batch: number of elements does not match. Shapes "
-                f"are: [tensor]: {_shape_str(first)}, [batch]: {_shape_str(np.shape(v))}")
+                f"are: [tensor]: {_shape_str(np.shape(v))}, [batch]: {_shape_str(first)}")
     return np.stack(values)
 
 
