@@ -10,7 +10,9 @@ from __future__ import annotations
 import sys as _sys
 import types as _types
 
+# `tf.compat`: as_bytes/as_str/as_text/as_str_any, ...; `tf.compat.v1.X` is `tf.X` here.
 from flowlab import (
+    compat,
     debug,
     debugging,
     errors,
@@ -177,7 +179,15 @@ from flowlab.ops import data_flow_ops as _data_flow_ops  # noqa: E402
 from flowlab.ops import io_ops as _io_ops  # noqa: E402
 
 queue = _namespace("queue", _data_flow_ops)
-io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph})
+from flowlab import platform as _platform  # noqa: E402
+
+io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph, "gfile": _platform.gfile})
+
+# `tf.app`, `tf.flags` / `tf.app.flags` (absl-py's), `tf.logging`, `tf.gfile`.
+app = _platform.app
+flags = _platform.flags
+logging = _platform.tf_logging
+gfile = _platform.gfile_v1
 
 # `tf.graph_util` (GraphDef passes) and `tf.GraphDef`, TensorFlow's proto class that
 # programs parse .pb files into before `tf.import_graph_def`.
@@ -185,9 +195,6 @@ from flowlab.graph import graph_util as _graph_util  # noqa: E402
 from flowlab.graph.graph_def_pb import GraphDef  # noqa: E402
 
 graph_util = _namespace("graph_util", _graph_util, extra={"import_graph_def": import_graph_def})  # noqa: F405
-
-# `tf.compat`: as_bytes/as_str/as_text/as_str_any, ...; `tf.compat.v1.X` is `tf.X` here.
-from flowlab import compat  # noqa: E402
 
 # `tf.data`, `tf.SparseTensor`, TFRecord files and Example parsing (`tf.io`,
 # `tf.python_io`, and TensorFlow 1.x's top-level `tf.parse_example`, `tf.FixedLenFeature`).
