@@ -23,7 +23,7 @@ import numpy as np
 from flowlab.graph import dtypes
 from flowlab.graph.graph import get_default_graph
 from flowlab.graph.tensor_shape import TensorShape, as_shape
-from flowlab.ops.builder import apply_op, convert_to_tensor
+from flowlab.ops.builder import convert_to_tensor, create_op
 from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.op_def import op_def
 from flowlab.ops.sparse_tensor import SparseTensor
@@ -110,7 +110,7 @@ def _parse(serialized: Any, features: dict[str, Any], name: str | None, default:
                 dv = np.broadcast_to(dv, shape.as_tuple()) if dv.size == 1 else dv.reshape(
                     shape.as_tuple())
                 defaults.append(convert_to_tensor(np.array(dv), dtype=dt, name=f"key_{k}"))
-        outs = apply_op(
+        op = create_op(
             "ParseExampleV2", serialized=ser,
             names=convert_to_tensor(np.zeros([0], object), dtype=dtypes.string, name="names"),
             sparse_keys=convert_to_tensor(np.array([k.encode() for k in sparse], object),
@@ -122,8 +122,7 @@ def _parse(serialized: Any, features: dict[str, Any], name: str | None, default:
             dense_defaults=defaults, num_sparse=len(sparse),
             sparse_types=[_check_dtype(k, features[k].dtype) for k in sparse],
             dense_shapes=shapes, name="ParseExampleV2")
-    if not isinstance(outs, list):
-        outs = [outs]
+    outs = op.outputs
     n = len(sparse)
     result: dict[str, Any] = {}
     for i, k in enumerate(sparse):
