@@ -6,7 +6,7 @@ writer uses: unique per process and writer, which TensorBoard globs by its
 `tfevents` part) and writes, first, the `Event(file_version="brain.Event:2")` every
 TensorFlow event file starts with.  The records are framed by tensorboard's
 `RecordWriter` (length, masked CRC-32C of the length, data, masked CRC-32C of the
-data) and queued to tensorboard's background writer thread, which writes and
+data; the CRC computed in C, flowlab/summary/records.py) and queued to tensorboard's background writer thread, which writes and
 flushes them at least every `flush_secs` seconds; at most `max_queue` events wait,
 so `add_event` blocks only when the disk falls that far behind.
 
@@ -62,7 +62,8 @@ class EventFileWriter:
     def _open(self) -> None:
         # Imported on first use: tensorboard's writer package costs ~0.2 s to import.
         from tensorboard.summary.writer.event_file_writer import _AsyncWriter
-        from tensorboard.summary.writer.record_writer import RecordWriter
+
+        from flowlab.summary.records import RecordWriter
 
         os.makedirs(self._logdir, exist_ok=True)
         with _uid_lock:

@@ -2,7 +2,7 @@
 
 An event file is a sequence of TFRecords -- little-endian uint64 length, masked
 CRC-32C of the length, the `Event` bytes, masked CRC-32C of the bytes -- and this
-iterator checks both checksums (with tensorboard's `masked_crc32c`) and yields
+iterator checks both checksums (flowlab/summary/records.py) and yields
 `event_pb2.Event` messages in file order.  A record cut short at the end of the file
 (a writer still writing) ends the iteration; a checksum that does not match is a
 `DataLossError` naming the file and the byte offset.  Nothing is cached.
@@ -28,7 +28,7 @@ def summary_iterator(path: str) -> Iterator[Any]:
             for v in e.summary.value:
                 print(e.step, v.tag, v.simple_value)
     """
-    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+    from flowlab.summary.records import masked_crc32c
 
     with open(path, "rb") as f:
         offset = 0

@@ -234,3 +234,12 @@ def test_corrupt_event_file_is_data_loss(tmp_path):
     open(path, "wb").write(bytes(data))
     with pytest.raises(fl.errors.DataLossError, match="corrupted record data"):
         _events(path)
+
+
+def test_record_checksums_are_tensorflows():
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as reference
+
+    from flowlab.summary.records import masked_crc32c
+
+    for data in (b"", b"a", b"123456789", bytes(range(256)) * 40):
+        assert masked_crc32c(data) == reference(data)
