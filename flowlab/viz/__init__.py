@@ -10,6 +10,9 @@ when the `dot` binary (apt: graphviz) is installed; `svg(obj)` gives the SVG tex
 `flowlab.viz.passes(sess, fetches, feed_dict)` shows what a session does with a step:
 full graph -> pruned -> optimized -> placed -> partitioned, one picture per stage.
 
+`flowlab.viz.plot_scalars(logdir)` draws a logdir's scalar summaries with matplotlib
+and `.update()` redraws them live while the run trains (flowlab.viz.scalars).
+
 How the pieces fit: `model.to_picture` turns any object into a `Picture` (the one
 adapter per kind of object), `dot.to_dot` draws a Picture.  Objects of other layers
 join in by defining `_flowlab_picture_()` (see `flowlab.viz.model`), and get notebook
@@ -29,10 +32,12 @@ from flowlab.graph import display as _display
 from flowlab.viz.dot import format_bytes, short_device, to_dot
 from flowlab.viz.model import Picture, PNode, to_picture
 from flowlab.viz.passes import Passes, passes
+from flowlab.viz.scalars import ScalarsPlot, plot_scalars
 
 __all__ = [
     "graph", "svg", "mimebundle", "passes", "Passes", "Picture", "PNode", "to_picture",
     "dot_available", "format_bytes", "short_device", "MAX_AUTO_DISPLAY_OPS",
+    "ScalarsPlot", "plot_scalars",
 ]
 
 # Rich display of a bigger graph is skipped (text only): dot needs seconds there, and a
