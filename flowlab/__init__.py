@@ -183,6 +183,27 @@ from flowlab import platform as _platform  # noqa: E402
 
 io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph, "gfile": _platform.gfile})
 
+# `tf.strings` and TensorFlow 1.x's top-level string builders.
+from flowlab.ops import string_ops as _string_ops  # noqa: E402
+from flowlab.ops.string_ops import (  # noqa: E402
+    as_string,
+    reduce_join,
+    regex_replace,
+    string_join,
+    string_split,
+    string_strip,
+    string_to_number,
+    substr,
+)
+
+strings = _types.SimpleNamespace(
+    as_string=as_string, join=string_join, length=_string_ops.string_length,
+    lower=_string_ops.string_lower, upper=_string_ops.string_upper, reduce_join=reduce_join,
+    regex_full_match=_string_ops.regex_full_match, regex_replace=regex_replace,
+    split=_string_ops.strings_split, strip=string_strip, substr=substr, to_number=string_to_number,
+)
+strings.__name__ = "flowlab.strings"  # type: ignore[attr-defined]
+
 # `tf.app`, `tf.flags` / `tf.app.flags` (absl-py's), `tf.logging`, `tf.gfile`.
 app = _platform.app
 flags = _platform.flags

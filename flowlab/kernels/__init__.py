@@ -31,6 +31,7 @@ from flowlab.kernels import (
     special_math_kernels,
     stack_kernels,
     state_kernels,
+    string_kernels,
     tensor_array_kernels,
     training_kernels,
 )
