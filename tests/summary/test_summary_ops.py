@@ -228,3 +228,19 @@ def test_summary_ops_are_placed_and_pruned_like_any_op():
         sess.run(s, {x: 1.5}, options=fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE), run_metadata=md)
     ran = {n.node_name for d in md.step_stats.dev_stats for n in d.node_stats}
     assert s.op.name in ran and "mul" not in ran
+
+
+def test_summary_across_devices_is_partitioned_with_send_recv_and_drawn():
+    with fl.device("/cpu:0"):
+        x = fl.constant([1.0, 2.0, 3.0], name="x")
+    with fl.device("/cpu:1"):
+        h = fl.summary.histogram("h", x)
+    with fl.Session(config=fl.ConfigProto(device_count={"CPU": 2})) as sess:
+        got = sess.run(h)
+        parts = sess.partitions(h)
+    with fl.Session(config=fl.ConfigProto(allow_soft_placement=True)) as sess:
+        assert got == sess.run(h)  # the same bytes as on one device
+    (cpu1,) = [[n["op"] for n in parts[d]["node"]] for d in parts if d.endswith("CPU:1")]
+    assert "HistogramSummary" in cpu1 and "_Recv" in cpu1
+    assert [(p.tensor, p.dst_device[-5:]) for p in parts.pairs] == [("x:0", "CPU:1")]
+    assert "HistogramSummary" in fl.viz.graph(fl.get_default_graph()).source
