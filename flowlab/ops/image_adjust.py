@@ -79,6 +79,11 @@ class _Pair:
         self.inputs = [x, y]
 
 
+def _clip_by_value(t: Any, lo: Any, hi: Any, name: str = "ClipByValue") -> Tensor:
+    """The ClipByValue op (TensorFlow's gen_math_ops._clip_by_value)."""
+    return apply_op("ClipByValue", t=t, clip_value_min=lo, clip_value_max=hi, name=name)
+
+
 def saturate_cast(value: Any, dtype: Any, name: str | None = None) -> Tensor:
     """Cast, clamping first to the range of `dtype` (`tf.saturate_cast`).
 
@@ -101,8 +106,8 @@ def saturate_cast(value: Any, dtype: Any, name: str | None = None) -> Tensor:
         hi = np_in(np.minimum(float(in_dtype.max), float(dtype.max)))
         if np.array([hi, dtype.max], dtype=promoted)[0] > np.array([hi, dtype.max], dtype=promoted)[1]:
             hi = np.nextafter(hi, np_in(0), dtype=np_in)
-        value = apply_op("ClipByValue", t=value, clip_value_min=convert_to_tensor(lo, dtype=in_dtype),
-                         clip_value_max=convert_to_tensor(hi, dtype=in_dtype), name="clamp")
+        value = _clip_by_value(value, convert_to_tensor(lo, dtype=in_dtype), convert_to_tensor(hi, dtype=in_dtype),
+                               name="clamp")
         return math_ops.cast(value, dtype, name=scope)
 
 
@@ -214,6 +219,8 @@ def rgb_to_grayscale(images: Any, name: str | None = None) -> Tensor:
         flt = convert_image_dtype(images, dtypes.float32)
         gray = tensordot(flt, [0.2989, 0.587, 0.114], [-1, -1])
         gray = array_ops.expand_dims(gray, -1)
+        if images.shape.ndims is not None:  # TensorFlow's tensordot keeps the static dimensions
+            gray.set_shape(images.shape[:-1].concatenate([1]))
         return convert_image_dtype(gray, images.dtype, name=scope)
 
 

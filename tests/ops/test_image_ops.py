@@ -1,0 +1,331 @@
+"""tf.image against TensorFlow 2.21: graphs op for op, values bit for bit, bytes, errors.
+
+Each case is built under TensorFlow's tf.compat.v1 and under flowlab in a fresh graph
+with graph seed 42; the two graphs must have the same ops (name, type, inputs,
+control inputs) unless the case says otherwise, and the fetched values the same
+dtypes, shapes and values (exactly, unless the case gives a tolerance).  Encoded
+images must be the same bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import flowlab as fl
+from tests.ops.gradient_check import grad_case
+
+RS = np.random.RandomState(0)
+IMG = RS.uniform(0, 1, (5, 6, 3)).astype(np.float32)
+BATCH = RS.uniform(0, 1, (4, 5, 6, 3)).astype(np.float32)
+U8 = RS.randint(0, 256, (5, 7, 3)).astype(np.uint8)
+U8_BATCH = RS.randint(0, 256, (1, 5, 7, 2)).astype(np.uint8)
+F64 = RS.randn(1, 4, 3, 1)
+U16 = RS.randint(0, 65536, (4, 3, 1)).astype(np.uint16)
+GRAY_ALPHA = RS.randint(0, 256, (5, 4, 2)).astype(np.uint8)
+RGBA = RS.randint(0, 256, (5, 4, 4)).astype(np.uint8)
+BIG = RS.randint(0, 256, (40, 50, 3)).astype(np.uint8)
+HSV_WEIGHTS = RS.randn(*BATCH.shape).astype(np.float32)
+WIDE = RS.uniform(0, 1, (2, 17, 9, 4)).astype(np.float32)
+U16_RGB = RS.randint(0, 65536, (9, 8, 3)).astype(np.uint16)
+
+CASES: dict[str, tuple[Any, dict[str, Any]]] = {}
+
+
+def case(name: str, graph: bool = True, rtol: float = 0.0, atol: float = 0.0) -> Any:
+    def register(fn: Any) -> Any:
+        CASES[name] = (fn, dict(graph=graph, rtol=rtol, atol=atol))
+        return fn
+    return register
+
+
+# --- geometry -----------------------------------------------------------------------------
+case("flips")(lambda tf: [tf.image.flip_left_right(IMG), tf.image.flip_up_down(BATCH),
+                          tf.image.flip_left_right(BATCH)])
+case("random_flips")(lambda tf: [tf.image.random_flip_left_right(IMG, seed=3),
+                                 tf.image.random_flip_up_down(BATCH, seed=5),
+                                 tf.image.random_flip_left_right(BATCH)])
+case("rot90_transpose")(lambda tf: [tf.image.rot90(IMG, 1), tf.image.rot90(BATCH, 3), tf.image.rot90(IMG, 2),
+                                    tf.image.rot90(IMG, 0), tf.image.transpose_image(IMG),
+                                    tf.image.transpose_image(BATCH)])
+case("crop_and_pad")(lambda tf: [tf.image.crop_to_bounding_box(IMG, 1, 2, 3, 3),
+                                 tf.image.pad_to_bounding_box(BATCH, 1, 2, 8, 9),
+                                 tf.image.crop_to_bounding_box(BATCH, 0, 0, 5, 6)])
+case("central_crop")(lambda tf: [tf.image.central_crop(IMG, 0.5), tf.image.central_crop(BATCH, 0.33),
+                                 tf.image.central_crop(IMG, 1.0)])
+case("resize_with_crop_or_pad")(lambda tf: [tf.image.resize_image_with_crop_or_pad(IMG, 3, 9),
+                                            tf.image.resize_image_with_crop_or_pad(BATCH, 7, 2),
+                                            tf.image.resize_with_crop_or_pad(IMG, 5, 6)])
+
+
+# The run-time checks' Assert data Consts are named by flowlab.ops.check_ops ("Const"
+# rather than TensorFlow's "Assert/data_0"); the rest of these graphs is TensorFlow's.
+@case("dynamic_shapes", graph=False)
+def _(tf):
+    x = tf.placeholder(tf.float32, [None, None, 3])
+    feed = {x: IMG}
+    return [tf.image.flip_left_right(x), tf.image.crop_to_bounding_box(x, 1, 1, 2, 3),
+            tf.image.pad_to_bounding_box(x, 1, 1, 8, 8), tf.image.resize_image_with_crop_or_pad(x, 4, 8),
+            tf.image.per_image_standardization(x)], feed
+
+
+# random_crop's Assert names its data Const differently (flowlab.ops.check_ops); values are TF's.
+case("random_crop", graph=False)(lambda tf: [tf.image.random_crop(BATCH, [2, 3, 4, 3], seed=4),
+                                             tf.random_crop(IMG, [2, 2, 3])])
+
+# --- pixel values ----------------------------------------------------------------------
+case("convert_image_dtype")(lambda tf: [
+    tf.image.convert_image_dtype(U8, tf.float32), tf.image.convert_image_dtype(IMG, tf.uint8),
+    tf.image.convert_image_dtype(IMG * 2 - 0.5, tf.uint8, saturate=True),
+    tf.image.convert_image_dtype(U8, tf.int32), tf.image.convert_image_dtype(U8, tf.uint8),
+    tf.image.convert_image_dtype(tf.constant([70000, -5, 2**31 - 1], tf.int32), tf.uint8, saturate=True),
+    tf.image.convert_image_dtype(tf.constant([70000, 255, 2**31 - 1], tf.int32), tf.uint16),
+    tf.image.convert_image_dtype(IMG, tf.float64), tf.image.convert_image_dtype(IMG, tf.int16),
+    tf.image.convert_image_dtype(tf.constant([-1.5, 0.5, 2.0], tf.float64), tf.int8, saturate=True),
+    tf.image.convert_image_dtype(tf.constant([1, 2**15 - 1], tf.int16), tf.float16)])
+case("saturate_cast")(lambda tf: [tf.saturate_cast(tf.constant([-3.0, 300.5, 7.0]), tf.uint8),
+                                  tf.saturate_cast(tf.constant([-3, 70000], tf.int32), tf.int16),
+                                  tf.saturate_cast(tf.constant([1e10, -1e10], tf.float32), tf.int32)])
+# TensorFlow's grappler reassociates image + (uniform * range + min); flowlab adds as written.
+case("brightness", atol=3e-8)(lambda tf: [tf.image.adjust_brightness(U8, 0.2), tf.image.adjust_brightness(IMG, -0.3),
+                                          tf.image.random_brightness(IMG, 0.3, seed=1)])
+case("contrast")(lambda tf: [tf.image.adjust_contrast(IMG, 1.7), tf.image.adjust_contrast(U8, 0.4),
+                             tf.image.random_contrast(BATCH, 0.2, 1.8, seed=2),
+                             tf.image.adjust_contrast(WIDE, 2.2)])
+# TensorFlow's Mean/Std reduce in Eigen's tree order; flowlab's sums round differently.
+case("standardization", rtol=1e-6, atol=1e-6)(lambda tf: [tf.image.per_image_standardization(IMG),
+                                                          tf.image.per_image_standardization(U8),
+                                                          tf.image.per_image_standardization(BATCH)])
+case("grayscale", rtol=1e-6)(lambda tf: [tf.image.rgb_to_grayscale(IMG), tf.image.rgb_to_grayscale(U8),
+                                         tf.image.grayscale_to_rgb(tf.image.rgb_to_grayscale(BATCH))])
+# Pow: NumPy's powf and Eigen's differ in the last bit on some inputs.
+case("gamma", rtol=2.5e-7)(lambda tf: [tf.image.adjust_gamma(U8, 0.5, 1.2), tf.image.adjust_gamma(IMG, 2.0)])
+
+
+# --- resizing ----------------------------------------------------------------------------
+def _all_resizes(tf: Any, x: Any, sizes: Any = ((7, 9), (3, 4), (5, 12), (1, 1), (10, 3))) -> list[Any]:
+    out = []
+    for s in sizes:
+        for ac, hp in ((False, False), (True, False), (False, True)):
+            for f in (tf.image.resize_bilinear, tf.image.resize_nearest_neighbor, tf.image.resize_bicubic):
+                out.append(f(x, s, align_corners=ac, half_pixel_centers=hp))
+    return out
+
+
+case("resize_float32")(lambda tf: _all_resizes(tf, BATCH[:2]))
+case("resize_uint8")(lambda tf: _all_resizes(tf, U8_BATCH))
+case("resize_float64")(lambda tf: _all_resizes(tf, F64))
+case("resize_images")(lambda tf: [
+    tf.image.resize_images(IMG, [8, 3]), tf.image.resize_images(U8_BATCH, [8, 3], method=1),
+    tf.image.resize_images(BATCH, [9, 9], method=tf.image.ResizeMethod.BICUBIC, align_corners=True),
+    tf.image.resize_images(BATCH, [10, 20], preserve_aspect_ratio=True), tf.image.resize_images(BATCH, [5, 6]),
+    tf.image.resize_images(IMG, tf.constant([4, 4]), method=tf.image.ResizeMethod.NEAREST_NEIGHBOR)])
+
+
+def _resize_grads(tf: Any, x: np.ndarray, sizes: Any = ((7, 9), (3, 4), (2, 2))) -> list[Any]:
+    out = []
+    xt = tf.constant(x)
+    for s in sizes:
+        for ac, hp in ((False, False), (True, False), (False, True)):
+            for f in (tf.image.resize_bilinear, tf.image.resize_nearest_neighbor, tf.image.resize_bicubic):
+                y = f(xt, s, align_corners=ac, half_pixel_centers=hp)
+                w = np.random.RandomState(1).randn(*y.shape.as_list()).astype(y.dtype.as_numpy_dtype)
+                out.append(tf.gradients(tf.reduce_sum(y * w), xt)[0])
+    return out
+
+
+case("resize_gradients_float32")(lambda tf: _resize_grads(tf, BATCH[:2]))
+case("resize_gradients_float64")(lambda tf: _resize_grads(tf, F64))
+
+# --- colour ------------------------------------------------------------------------------
+
+
+@case("hsv")
+def _(tf):
+    hsv = tf.image.rgb_to_hsv(tf.constant(BATCH))
+    edge = tf.constant([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [0.5, 0.5, 0.2], [0.2, 0.9, 0.9], [0.3, 0.3, 0.9]])
+    x = tf.constant(BATCH)
+    grad = tf.gradients(tf.reduce_sum(tf.image.rgb_to_hsv(x) * HSV_WEIGHTS), x)[0]
+    return [hsv, tf.image.hsv_to_rgb(hsv), tf.image.rgb_to_hsv(tf.constant(F64.repeat(3, -1) % 1.0)),
+            tf.image.rgb_to_hsv(edge), tf.image.hsv_to_rgb(tf.image.rgb_to_hsv(edge)), grad]
+
+
+case("hue_saturation")(lambda tf: [
+    tf.image.adjust_hue(BATCH, 0.3), tf.image.adjust_hue(IMG, -0.7), tf.image.adjust_hue(U8, 0.1),
+    tf.image.adjust_saturation(BATCH, 0.4), tf.image.adjust_saturation(IMG, 2.5),
+    tf.image.adjust_saturation(U8, 1.3), tf.image.random_hue(IMG, 0.2, seed=3),
+    tf.image.random_saturation(IMG, 0.5, 1.5, seed=4)])
+
+# --- codecs ------------------------------------------------------------------------------
+case("encode_png")(lambda tf: [
+    tf.image.encode_png(U8), tf.image.encode_png(U16), tf.image.encode_png(GRAY_ALPHA, compression=9),
+    tf.image.encode_png(RGBA, compression=0), tf.image.encode_png(BIG), tf.image.encode_png(BIG, compression=3),
+    tf.image.encode_png(U16_RGB)])
+case("encode_jpeg")(lambda tf: [tf.image.encode_jpeg(U8), tf.image.encode_jpeg(BIG, quality=50),
+                                tf.image.encode_jpeg(BIG, chroma_downsampling=False),
+                                tf.image.encode_jpeg(BIG, x_density=72, y_density=96)])
+
+
+@case("decode_png")
+def _(tf):
+    out = []
+    for x in (U8, GRAY_ALPHA, RGBA, BIG[..., :1]):
+        p = tf.image.encode_png(x)
+        for c in (0, 1, 3, 4):
+            out += [tf.image.decode_png(p, channels=c), tf.image.decode_png(p, channels=c, dtype=tf.uint16)]
+        out += [tf.image.decode_image(p, dtype=tf.float32), tf.image.decode_image(p, channels=3, dtype=tf.float64)]
+    p16 = tf.image.encode_png(U16)
+    out += [tf.image.decode_png(p16, dtype=tf.uint16), tf.image.decode_png(p16),
+            tf.image.decode_png(p16, channels=3, dtype=tf.uint16), tf.image.decode_image(p16, dtype=tf.float32)]
+    return out
+
+
+@case("decode_jpeg")
+def _(tf):
+    j = tf.image.encode_jpeg(BIG)
+    g = tf.image.encode_jpeg(BIG[..., 1:2])
+    return [tf.image.decode_jpeg(j, dct_method="INTEGER_ACCURATE"),
+            tf.image.decode_jpeg(j, channels=1, dct_method="INTEGER_ACCURATE"),
+            tf.image.decode_jpeg(g, dct_method="INTEGER_ACCURATE"),
+            tf.image.decode_jpeg(g, channels=3, dct_method="INTEGER_ACCURATE"),
+            tf.image.decode_png(tf.image.encode_png(U8)) - tf.image.decode_jpeg(tf.image.encode_png(U8))]
+
+
+def _run(tf: Any, fn: Any) -> tuple[Any, dict[str, Any]]:
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(42)
+        out = fn(tf)
+        fetches, feed = out if isinstance(out, tuple) else (out, None)
+        rows = {op.name: (op.type, tuple(t.name for t in op.inputs) + tuple("^" + c.name for c in op.control_inputs))
+                for op in g.get_operations()}
+        with tf.Session(graph=g) as sess:
+            return sess.run(fetches, feed), rows
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_image_matches_tensorflow(tf1: Any, name: str) -> None:
+    fn, opts = CASES[name]
+    want, want_rows = _run(tf1, fn)
+    got, got_rows = _run(fl, fn)
+    if opts["graph"]:
+        diff = [n for n in set(want_rows) | set(got_rows) if want_rows.get(n) != got_rows.get(n)]
+        assert not diff, [(n, want_rows.get(n), got_rows.get(n)) for n in sorted(diff)[:6]]
+    assert len(got) == len(want)
+    for i, (w, a) in enumerate(zip(want, got)):
+        if isinstance(w, bytes):
+            assert a == w, f"output {i}: {len(a)} bytes, TensorFlow's {len(w)}"
+            continue
+        w, a = np.asarray(w), np.asarray(a)
+        assert (a.dtype, a.shape) == (w.dtype, w.shape), (i, a.dtype, w.dtype, a.shape, w.shape)
+        if opts["rtol"] or opts["atol"]:
+            np.testing.assert_allclose(a, w, rtol=opts["rtol"], atol=opts["atol"], err_msg=f"output {i}")
+        else:
+            np.testing.assert_array_equal(a, w, err_msg=f"output {i}")
+
+
+@pytest.mark.tf
+def test_static_shapes_match_tensorflow(tf1: Any) -> None:
+    def shapes(tf: Any) -> list[Any]:
+        x = tf.placeholder(tf.float32, [None, None, 3])
+        b = tf.placeholder(tf.uint8, [2, None, 7, 3])
+        outs = [tf.image.flip_left_right(x), tf.image.random_flip_up_down(b), tf.image.rot90(x),
+                tf.image.central_crop(b, 0.5), tf.image.crop_to_bounding_box(b, 1, 1, 2, 3),
+                tf.image.resize_images(x, [4, 5]), tf.image.resize_bilinear(b, [3, 3]),
+                tf.image.resize_nearest_neighbor(b, tf.placeholder(tf.int32, [2])),
+                tf.image.decode_png(tf.constant(b"")), tf.image.decode_jpeg(tf.constant(b""), channels=3),
+                tf.image.decode_image(tf.constant(b"")), tf.image.rgb_to_grayscale(b),
+                tf.image.grayscale_to_rgb(tf.placeholder(tf.float32, [None, 4, 1])),
+                tf.image.per_image_standardization(b), tf.image.encode_png(tf.placeholder(tf.uint8, [2, 2, 3]))]
+        return [(o.shape.as_list() if o.shape.ndims is not None else None, o.dtype.name) for o in outs]
+
+    got = shapes(fl)
+    with tf1.Graph().as_default():
+        want = shapes(tf1)
+    assert got == want
+
+
+def _error(tf: Any, fn: Any) -> BaseException:
+    g = tf.Graph()
+    with g.as_default():
+        try:
+            out = fn(tf)
+            with tf.Session(graph=g) as sess:
+                sess.run(out)
+        except Exception as e:  # noqa: BLE001 - compared below
+            return e
+    raise AssertionError(f"{tf.__name__} did not raise")
+
+
+ERRORS = [
+    (lambda tf: tf.image.crop_to_bounding_box(IMG, 3, 0, 3, 3), "height must be >= target + offset."),
+    (lambda tf: tf.image.pad_to_bounding_box(IMG, 0, 2, 8, 7), "width must be <= target - offset"),
+    (lambda tf: tf.image.central_crop(IMG, 1.5), "central_fraction must be within (0, 1]"),
+    (lambda tf: tf.image.flip_left_right(IMG[0]), "must be at least three-dimensional"),
+    (lambda tf: tf.image.random_brightness(IMG, -1.0), "max_delta must be non-negative."),
+    (lambda tf: tf.image.random_contrast(IMG, 0.5, 0.2), "upper must be > lower."),
+    (lambda tf: tf.image.random_hue(IMG, 0.7), "max_delta must be <= 0.5."),
+    (lambda tf: tf.image.convert_image_dtype(IMG, tf.string), "dtype must be either floating point or integer"),
+    (lambda tf: tf.image.resize_images(IMG, [2, 2], method=7), "Resize method is not implemented"),
+    (lambda tf: tf.image.resize_images(IMG, [2, 2, 2]), "'size' must be a 1-D Tensor of 2 elements"),
+    (lambda tf: tf.image.resize_bilinear(BATCH, [2, 2], align_corners=True, half_pixel_centers=True),
+     "If half_pixel_centers is True, align_corners must be False."),
+    (lambda tf: tf.image.resize_bilinear(BATCH, tf.placeholder_with_default([0, 2], [2])),
+     "output dimensions must be positive"),
+    (lambda tf: tf.image.decode_png(b"garbage"), "Unknown image file format"),
+    (lambda tf: tf.image.decode_image(b"\x89PNG garbage"), ""),
+    (lambda tf: tf.image.random_crop(IMG, [9, 2, 3]), "Need value.shape >= size"),
+    (lambda tf: tf.image.encode_png(tf.zeros([2, 2, 5], tf.uint8)), "channels"),
+]
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("fn,fragment", ERRORS)
+def test_errors_match_tensorflow(tf1: Any, fn: Any, fragment: str) -> None:
+    want = _error(tf1, fn)
+    got = _error(fl, fn)
+    assert type(got).__name__ == type(want).__name__, (want, got)
+    assert fragment in str(want) and fragment in str(got), (str(want)[:400], str(got)[:400])
+
+
+def test_decode_png_round_trip_and_default_jpeg_closeness() -> None:
+    """flowlab's PNGs decode to the same pixels; its default JPEG decode (libjpeg's
+    accurate IDCT, not TensorFlow's fast one) stays within a few levels of the source."""
+    for x in (U8, GRAY_ALPHA, RGBA, U16):
+        with fl.Session() as sess:
+            back = sess.run(fl.image.decode_png(fl.image.encode_png(x), dtype=fl.as_dtype(x.dtype)))
+        np.testing.assert_array_equal(back, x)
+    smooth = np.clip(np.add.outer(np.arange(40), np.arange(50))[..., None] * 2 + [0, 30, 60], 0, 255).astype(np.uint8)
+    with fl.Session() as sess:
+        back = sess.run(fl.image.decode_jpeg(fl.image.encode_jpeg(smooth)))
+    assert np.abs(back.astype(int) - smooth).max() <= 8
+
+
+# --- gradient check entries (tests/ops/gradient_check.py walks them) ----------------------------
+_IMG_IN = RS.uniform(0.1, 0.9, (1, 3, 4, 2))
+
+
+def _f32_grad_case(op_type: str, build: Any) -> Any:
+    # The resize ops compute in float32: central differences over a larger step on these
+    # linear maps, compared with float32 tolerances.
+    return grad_case(op_type, _IMG_IN, eps=1e-2, rtol=2e-3, atol=2e-3)(build)
+
+
+_f32_grad_case("ResizeBilinear", lambda tf, x: tf.image.resize_bilinear(x, [5, 3]))
+_f32_grad_case("ResizeNearestNeighbor", lambda tf, x: tf.image.resize_nearest_neighbor(x, [5, 7]))
+_f32_grad_case("ResizeBicubic", lambda tf, x: tf.image.resize_bicubic(x, [4, 6], half_pixel_centers=True))
+
+
+@grad_case("RGBToHSV", np.array([[0.2, 0.5, 0.9], [0.8, 0.3, 0.1], [0.4, 0.7, 0.3], [0.6, 0.2, 0.75]]),
+           rtol=1e-4, atol=1e-5)
+def _(tf, x):
+    return tf.image.rgb_to_hsv(x)
+
+
+@grad_case("ClipByValue", np.array([-2.0, -0.5, 0.3, 0.9, 1.7]), np.array(-1.0), np.array(1.0))
+def _(tf, x, lo, hi):
+    from flowlab.ops.image_adjust import _clip_by_value
+    return _clip_by_value(x, lo, hi)
