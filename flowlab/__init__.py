@@ -18,6 +18,7 @@ from flowlab import (
     errors,
     kernels,
     layers,
+    image,
     linalg,
     metrics,
     nn,
@@ -72,6 +73,8 @@ from flowlab.ops.data_flow_ops import *
 from flowlab.ops.einsum_ops import *  # noqa: F401,F403 - einsum
 from flowlab.ops.functional_ops import *  # map_fn, foldl, foldr, scan, TensorArray
 from flowlab.ops.gradients_impl import *
+from flowlab.ops.image_adjust import saturate_cast
+from flowlab.ops.image_ops import random_crop
 from flowlab.ops.importer import *
 from flowlab.ops.indexed_slices import *
 from flowlab.ops.init_ops import *  # noqa: F401,F403
