@@ -23,7 +23,7 @@ levels on some pixels.
 EncodePng writes TensorFlow's bytes (libpng's filter choice and zlib settings, from
 flowlab.kernels.png_encoder) at every compression level and for 16-bit images;
 EncodeJpeg writes libjpeg's baseline stream through Pillow with TensorFlow's
-defaults (quality 95, 4:2:0, 300 dpi JFIF), the same bytes as TensorFlow's.
+defaults (quality 95, 4:2:0 for colour, 300 dpi JFIF), the same bytes as TensorFlow's.
 """
 
 from __future__ import annotations
@@ -266,6 +266,6 @@ def encode_jpeg(ctx: Any, image: Any) -> Any:
     if unit != "in":
         raise errors.UnimplementedError(None, None, f"EncodeJpeg density_unit={unit!r} is not supported by flowlab")
     buf = io.BytesIO()
-    pil.save(buf, format="JPEG", quality=a.get("quality", 95), subsampling=2 if a.get("chroma_downsampling", True) else 0,
+    pil.save(buf, format="JPEG", quality=a.get("quality", 95), subsampling=2 if a.get("chroma_downsampling", True) and channels == 3 else 0,
              dpi=dpi)
     return buf.getvalue()

@@ -165,7 +165,8 @@ case("encode_png")(lambda tf: [
     tf.image.encode_png(U16_RGB)])
 case("encode_jpeg")(lambda tf: [tf.image.encode_jpeg(U8), tf.image.encode_jpeg(BIG, quality=50),
                                 tf.image.encode_jpeg(BIG, chroma_downsampling=False),
-                                tf.image.encode_jpeg(BIG, x_density=72, y_density=96)])
+                                tf.image.encode_jpeg(BIG, x_density=72, y_density=96),
+                                tf.image.encode_jpeg(BIG[..., :1]), tf.image.encode_jpeg(BIG[..., 2:], quality=80)])
 
 
 @case("decode_png")
