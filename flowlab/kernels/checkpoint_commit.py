@@ -37,8 +37,12 @@ directory from its cleanup to its last switch (the Saver holds it again while it
 writes the meta graph and the state file).  Two saves to one path, from two threads
 or two processes, therefore take turns: both succeed, and the checkpoint is the one
 that switched last.  flock is released by the kernel when a process dies, so a
-killed save never blocks the next one.  (Within one thread a nested `dir_lock` of
-the same directory is a no-op.)  Without `fcntl` (Windows) the lock is per process.
+killed save never blocks the next one.  `Saver.restore` holds the lock shared, so a
+sharded restore's RestoreV2 ops (one reader each) all read the same checkpoint.
+Readers themselves take no lock (flowlab.kernels.checkpoint_reader: a reader
+settles on one index and keeps its data files open).  (Within one thread a nested
+`dir_lock` of the same directory is a no-op.)  Without `fcntl` (Windows) the lock is
+per process.
 
 Leftovers.  Under the lock no other save is writing in the directory, so the next
 save removes (`cleanup`): every ``*.tmp-<random>`` file that no index names, every
@@ -162,8 +166,10 @@ _process_locks_guard = threading.Lock()
 
 
 @contextlib.contextmanager
-def dir_lock(directory: str) -> Iterator[None]:
-    """Hold the save lock of `directory` (exclusive flock on the directory itself)."""
+def dir_lock(directory: str, shared: bool = False) -> Iterator[None]:
+    """Hold the save lock of `directory` (an exclusive flock on the directory itself;
+    `shared`: a shared one, which a restore holds so that no save switches the
+    checkpoint between the RestoreV2 ops of one restore)."""
     d = os.path.realpath(directory or ".")
     held: set[str] = _held.__dict__.setdefault("dirs", set())
     if d in held:
@@ -181,7 +187,7 @@ def dir_lock(directory: str) -> Iterator[None]:
         return
     fd = os.open(d, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         held.add(d)
         try:
             yield

@@ -3,10 +3,15 @@
 A `CheckpointReader` reads the index once and validates all of it
 (flowlab.kernels.checkpoint_index) before it uses any field; it then opens the data
 files the index names and keeps them open, so a save that replaces the checkpoint
-afterwards (it deletes the old data files only after its switch) does not take them
-away: a reader sees one checkpoint, the one whose index it read.  When a data file is
-gone between reading the index and opening it (a save switched in between), the
-reader reads the index again (a few times) and so settles on the newer checkpoint.
+afterwards does not take them away: a reader sees one checkpoint, the one whose
+index it read.  A save changes what a data file *name* holds (renames, deletes,
+links) only while the index does not name it; but a reader that read an older index
+could open such a name after the change.  So once the data files are open, the
+reader reads the index again: if it holds the same bytes, the open files are the
+ones it describes (the same lengths and checksums; a save never writes into an
+existing file).  Otherwise (a save switched in between) the reader starts again (up
+to ten times) and settles on the newer checkpoint.  (Comparing the index's inode
+instead would not do: file systems reuse a freed inode number at once.)
 
 Before a piece is read, its byte range is checked against its file's size; before a
 requested slice is allocated, its size is checked against the bytes its pieces hold
@@ -29,7 +34,7 @@ from flowlab import errors
 from flowlab.kernels import checkpoint_format as fmt
 from flowlab.kernels import checkpoint_index as cindex
 
-_REREADS = 3
+_REREADS = 10
 _MAX_INDEX = 1 << 31  # an index larger than this is not ours
 
 
@@ -45,9 +50,10 @@ class CheckpointReader:
         self.prefix = prefix
         self._fds: list[int | None] = []
         for attempt in range(_REREADS + 1):
-            doc = self._read_index()
+            doc, raw = self._read_index()
             fds, missing = _open_all(os.path.dirname(prefix), doc["data_files"])
-            if not missing or attempt == _REREADS:
+            if (not missing and _raw_index(fmt.index_filename(prefix)) == raw) \
+                    or attempt == _REREADS:
                 break
             _close_all(fds)  # a save switched meanwhile: read its index
         self._fds = fds
@@ -56,7 +62,8 @@ class CheckpointReader:
         self.tensors: dict[str, dict[str, Any]] = doc["tensors"]
         self._sizes = [None if fd is None else os.fstat(fd).st_size for fd in fds]
 
-    def _read_index(self) -> dict[str, Any]:
+    def _read_index(self) -> tuple[dict[str, Any], bytes]:
+        """The validated index, and its bytes."""
         path = fmt.index_filename(self.prefix)
         try:
             with open(path, "rb") as f:
@@ -76,7 +83,7 @@ class CheckpointReader:
             raise errors.DataLossError(
                 None, None, f"Checkpoint index {path} is corrupted or truncated: it is a directory."
             ) from None
-        return cindex.parse_index(raw, path, os.path.basename(self.prefix), fmt.CRC_BLOCK)
+        return cindex.parse_index(raw, path, os.path.basename(self.prefix), fmt.CRC_BLOCK), raw
 
     def close(self) -> None:
         """Close the data files (also done when the reader is garbage collected)."""
@@ -231,6 +238,16 @@ class CheckpointReader:
 def _piece_slice(p: dict[str, Any], full: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     sl = p["slice"]
     return tuple((0, n) for n in full) if sl is None else tuple((a, b) for a, b in sl)
+
+
+def _raw_index(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size > _MAX_INDEX:
+                return None
+            return f.read()  # (read(n) would allocate n bytes up front)
+    except OSError:
+        return None
 
 
 def _open_all(directory: str, names: list[str]) -> tuple[list[int | None], bool]:

@@ -411,7 +411,11 @@ class Saver:
         self.build()
         assert self.saver_def is not None
         try:
-            sess.run(self.saver_def.restore_op_name, {self.saver_def.filename_tensor_name: save_path})
+            # A shared hold of the save lock: no save switches the checkpoint between
+            # the RestoreV2 ops (one per device when sharded) of this restore.
+            with commit.dir_lock(os.path.dirname(save_path), shared=True):
+                sess.run(self.saver_def.restore_op_name,
+                         {self.saver_def.filename_tensor_name: save_path})
         except errors.NotFoundError as e:
             raise errors.NotFoundError(
                 e.node_def, e.op,

@@ -41,13 +41,13 @@ def latest(d: str, global_step: bool) -> str | None:
 
 def save_loop(d: str, size: int, sharded: bool, global_step: bool, saves: int,
               progress: Any = None, crash_at: int | None = None,
-              crash_from: int | None = None, trace: Any = None) -> None:
+              crash_from: int | None = None, trace: Any = None, resume: bool = True) -> None:
     """Train and save to `d` `saves` times, starting from what is there.
 
     `progress` (a shared int): the step of the last save that returned.
     `crash_at`: SIGKILL this process before that file operation of the saves from
     number `crash_from` on (checkpoint_commit's hook).  `trace` (a queue): receives the
-    file operations of those saves."""
+    file operations of those saves.  `resume`: restore the latest checkpoint first."""
     os.makedirs(d, exist_ok=True)
     with fl.Graph().as_default():
         step, big, train, saver = _graph(size, sharded)
@@ -55,7 +55,7 @@ def save_loop(d: str, size: int, sharded: bool, global_step: bool, saves: int,
         with fl.Session(config=config) as sess:
             sess.run(fl.global_variables_initializer())
             first = 0
-            path = latest(d, global_step)
+            path = latest(d, global_step) if resume else None
             if path is not None:
                 saver.restore(sess, path)
                 first = int(sess.run(step))
