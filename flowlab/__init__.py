@@ -16,9 +16,9 @@ from flowlab import (
     debug,
     debugging,
     errors,
+    image,
     kernels,
     layers,
-    image,
     linalg,
     metrics,
     nn,
@@ -179,12 +179,14 @@ math = _namespace("math", _math_ops, _segment_ops, _special_math_ops,
                          "confusion_matrix": confusion_matrix})
 
 from flowlab.ops import data_flow_ops as _data_flow_ops  # noqa: E402
+from flowlab.ops import image_codecs as _image_codecs  # noqa: E402
 from flowlab.ops import io_ops as _io_ops  # noqa: E402
 
 queue = _namespace("queue", _data_flow_ops)
 from flowlab import platform as _platform  # noqa: E402
 
-io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph, "gfile": _platform.gfile})
+io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph, "gfile": _platform.gfile,
+                                       **{n: getattr(image, n) for n in _image_codecs.__all__}})
 
 # `tf.strings` and TensorFlow 1.x's top-level string builders.
 from flowlab.ops import string_ops as _string_ops  # noqa: E402
