@@ -10,9 +10,11 @@ process:
   wired into the model (no feeds): map after batch, as TensorFlow's performance
   guide advises (one function call per batch);
 - `pipeline_elementwise_us`: the same with the map before the batch (one function
-  call per element, 128 per step).
+  call per element, 128 per step);
+- `pipeline_alone_us`: a step that only fetches `get_next()` of the first pipeline
+  (what producing a batch costs when nothing else runs).
 `*_ratio` is pipeline / feed; issue 22's target is pipeline_ratio <= 1.1.
-Figures are medians of repeats of µs per step.
+Figures are medians of µs per step over single steps, the ways taking turns.
 
     python benchmarks/data_pipeline.py [--steps N] [--rounds R] [--rows N] [--threads T]
 """
@@ -23,13 +25,14 @@ import argparse
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import emit, load_tf1, per_call_us, tf_session_config  # noqa: E402
+from _harness import emit, load_tf1, tf_session_config  # noqa: E402
 from mlp_train import BATCH, SIZES, data  # noqa: E402
 
 import flowlab as fl  # noqa: E402
@@ -77,7 +80,8 @@ def fed_step(tf: Any, cfg: Any, xs: np.ndarray, ys: np.ndarray) -> Any:
     return step
 
 
-def pipeline_step(tf: Any, cfg: Any, xs: np.ndarray, ys: np.ndarray, elementwise: bool) -> Any:
+def pipeline_step(tf: Any, cfg: Any, xs: np.ndarray, ys: np.ndarray, elementwise: bool,
+                  alone: bool = False) -> Any:
     g = tf.Graph()
     with g.as_default():
         def scale(a: Any, b: Any) -> Any:
@@ -94,21 +98,27 @@ def pipeline_step(tf: Any, cfg: Any, xs: np.ndarray, ys: np.ndarray, elementwise
         init = tf.global_variables_initializer()
     sess = tf.Session(graph=g, config=cfg)
     sess.run(init)
-    run = sess.make_callable(fetches)
+    run = sess.make_callable([x, y] if alone else fetches)
     return lambda: run()
 
 
 def bench(tf: Any, cfg: Any, steps: int, rows: int, rounds: int) -> dict[str, float]:
-    """Median µs per step of each way of feeding, timed in interleaved rounds (a noisy
-    shared machine slows all of them alike)."""
+    """Median µs of one step of each way of feeding.  The ways take turns step by step
+    (a burst of load on a shared machine hits all of them alike) and the median of
+    `steps * rounds` single steps ignores the bursts."""
     xs, ys = dataset(rows)
     ways = {"feed_us": fed_step(tf, cfg, xs, ys),
             "pipeline_us": pipeline_step(tf, cfg, xs, ys, False),
-            "pipeline_elementwise_us": pipeline_step(tf, cfg, xs, ys, True)}
+            "pipeline_elementwise_us": pipeline_step(tf, cfg, xs, ys, True),
+            "pipeline_alone_us": pipeline_step(tf, cfg, xs, ys, False, alone=True)}
     samples: dict[str, list[float]] = {k: [] for k in ways}
-    for _ in range(rounds):
+    for fn in ways.values():
+        fn()
+    for _ in range(steps * rounds):
         for k, fn in ways.items():
-            samples[k].append(per_call_us(fn, steps, repeats=1))
+            t0 = time.perf_counter()
+            fn()
+            samples[k].append((time.perf_counter() - t0) * 1e6)
     out = {k: round(statistics.median(v), 1) for k, v in samples.items()}
     out["pipeline_ratio"] = round(out["pipeline_us"] / out["feed_us"], 3)
     out["pipeline_elementwise_ratio"] = round(out["pipeline_elementwise_us"] / out["feed_us"], 3)

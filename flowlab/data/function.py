@@ -136,7 +136,7 @@ def trace(fn: Callable[..., Any], specs: Any, name: str, unpack_tuple: bool = Tr
     with g.as_default():
         flat_specs = _nest.flatten(specs)
         args = [apply_op("Placeholder", dtype=s.dtype, shape=None if s.shape.ndims is None
-                         else s.shape.as_list(), name="args_%d" % i)
+                         else s.shape.as_list(), name=f"args_{i}")
                 for i, s in enumerate(flat_specs)]
         packed = _nest.pack_sequence_as(specs, args)
         if unpack_tuple and isinstance(packed, tuple) and not hasattr(packed, "_fields"):

@@ -311,7 +311,7 @@ class PaddedBatch(Batch):
                 biggest = max(v.shape[d] for v in vals)
                 if want[d] >= 0 and biggest > want[d]:
                     raise _invalid(
-                        f"Attempted to pad to a smaller size than the input element.")
+                        "Attempted to pad to a smaller size than the input element.")
                 shape.append(want[d] if want[d] >= 0 else biggest)
             arr = np.full((len(vals), *shape), pad, dtype=vals[0].dtype)
             for j, v in enumerate(vals):
@@ -339,7 +339,7 @@ class Shuffle(DatasetValue):
     def __init__(self, inp: DatasetValue, buffer_size: int, seed: int, seed2: int,
                  reshuffle: bool) -> None:
         if buffer_size <= 0 and buffer_size != AUTOTUNE:
-            raise _invalid(f"buffer_size must be greater than zero.")
+            raise _invalid("buffer_size must be greater than zero.")
         self.inp, self.buffer_size = inp, buffer_size
         if seed == 0 and seed2 == 0:  # TensorFlow's RandomSeeds: fresh ones
             seed = int.from_bytes(os.urandom(8), "little")

@@ -189,7 +189,7 @@ def test_map_function_error_is_the_op_error_as_tensorflow(tf1):
         g = tf.Graph()
         with g.as_default():
             ds = tf.data.Dataset.range(3).map(
-                lambda x: tf.reshape(tf.fill([x], x), [2]))
+                lambda x, tf=tf: tf.reshape(tf.fill([x], x), [2]))
             x = tf.data.make_one_shot_iterator(ds).get_next()
             with tf.Session() as s:
                 with pytest.raises(tf.errors.InvalidArgumentError):
@@ -201,7 +201,7 @@ def test_batch_of_different_shapes_is_invalid_argument_as_tensorflow(tf1):
     for tf in (tf1, fl):
         g = tf.Graph()
         with g.as_default():
-            ds = tf.data.Dataset.range(1, 4).map(lambda x: tf.fill([x], x)).batch(2)
+            ds = tf.data.Dataset.range(1, 4).map(lambda x, tf=tf: tf.fill([x], x)).batch(2)
             x = tf.data.make_one_shot_iterator(ds).get_next()
             with tf.Session() as s, pytest.raises(tf.errors.InvalidArgumentError) as e:
                 s.run(x)
