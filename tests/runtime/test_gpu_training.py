@@ -175,7 +175,7 @@ def test_embedding_sparse_update_runs_on_the_gpu(gpu_calls: dict[str, list[bool]
 
 # --- the kernels called directly, repeated indices --------------------------------------
 class _Step:
-    def write_var(self, var: Any, value: Any) -> None:
+    def write_var(self, var: Any, value: Any, increment: Any = None) -> None:
         var.value = value
 
 
