@@ -209,6 +209,8 @@ strings = _types.SimpleNamespace(
 )
 strings.__name__ = "flowlab.strings"  # type: ignore[attr-defined]
 
+from flowlab import test  # noqa: E402 - tf.test.TestCase, tf.test.main
+
 # `tf.app`, `tf.flags` / `tf.app.flags` (absl-py's), `tf.logging`, `tf.gfile`.
 app = _platform.app
 flags = _platform.flags
