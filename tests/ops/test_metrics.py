@@ -295,3 +295,73 @@ def test_errors_match_tensorflow(tf1: Any, build: Any, fragment: str) -> None:
     got = _run_error(fl, build)
     assert type(got).__name__ == type(want).__name__, (want, got)
     assert fragment in str(want) and fragment in str(got), (str(want)[:300], str(got)[:300])
+
+
+# --- recall / precision of the top k ------------------------------------------------------
+def _at_k_stream(tf: Any) -> tuple[list[Any], dict[str, Any], list[str]]:
+    g = tf.Graph()
+    with g.as_default():
+        labels = tf.placeholder(tf.int64, [None])
+        labels2 = tf.placeholder(tf.int64, [None, 2])
+        logits = tf.placeholder(tf.float32, [None, 5])
+        w = tf.placeholder(tf.float32, [None])
+        metrics = [tf.metrics.recall_at_k(labels, logits, 2), tf.metrics.precision_at_k(labels2, logits, 3, weights=w),
+                   tf.metrics.recall_at_top_k(labels2, tf.nn.top_k(logits, 2)[1]),
+                   tf.metrics.precision_at_k(labels, logits, 1, name="pk"),
+                   tf.metrics.recall_at_k(labels2, logits, 4, weights=w)]
+        rows = _rows(g)
+        names = [v.name for v in tf.local_variables()]
+        out = []
+        r = np.random.RandomState(0)
+        with tf.Session(graph=g) as sess:
+            sess.run(tf.local_variables_initializer())
+            for _ in range(3):
+                feed = {labels: r.randint(0, 5, 6), labels2: r.randint(0, 5, (6, 2)),
+                        logits: r.randn(6, 5).astype(np.float32), w: r.uniform(0, 2, 6).astype(np.float32)}
+                out.append(sess.run([m[1] for m in metrics], feed))
+            out.append(sess.run([m[0] for m in metrics]))
+    return out, rows, names
+
+
+@pytest.mark.tf
+def test_at_k_metrics_match_tensorflow(tf1: Any) -> None:
+    want, want_rows, want_names = _at_k_stream(tf1)
+    got, got_rows, got_names = _at_k_stream(fl)
+    assert got_names == want_names
+    # Weighted: the assert_broadcastable subgraph is flowlab.ops.weights_broadcast_ops's
+    # (its run-time check is built without set ops); everything else is TensorFlow's.
+    diff = [n for n in set(want_rows) | set(got_rows)
+            if want_rows.get(n) != got_rows.get(n) and "assert_broadcastable" not in n]
+    assert not diff, [(n, want_rows.get(n), got_rows.get(n)) for n in sorted(diff)[:6]]
+    for w, a in zip(want, got):
+        for x, y in zip(w, a):
+            assert np.asarray(y).dtype == np.float64
+            assert x == y
+
+
+@pytest.mark.tf
+def test_set_ops_match_tensorflow(tf1: Any) -> None:
+    from flowlab.ops import set_ops
+
+    a = np.array([[[1, 2, 3], [4, 4, 5]], [[7, 7, 7], [0, 1, 9]]], np.int64)
+    b = np.array([[[2, 3], [6, 4]], [[1, 7], [9, 9]]], np.int64)
+    want, got = [], []
+    for tf, sets in ((tf1, tf1.sets), (fl, set_ops)):
+        with tf.Graph().as_default():
+            results = [sets.set_intersection(a, b), sets.set_difference(a, b), sets.set_difference(a, b, aminusb=False),
+                       sets.set_union(a, b)]
+            fetches = [[r.indices, r.values, r.dense_shape, sets.set_size(r)] for r in results]
+            with tf.Session() as sess:
+                (want if tf is tf1 else got).append(sess.run(fetches))
+    for w, g in zip(want[0], got[0]):
+        for x, y in zip(w, g):
+            assert x.dtype == y.dtype
+            np.testing.assert_array_equal(y, x)
+
+
+def test_at_k_refuses_what_it_lacks() -> None:
+    logits = fl.constant([[0.1, 0.9]])
+    with pytest.raises(NotImplementedError, match="class_id"):
+        fl.metrics.recall_at_k(fl.constant([1], fl.int64), logits, 1, class_id=1)
+    with pytest.raises(ValueError, match="Unexpected labels shape"):
+        fl.metrics.precision_at_k(fl.constant([[[1]]], fl.int64), logits, 1)
