@@ -272,7 +272,7 @@ class Dataset:
                 if s.shape.ndims is None:
                     raise ValueError("You must provide `padded_shapes` argument because "
                                      "component has unknown rank.")
-            shapes_flat = [TensorShape([None] * s.shape.ndims) for s in flat]
+            shapes_flat = [s.shape for s in flat]  # unknown dims: the batch's largest
         else:
             shapes_flat = st._flatten_shapes(self._structure if not isinstance(
                 self._structure, st.TensorSpec) else 0, padded_shapes) if not isinstance(

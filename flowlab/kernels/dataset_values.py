@@ -39,6 +39,14 @@ Fn = Callable[[Element], list[Any]]
 AUTOTUNE = -1
 
 
+def cpus() -> int:
+    """The CPUs this process may run on (TensorFlow's MaxParallelism, AUTOTUNE's value)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _invalid(msg: str) -> errors.InvalidArgumentError:
     return errors.InvalidArgumentError(None, None, msg)
 
@@ -155,7 +163,7 @@ class Map(DatasetValue):
     def __init__(self, inp: DatasetValue, fn: Fn, parallel: int = 0) -> None:
         self.inp = inp
         self.fn = fn
-        self.parallel = (os.cpu_count() or 1) if parallel == AUTOTUNE else parallel
+        self.parallel = cpus() if parallel == AUTOTUNE else parallel
 
     def iterate(self) -> Iterator[Element]:
         fn = self.fn
@@ -216,7 +224,7 @@ class Interleave(DatasetValue):
     def __init__(self, inp: DatasetValue, make: Callable[[Element], DatasetValue],
                  cycle: int, block: int) -> None:
         if cycle == AUTOTUNE:
-            cycle = os.cpu_count() or 1
+            cycle = cpus()
         if cycle <= 0:
             raise _invalid("cycle_length must be greater than zero.")
         if block <= 0:

@@ -51,6 +51,15 @@ CASES = {
         lambda x: tf.data.Dataset.from_tensors(x).repeat(x), cycle_length=2, block_length=2),
     "interleave_block1": lambda tf: tf.data.Dataset.range(4).interleave(
         lambda x: tf.data.Dataset.range(x * 10, x * 10 + 3), cycle_length=3),
+    "interleave_default_cycle": lambda tf: tf.data.Dataset.range(1, 5).interleave(
+        lambda x: tf.data.Dataset.range(x).map(lambda v: v + x * 100)),
+    "padded_batch_default_shapes": lambda tf: tf.data.Dataset.range(1, 5).map(
+        lambda x: (tf.fill([x, 2], tf.cast(x, tf.int32)), tf.fill([x], b"s"))).padded_batch(3),
+    "nested_zip_map": lambda tf: tf.data.Dataset.zip(
+        (tf.data.Dataset.range(3), (tf.data.Dataset.range(3, 6), tf.data.Dataset.range(6, 9)))
+    ).map(lambda a, bc: {"sum": a + bc[0] + bc[1], "b": bc[1]}),
+    "map_with_cond": lambda tf: tf.data.Dataset.range(6).map(
+        lambda x: tf.cond(x > 2, lambda: x * 10, lambda: -x)),
     "cache_repeat": lambda tf: tf.data.Dataset.range(4).map(lambda x: x + 1).cache().repeat(2),
     "prefetch": lambda tf: tf.data.Dataset.range(50).map(lambda x: x * 2).prefetch(3),
     "prefetch_autotune": lambda tf: tf.data.Dataset.range(5).prefetch(tf.data.experimental.AUTOTUNE),
@@ -264,3 +273,43 @@ def test_dataset_ops_are_placed_and_shown():
     ops = {op.name: op for op in g.get_operations()}
     assert ops["BatchDatasetV2"].inputs[0].op.type == "RangeDataset"
     assert ops["IteratorGetNext"].outputs[0].shape.as_list() == [None]
+
+
+def test_dataset_methods_make_iterators_as_tensorflow(tf1):
+    def run(tf):
+        g = tf.Graph()
+        with g.as_default():
+            a = tf.data.Dataset.range(3).make_one_shot_iterator().get_next()
+            it = tf.data.Dataset.range(2).make_initializable_iterator()
+            b = it.get_next()
+            with tf.Session() as s:
+                s.run(it.initializer)
+                return [int(s.run(a)) for _ in range(3)], [int(s.run(b)) for _ in range(2)]
+
+    assert run(fl) == run(tf1)
+
+
+def test_one_shot_iterator_has_no_initializer_as_tensorflow(tf1):
+    for tf in (tf1, fl):
+        g = tf.Graph()
+        with g.as_default():
+            it = tf.data.make_one_shot_iterator(tf.data.Dataset.range(3))
+            with pytest.raises(ValueError, match="does not have an initializer"):
+                it.initializer  # noqa: B018
+
+
+def test_dataset_graph_draws():
+    from flowlab.viz.model import to_picture
+
+    g = fl.Graph()
+    with g.as_default():
+        fl.data.make_one_shot_iterator(fl.data.Dataset.range(3).map(lambda x: x + 1)).get_next()
+    pic = to_picture(g)
+    names = {n.name for n in pic.nodes}
+    assert {"RangeDataset", "MapDataset", "OneShotIterator", "IteratorGetNext"} <= names
+
+
+def test_random_op_in_map_advances_per_element():
+    got, _, _ = drain(fl, lambda tf: tf.data.Dataset.range(4).map(
+        lambda x: tf.random_uniform([], seed=3)))
+    assert len({float(v) for v in got}) == 4
