@@ -313,3 +313,74 @@ def test_random_op_in_map_advances_per_element():
     got, _, _ = drain(fl, lambda tf: tf.data.Dataset.range(4).map(
         lambda x: tf.random_uniform([], seed=3)))
     assert len({float(v) for v in got}) == 4
+
+
+def test_generator_exception_is_invalid_argument_as_tensorflow(tf1):
+    def gen():
+        yield 1
+        raise ValueError("boom")
+
+    for tf in (tf1, fl):
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.data.make_one_shot_iterator(tf.data.Dataset.from_generator(gen, tf.int64)).get_next()
+            with tf.Session() as s:
+                assert s.run(x) == 1
+                with pytest.raises(tf.errors.InvalidArgumentError, match="boom"):
+                    s.run(x)
+
+
+def test_python_iteration_in_graph_mode_is_refused_as_tensorflow(tf1):
+    for tf in (tf1, fl):
+        with tf.Graph().as_default(), pytest.raises(RuntimeError, match="only supports Python-style"):
+            iter(tf.data.Dataset.range(3))
+
+
+def test_prefetch_thread_ends_with_the_session():
+    import gc
+    import threading
+    import time
+
+    def prefetchers():
+        return sum(t.name.startswith("flowlab-prefetch") for t in threading.enumerate())
+
+    before = prefetchers()
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.data.make_one_shot_iterator(fl.data.Dataset.range(100).prefetch(2)).get_next()
+        s = fl.Session()
+        assert s.run(x) == 0
+        assert prefetchers() == before + 1
+        s.close()
+    del s, x, g
+    deadline = time.time() + 5
+    while prefetchers() > before and time.time() < deadline:
+        gc.collect()
+        time.sleep(0.05)
+    assert prefetchers() == before
+
+
+def test_concurrent_get_next_steps_get_distinct_elements():
+    import threading
+
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.data.make_one_shot_iterator(
+            fl.data.Dataset.range(400).map(lambda v: v * 2, num_parallel_calls=2)).get_next()
+        got, lock = [], threading.Lock()
+        with fl.Session() as s:
+            def worker():
+                while True:
+                    try:
+                        v = int(s.run(x))
+                    except fl.errors.OutOfRangeError:
+                        return
+                    with lock:
+                        got.append(v)
+
+            ts = [threading.Thread(target=worker) for _ in range(4)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+    assert sorted(got) == [2 * i for i in range(400)]
