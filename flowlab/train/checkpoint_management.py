@@ -6,8 +6,9 @@
     all_model_checkpoint_paths: "model.ckpt-2"
     all_model_checkpoint_paths: "model.ckpt-3"
 
-The Saver rewrites it (a temporary file, then `os.replace`) only after a checkpoint
-is complete, so it always names complete checkpoints.  Paths are kept as given,
+The Saver rewrites it (a temporary file, then `os.replace`, under the directory's
+save lock: flowlab.kernels.checkpoint_commit) only after a checkpoint is complete, so
+it always names complete checkpoints.  Paths are kept as given,
 except that relative paths become relative to a relative save directory (as
 TensorFlow does); readers join relative paths to the directory.
 """
@@ -125,7 +126,7 @@ def get_checkpoint_state(checkpoint_dir: str, latest_filename: str | None = None
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
-    except OSError:
+    except (OSError, UnicodeDecodeError):  # missing, a directory, not text: ignored, as TF
         return None
     try:
         st = _parse_state(text)

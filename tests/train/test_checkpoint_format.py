@@ -295,3 +295,54 @@ def test_version_1_crc32_checkpoints_still_read_and_verify(tmp_path, monkeypatch
     index.write_text(json.dumps(doc))
     with pytest.raises(errors.DataLossError, match="holds no checksum"):
         fmt.CheckpointReader(p).get_tensor("w")
+
+
+# --- the atomic save (flowlab.kernels.checkpoint_commit) ----------------------------------
+def test_saving_one_prefix_again_keeps_tensorflow_names_and_drops_old_shards(tmp_path):
+    from flowlab.kernels import checkpoint_commit as commit
+
+    p = _prefix(tmp_path)
+    fmt.save_tensors(p, ["a"], [np.arange(3)])
+    commit.trace = []
+    try:
+        fmt.save_tensors(p, ["a"], [np.arange(3) + 10])
+        ops = [(k, os.path.basename(x)) for k, x in commit.trace]
+    finally:
+        commit.trace = None
+    kinds = [k for k, _ in ops]
+    # New data under a fresh name, then the switch (an index rename), then the names.
+    assert kinds == ["create", "create", "rename", "unlink", "link", "create", "rename", "unlink"]
+    assert ops[2] == ("rename", "model.index") and ops[4] == ("link", "model.data-00000-of-00001")
+    assert sorted(os.listdir(tmp_path / "ckpt")) == ["model.data-00000-of-00001", "model.index"]
+    np.testing.assert_array_equal(fmt.CheckpointReader(p).get_tensor("a"), np.arange(3) + 10)
+    # A merge into the same prefix with two shards: the one-shard data file goes.
+    parts = [str(tmp_path / f"ckpt/model_temp/part-0000{i}-of-00002") for i in range(2)]
+    fmt.save_tensors(parts[0], ["a"], [np.arange(2)])
+    fmt.save_tensors(parts[1], ["b"], [np.ones(1)])
+    fmt.merge_checkpoints(parts, p)
+    assert sorted(os.listdir(tmp_path / "ckpt")) == [
+        "model.data-00000-of-00002", "model.data-00001-of-00002", "model.index"]
+
+
+def test_the_next_save_removes_leftovers_and_keeps_what_indexes_name(tmp_path):
+    p = _prefix(tmp_path)
+    fmt.save_tensors(p, ["a"], [np.arange(3)])
+    d = tmp_path / "ckpt"
+    for name in ["model.data-00000-of-00001.tmp-0123456789ab", "model.index.tmp-aaaaaaaaaaaa",
+                 "checkpoint.tmp-bbbbbbbbbbbb", "old.data-00000-of-00001", "notes.txt"]:
+        (d / name).write_bytes(b"x" * 10)
+    dead = d / ("model_temp_" + "c" * 32)
+    dead.mkdir()
+    (dead / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"x")
+    fmt.save_tensors(str(d / "other"), ["b"], [np.ones(2)])
+    assert sorted(os.listdir(d)) == ["model.data-00000-of-00001", "model.index", "notes.txt",
+                                     "other.data-00000-of-00001", "other.index"]
+    np.testing.assert_array_equal(fmt.CheckpointReader(p).get_tensor("a"), np.arange(3))
+
+
+def test_unreadable_state_file_is_no_state(tmp_path):
+    import flowlab as fl
+
+    (tmp_path / "checkpoint").write_bytes(b"\xff\xfe\x00garbage")
+    assert fl.train.get_checkpoint_state(str(tmp_path)) is None
+    assert fl.train.latest_checkpoint(str(tmp_path)) is None
