@@ -16,10 +16,17 @@ TensorFlow's order: a Philox4x32-10 generator seeded by (seed, seed2) per pass, 
 uint32 word per element (`word % buffered`), a ring buffer in which the chosen slot
 is refilled from the slice's oldest slot.  With `reshuffle_each_iteration` each pass
 takes new seeds from a generator seeded once by the dataset's (seed, seed2).
+
+Batches of rows: when a batch's input is `from_tensor_slices` (possibly shuffled), the
+pass runs over row numbers (`row_source`: the same shuffle draws, on ints) and each
+batch is one gather per component, `c[rows]`, which equals stacking those rows one by
+one -- the common `from_tensor_slices(arrays).shuffle(n).batch(b)` pipeline then does
+per element only the shuffle's integer bookkeeping.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 import threading
@@ -69,6 +76,12 @@ class DatasetValue:
     def iterate(self) -> Iterator[Element]:
         raise NotImplementedError
 
+    def row_source(self) -> tuple[Slices, Iterator[int]] | None:
+        """For a pass whose elements are rows of a `Slices`: that Slices and the row
+        numbers in order (None otherwise).  `Batch` then gathers each batch with one
+        indexing per component instead of stacking rows one by one."""
+        return None
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__}>"
 
@@ -101,6 +114,14 @@ class Slices(DatasetValue):
         cs = self.components
         for i in range(self.n):
             yield tuple(_row(c, i) for c in cs)
+
+    def row_source(self) -> tuple[Slices, Iterator[int]]:
+        return self, iter(range(self.n))
+
+    def rows(self, indices: list[int]) -> Element:
+        """The rows `indices`, stacked: what Batch makes of those elements."""
+        idx = np.asarray(indices, dtype=np.intp)
+        return tuple(c[idx] for c in self.components)
 
 
 class Range(DatasetValue):
@@ -281,6 +302,10 @@ class Batch(DatasetValue):
         self.inp, self.size, self.drop = inp, size, drop_remainder
 
     def iterate(self) -> Iterator[Element]:
+        rs = self.inp.row_source() if type(self) is Batch else None
+        if rs is not None:
+            yield from self._gather(*rs)
+            return
         buf: list[Element] = []
         for e in self.inp.iterate():
             buf.append(e)
@@ -289,6 +314,13 @@ class Batch(DatasetValue):
                 buf = []
         if buf and not self.drop:
             yield self._make(buf)
+
+    def _gather(self, source: Slices, order: Iterator[int]) -> Iterator[Element]:
+        while True:
+            idx = list(itertools.islice(order, self.size))
+            if not idx or (len(idx) < self.size and self.drop):
+                return
+            yield source.rows(idx)
 
     def _make(self, buf: list[Element]) -> Element:
         return tuple(_stack([e[i] for e in buf], i) for i in range(len(buf[0])))
@@ -363,11 +395,19 @@ class Shuffle(DatasetValue):
             return self._seeds_rng(), self._seeds_rng()
 
     def iterate(self) -> Iterator[Element]:
+        return self._shuffled(self.inp.iterate())
+
+    def row_source(self) -> tuple[Slices, Iterator[int]] | None:
+        rs = self.inp.row_source()
+        if rs is None:
+            return None
+        return rs[0], self._shuffled(rs[1])  # the same draws over row numbers
+
+    def _shuffled(self, src: Iterator[Any]) -> Iterator[Any]:
         rng = SingleSamples(PhiloxRandom(*self._pass_seeds()))
         size = self.buffer_size
-        ring: dict[int, Element] = {}
+        ring: dict[int, Any] = {}
         start = stop = 0
-        src = self.inp.iterate()
         end = False
         while True:
             while not end and stop - start < size:

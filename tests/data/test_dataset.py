@@ -72,6 +72,11 @@ CASES = {
     "shuffle_batch": lambda tf: tf.data.Dataset.from_tensor_slices(
         (np.arange(40, dtype=np.float32).reshape(20, 2), np.arange(20))).shuffle(
         8, seed=3).batch(6),
+    "slices_batch_drop": lambda tf: tf.data.Dataset.from_tensor_slices(
+        np.arange(22, dtype=np.float64).reshape(11, 2)).batch(4, drop_remainder=True),
+    "slices_shuffle_batch_strings": lambda tf: tf.data.Dataset.from_tensor_slices(
+        (np.array([b"s%d" % i for i in range(13)]), np.arange(13))).shuffle(
+        5, seed=11).batch(4).repeat(2),
     "shuffle_then_map": lambda tf: tf.data.Dataset.range(12).map(lambda x: x * 3).shuffle(
         5, seed=123).batch(5),
     "from_generator": lambda tf: tf.data.Dataset.from_generator(
