@@ -46,7 +46,8 @@ per process.
 
 Leftovers.  Under the lock no other save is writing in the directory, so the next
 save removes (`cleanup`): every ``*.tmp-<random>`` file that no index names, every
-``*.data-?????-of-?????`` file whose checkpoint's index does not name it, and every
+``*.data-?????-of-?????`` file of the checkpoint being saved that its index does not
+name and of any other checkpoint whose index is missing, and every
 part directory ``<prefix>_temp_<random>`` of a dead sharded save: the Saver creates
 it with a `.live` file, under the lock, and keeps `.live` locked for the whole save,
 so a missing `.live`, or one that can be locked, means a dead process.  (A part
@@ -282,11 +283,19 @@ def referenced_files(prefix: str) -> set[str]:
         return set()
 
 
-def cleanup(directory: str, keep: tuple[str, ...] = ()) -> None:
+def cleanup(directory: str, keep: tuple[str, ...] = (), prefix: str | None = None) -> None:
     """Remove the leftovers of killed or failed saves in `directory` (call with its
     lock held): temporary files and data files no index names, and the part
-    directories of dead Savers (not those in `keep`, the caller's own parts)."""
+    directories of dead Savers (not those in `keep`, the caller's own parts).
+
+    An index is parsed only where that is needed: for temporary data names, and for
+    the checkpoint `prefix` being saved; another checkpoint's canonical data files
+    are leftovers when its index is missing (a directory of a thousand checkpoints
+    costs a listing, not a thousand JSON parses per save).  A killed replacement of
+    one path can leave that path's old canonical file beside an index that no longer
+    names it; the next save of that path removes it."""
     d = directory or "."
+    own = os.path.basename(prefix) if prefix is not None else None
     keep_real = {os.path.realpath(k) for k in keep}
     try:
         names = os.listdir(d)
@@ -298,6 +307,10 @@ def cleanup(directory: str, keep: tuple[str, ...] = ()) -> None:
         m = _DATA.fullmatch(name)
         if m is not None:
             base = m.group(1)
+            if m.group(4) is None and base != own:
+                if not os.path.exists(os.path.join(d, base + ".index")):
+                    _discard(path)
+                continue
             if base not in refs:
                 refs[base] = referenced_files(os.path.join(d, base))
             if name not in refs[base]:

@@ -362,7 +362,7 @@ def save_tensors(prefix: str, names: list[str], values: list[Any],
         except FileExistsError:
             pass
     with commit.dir_lock(d):
-        commit.cleanup(d)
+        commit.cleanup(d, prefix=prefix)
         w = ShardWriter(prefix)
         try:
             for i, (name, value) in enumerate(zip(names, values)):
@@ -399,7 +399,7 @@ def merge_checkpoints(sources: list[str], destination: str, delete_old_dirs: boo
             part.close()
     d = os.path.dirname(destination)
     with commit.dir_lock(d):
-        commit.cleanup(d, keep=tuple(os.path.dirname(s) for s in sources))
+        commit.cleanup(d, keep=tuple(os.path.dirname(s) for s in sources), prefix=destination)
         commit.commit(destination, staged, merged, VERSION, FORMAT)
     for src in sources:
         commit.unlink(index_filename(src))
