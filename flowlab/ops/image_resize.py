@@ -25,14 +25,22 @@ from flowlab.graph.tensor_shape import TensorShape
 from flowlab.kernels import image_resize_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops import array_ops, math_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor
+from flowlab.ops.confusion_matrix import with_dependencies
 from flowlab.ops.const_fold import constant_value
 from flowlab.ops.gradient_registry import gradient, not_differentiable
-from flowlab.ops.image_ops import _image_dimensions
+from flowlab.ops.image_ops import (
+    _as_batch,
+    _assert,
+    _image_dimensions,
+    _is_tensor,
+    check_at_least_3d_image,
+    pad_to_bounding_box,
+)
 from flowlab.ops.nn_ops import _name_scope
 from flowlab.ops.op_def import op_def
 
 __all__ = ["ResizeMethod", "resize_images", "resize", "resize_bilinear", "resize_nearest_neighbor",
-           "resize_bicubic"]
+           "resize_bicubic", "resize_image_with_pad"]
 
 _IMAGE_TYPES = "{int8, uint8, int16, uint16, int32, int64, float16, float32, float64}"
 _RESIZE_ATTRS = ["align_corners: bool = false", "half_pixel_centers: bool = false"]
@@ -192,3 +200,38 @@ def resize_images(images: Any, size: Any, method: Any = ResizeMethod.BILINEAR, a
 
 
 resize = resize_images
+
+
+def resize_image_with_pad(image: Any, target_height: Any, target_width: Any, method: Any = ResizeMethod.BILINEAR,
+                          align_corners: bool = False) -> Tensor:
+    """Resize keeping the aspect ratio, then zero-pad to [target_height, target_width]."""
+    with _name_scope(None, "resize_image_with_pad", [image]):
+        image, is_batch = _as_batch(convert_to_tensor(image, name="image"))
+        checks = check_at_least_3d_image(image, require_static=False)
+        checks += _assert(target_width > 0, ValueError, "target_width must be > 0.")
+        checks += _assert(target_height > 0, ValueError, "target_height must be > 0.")
+        image = with_dependencies(checks, image)
+
+        def max_(x: Any, y: Any) -> Any:
+            return math_ops.maximum(x, y) if _is_tensor(x) or _is_tensor(y) else max(x, y)
+
+        _, height, width, _ = _image_dimensions(image, rank=4)
+        f_height = math_ops.cast(height, dtype=dtypes.float32)
+        f_width = math_ops.cast(width, dtype=dtypes.float32)
+        f_target_height = math_ops.cast(target_height, dtype=dtypes.float32)
+        f_target_width = math_ops.cast(target_width, dtype=dtypes.float32)
+        ratio = max_(f_width / f_target_width, f_height / f_target_height)
+        resized_height_float = f_height / ratio
+        resized_width_float = f_width / ratio
+        resized_height = math_ops.cast(math_ops.floor(resized_height_float), dtype=dtypes.int32)
+        resized_width = math_ops.cast(math_ops.floor(resized_width_float), dtype=dtypes.int32)
+        padding_height = (f_target_height - resized_height_float) / 2
+        padding_width = (f_target_width - resized_width_float) / 2
+        p_height = max_(0, math_ops.cast(math_ops.floor(padding_height), dtype=dtypes.int32))
+        p_width = max_(0, math_ops.cast(math_ops.floor(padding_width), dtype=dtypes.int32))
+        resized = resize_images(image, [resized_height, resized_width], method, align_corners=align_corners)
+        padded = pad_to_bounding_box(resized, p_height, p_width, target_height, target_width)
+        if padded.shape.ndims is None:
+            raise ValueError("padded contains no shape.")
+        _image_dimensions(padded, rank=4)
+        return padded if is_batch else array_ops.squeeze(padded, axis=[0])

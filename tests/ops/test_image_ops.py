@@ -139,6 +139,21 @@ def _resize_grads(tf: Any, x: np.ndarray, sizes: Any = ((7, 9), (3, 4), (2, 2)))
 case("resize_gradients_float32")(lambda tf: _resize_grads(tf, BATCH[:2]))
 case("resize_gradients_float64")(lambda tf: _resize_grads(tf, F64))
 
+# Its pad's run-time Asserts name their data Consts as flowlab.ops.check_ops does.
+case("resize_image_with_pad", graph=False)(lambda tf: [tf.image.resize_image_with_pad(IMG, 8, 4),
+                                          tf.image.resize_image_with_pad(BATCH, 3, 9, method=1),
+                                          tf.image.resize_image_with_pad(U8, 10, 10)])
+
+# --- measures -----------------------------------------------------------------------------
+# Sums and means round in TensorFlow's Eigen order; flowlab's differ in the last bits.
+case("measures", rtol=2e-6, atol=1e-6)(lambda tf: [
+    tf.image.total_variation(tf.constant(IMG)), tf.image.total_variation(tf.constant(BATCH)),
+    tf.image.psnr(tf.constant(BATCH), BATCH[::-1], 1.0), tf.image.psnr(tf.constant(U8), U8[::-1], 255),
+    *tf.image.image_gradients(tf.constant(BATCH)), tf.image.sobel_edges(tf.constant(BATCH))])
+case("ssim", rtol=2e-5, atol=2e-6)(lambda tf: [
+    tf.image.ssim(WIDE[:1, :, :, :3].repeat(2, 1), WIDE[1:, :, :, :3].repeat(2, 1), 1.0, filter_size=5),
+    tf.image.ssim(BIG, BIG[::-1], 255)])
+
 # --- colour ------------------------------------------------------------------------------
 
 
