@@ -210,6 +210,7 @@ strings = _types.SimpleNamespace(
 strings.__name__ = "flowlab.strings"  # type: ignore[attr-defined]
 
 from flowlab import test  # noqa: E402 - tf.test.TestCase, tf.test.main
+from flowlab import contrib  # noqa: E402 - tf.contrib.rnn, tf.contrib.layers
 
 # `tf.app`, `tf.flags` / `tf.app.flags` (absl-py's), `tf.logging`, `tf.gfile`.
 app = _platform.app

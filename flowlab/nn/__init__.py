@@ -7,6 +7,7 @@ here (`tf.nn.sigmoid`, `tf.nn.tanh`); they are the same functions as `tf.sigmoid
 """
 
 from flowlab.nn import rnn_cell  # noqa: E402  (`tf.nn.rnn_cell.BasicLSTMCell`, ...)
+from flowlab.nn.bidirectional_rnn import static_bidirectional_rnn  # noqa: F401,E402
 from flowlab.nn.raw_rnn import *  # noqa: F401,F403,E402  (raw_rnn)
 from flowlab.nn.rnn import *  # noqa: F401,F403,E402  (static_rnn, dynamic_rnn)
 from flowlab.ops.batch_norm import *  # noqa: F401,F403,E402  (fused_batch_norm)

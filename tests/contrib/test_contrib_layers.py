@@ -1,0 +1,123 @@
+"""tf.contrib.layers: the initializers against the TensorFlow initializers they equal
+(same seeds, same values), the regularizers' values and errors, fully_connected and
+flatten against NumPy, with TensorFlow 1.15's variable names and collections."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import flowlab as fl
+from tests.difftest import assert_same
+
+L = fl.contrib.layers
+
+
+def _init_value(tf, init, shape):
+    with tf.Graph().as_default():
+        v = tf.get_variable("v", shape, initializer=init)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            return s.run(v)
+
+
+@pytest.mark.parametrize("shape", [[4, 6], [3, 3, 2, 5], [7]])
+def test_xavier_uniform_is_glorot_uniform(tf1, shape):
+    got = _init_value(fl, L.xavier_initializer(seed=3), shape)
+    expected = _init_value(tf1, tf1.glorot_uniform_initializer(seed=3), shape)
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("mode,n", [("FAN_IN", 3 * 3 * 2), ("FAN_OUT", 3 * 3 * 5), ("FAN_AVG", 3 * 3 * 3.5)])
+def test_variance_scaling_truncated_normal(tf1, mode, n):
+    shape = [3, 3, 2, 5]
+    got = _init_value(fl, L.variance_scaling_initializer(2.0, mode, seed=5), shape)
+    expected = _init_value(tf1, tf1.truncated_normal_initializer(stddev=math.sqrt(1.3 * 2.0 / n), seed=5), shape)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_variance_scaling_uniform_and_errors(tf1):
+    got = _init_value(fl, L.variance_scaling_initializer(1.0, "FAN_IN", uniform=True, seed=2), [10, 4])
+    limit = math.sqrt(3.0 / 10)
+    expected = _init_value(tf1, tf1.random_uniform_initializer(-limit, limit, seed=2), [10, 4])
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    with pytest.raises(TypeError, match="Unknown mode FAN_X"):
+        L.variance_scaling_initializer(mode="FAN_X")
+    with pytest.raises(TypeError, match="non-floating point type"):
+        L.xavier_initializer(dtype=fl.int32)
+
+
+def test_l1_l2_regularizers(tf1):
+    w = np.array([[1.0, -2.0], [3.0, 0.5]], np.float32)
+
+    def build(tf):
+        t = tf.constant(w)
+        if tf is fl:
+            l1, l2, both = L.l1_regularizer(0.1), L.l2_regularizer(0.5), L.l1_l2_regularizer(0.1, 0.5)
+            return [l1(t), l2(t), both(t)]
+        return [0.1 * tf.reduce_sum(tf.abs(t)), 0.5 * tf.nn.l2_loss(t),
+                tf.add_n([0.1 * tf.reduce_sum(tf.abs(t)), 0.5 * tf.nn.l2_loss(t)])]
+
+    assert_same(tf1, build)
+    t = fl.constant(w)
+    assert L.l2_regularizer(0.5)(t).op.name == "l2_regularizer"
+    assert L.l2_regularizer(0.0)(t) is None
+    with pytest.raises(ValueError, match="scale cannot be an integer: 1"):
+        L.l2_regularizer(1)
+    with pytest.raises(ValueError, match="Setting a scale less than 0 on a regularizer: -0.5"):
+        L.l1_regularizer(-0.5)
+
+
+def test_fully_connected_names_values_and_regularization():
+    x = np.random.RandomState(0).randn(3, 4).astype(np.float32)
+    y = L.fully_connected(fl.constant(x), 5, weights_regularizer=L.l2_regularizer(0.1))
+    z = L.fully_connected(y, 2, activation_fn=None, scope="logits")
+    names = [v.op.name for v in fl.global_variables()]
+    assert names == ["fully_connected/weights", "fully_connected/biases", "logits/weights", "logits/biases"]
+    assert [v.op.name for v in fl.get_collection(fl.GraphKeys.MODEL_VARIABLES)] == names
+    assert [v.op.name for v in fl.trainable_variables()] == names
+    assert y.shape.as_list() == [3, 5] and z.shape.as_list() == [3, 2]
+    reg = fl.get_collection(fl.GraphKeys.REGULARIZATION_LOSSES)
+    assert len(reg) == 1
+    with fl.Session() as s:
+        s.run(fl.global_variables_initializer())
+        w, b, w2, b2, yv, zv, rv = s.run([*fl.global_variables(), y, z, reg[0]])
+    np.testing.assert_allclose(yv, np.maximum(x @ w + b, 0), rtol=1e-5)
+    np.testing.assert_allclose(zv, yv @ w2 + b2, rtol=1e-5)
+    np.testing.assert_allclose(rv, 0.1 * np.sum(w * w) / 2, rtol=1e-5)
+    assert np.all(b == 0) and np.abs(w).max() <= math.sqrt(6.0 / 9)
+
+
+def test_fully_connected_rank3_reuse_and_no_biases():
+    x = fl.placeholder(fl.float32, [None, 7, 4])
+    y = L.fully_connected(x, 3, biases_initializer=None, scope="fc")
+    y2 = L.fully_connected(x, 3, biases_initializer=None, scope="fc", reuse=True)
+    assert y.shape.as_list() == [None, 7, 3]
+    assert [v.op.name for v in fl.global_variables()] == ["fc/weights"]
+    xv = np.random.RandomState(1).randn(2, 7, 4).astype(np.float32)
+    with fl.Session() as s:
+        s.run(fl.global_variables_initializer())
+        yv, y2v, w = s.run([y, y2, fl.global_variables()[0]], {x: xv})
+    np.testing.assert_allclose(yv, np.maximum(xv @ w, 0), rtol=1e-5)
+    np.testing.assert_array_equal(yv, y2v)
+    with pytest.raises(ValueError, match="num_outputs type should be"):
+        L.fully_connected(x, 2.0)
+
+
+def test_flatten():
+    x = fl.placeholder(fl.float32, [None, 2, 3])
+    y = L.flatten(x)
+    assert y.shape.as_list() == [None, 6] and y.op.name.startswith("Flatten/")
+    with fl.Session() as s:
+        out = s.run(y, {x: np.arange(12, dtype=np.float32).reshape(2, 2, 3)})
+    np.testing.assert_array_equal(out, np.arange(12).reshape(2, 6))
+
+
+def test_contrib_rnn_and_layers_names():
+    assert fl.contrib.layers.xavier_initializer_conv2d is fl.contrib.layers.xavier_initializer
+    for n in ("BasicLSTMCell", "BasicRNNCell", "GRUCell", "LSTMCell", "MultiRNNCell", "DropoutWrapper",
+              "LSTMStateTuple", "static_rnn", "static_bidirectional_rnn", "stack_bidirectional_rnn",
+              "stack_bidirectional_dynamic_rnn"):
+        assert hasattr(fl.contrib.rnn, n)
