@@ -404,7 +404,8 @@ class Shuffle(DatasetValue):
         return rs[0], self._shuffled(rs[1])  # the same draws over row numbers
 
     def _shuffled(self, src: Iterator[Any]) -> Iterator[Any]:
-        rng = SingleSamples(PhiloxRandom(*self._pass_seeds()))
+        # Words come from large blocks (one NumPy call per 4096 draws): the same sequence.
+        rng = SingleSamples(PhiloxRandom(*self._pass_seeds()), chunk=1024)
         size = self.buffer_size
         ring: dict[int, Any] = {}
         start = stop = 0
