@@ -16,7 +16,7 @@ import urllib.request
 
 import pytest
 from google.protobuf import text_format
-from tensorboard.compat.proto import graph_pb2
+from tensorboard.compat.proto import config_pb2, graph_pb2
 
 import flowlab as fl
 
@@ -48,6 +48,10 @@ def test_tensorboard_serves_flowlab_scalars_and_graph(tmp_path):
         with fl.Session() as sess, fl.summary.FileWriter(str(logdir / "run1"), sess.graph) as w:
             for i in range(3):
                 w.add_summary(sess.run(s, {x: [[i, 1.0, 2.0]]}), i)
+            md = fl.RunMetadata()
+            sess.run(s, {x: [[0.0, 1.0, 2.0]]}, options=fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE),
+                     run_metadata=md)
+            w.add_run_metadata(md, "step3", 3)
     port = _free_port()
     log = open(tmp_path / "tensorboard.log", "wb")  # a file, not a pipe nobody drains
     proc = subprocess.Popen(
@@ -76,6 +80,11 @@ def test_tensorboard_serves_flowlab_scalars_and_graph(tmp_path):
         nodes = {n.name: n for n in graph.node}
         assert nodes["total"].op == "Sum" and nodes["loss"].op == "ScalarSummary"
         assert [d.size for d in nodes["x"].attr["_output_shapes"].list.shape[0].dim] == [-1, 3]
+        assert info["run1"]["tags"]["step3"]["profile"] is True
+        md_text = _get(f"{base}/data/plugin/graphs/run_metadata?run=run1&tag=step3").decode()
+        served = text_format.Parse(md_text, config_pb2.RunMetadata())
+        timed = {n.node_name for d in served.step_stats.dev_stats for n in d.node_stats}
+        assert {"total", "loss"} <= timed  # per-node compute times for the graph dashboard
     finally:
         os.kill(proc.pid, signal.SIGTERM)
         try:
