@@ -13,9 +13,12 @@ with align_corners; an output index i samples in * ... at `i * scale` (legacy) o
   (a = -0.75, or a = -0.5 with half_pixel_centers, where out-of-image taps get weight 0
   and the weights are renormalized); each output is the cubic along y at four x taps,
   then along x.
+- Area: each output averages the input cells it covers, weighted by the covered
+  fraction (TensorFlow's start / middle / end cells, summed along x for each input row,
+  then along y, times float32(1 / (scale_y * scale_x))).
 
-The forward bilinear and nearest-neighbour kernels run on CPU and GPU; bicubic and
-the gradients (np.add.at) run on CPU.  The gradients scatter `grad * weight` back in TensorFlow's loop order (output row,
+The forward bilinear and nearest-neighbour kernels run on CPU and GPU; bicubic, area
+and the gradients (np.add.at) run on CPU.  The gradients scatter `grad * weight` back in TensorFlow's loop order (output row,
 column, then tap), so their sums round as TensorFlow's.
 """
 
@@ -234,3 +237,51 @@ def resize_bicubic_grad(ctx: Any, grads: Any, original: Any) -> Any:
             vals.append((g * yw[j][None, :, None, None] * xw[k][None, None, :, None]).astype(dt))
     out = np.zeros(original.shape, dtype=dt)
     return _scatter(out, rows, cols, vals)
+
+
+# --- area ----------------------------------------------------------------------------------
+def _area_terms(in_size: int, out_size: int, scale: np.float32) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per output index: the input indices it covers (bounded), their float32 coverage
+    weights and a validity mask, padded to the longest run (TensorFlow's start / middle /
+    end-minus-one cells; a middle cell's weight is 1)."""
+    runs = []
+    for o in range(out_size):
+        lo = _F32(o) * scale
+        hi = _F32(o + 1) * scale
+        start, end = int(np.floor(lo)), int(np.ceil(hi))
+        cells = []
+        for i in range(start, end):
+            if _F32(i) < lo:
+                w = scale if _F32(i + 1) > hi else _F32(i + 1) - lo
+            else:
+                w = hi - _F32(i) if _F32(i + 1) > hi else _F32(1)
+            cells.append((min(in_size - 1, max(0, i)), _F32(w)))
+        runs.append(cells)
+    width = max(len(r) for r in runs)
+    idx = np.zeros((out_size, width), np.int64)
+    wts = np.zeros((out_size, width), _F32)
+    valid = np.zeros((out_size, width), bool)
+    for o, cells in enumerate(runs):
+        for m, (i, w) in enumerate(cells):
+            idx[o, m], wts[o, m], valid[o, m] = i, w, True
+    return idx, wts, valid
+
+
+@kernel("ResizeArea", devices=CPU, host_memory=("size",))
+def resize_area(ctx: Any, images: Any, size: Any) -> Any:
+    out_h, out_w = _check_resize(ctx, images, size)
+    _, in_h, in_w, _ = images.shape
+    align = ctx.attrs["align_corners"]
+    hs, ws = _scale(in_h, out_h, align), _scale(in_w, out_w, align)
+    img = np.asarray(images).astype(_F32, copy=False)
+    xi, xw, xv = _area_terms(in_w, out_w, ws)
+    yi, yw, yv = _area_terms(in_h, out_h, hs)
+    # Each input row's sum over the x cells, in TensorFlow's order, then over the y cells.
+    sx = img[:, :, xi[:, 0]] * xw[None, None, :, 0, None]
+    for m in range(1, xi.shape[1]):
+        sx = np.where(xv[None, None, :, m, None], sx + img[:, :, xi[:, m]] * xw[None, None, :, m, None], sx)
+    total = sx[:, yi[:, 0]] * yw[None, :, 0, None, None]
+    for m in range(1, yi.shape[1]):
+        total = np.where(yv[None, :, m, None, None], total + sx[:, yi[:, m]] * yw[None, :, m, None, None], total)
+    scale = _F32(1.0 / float(hs * ws))
+    return (total * scale).astype(_F32)

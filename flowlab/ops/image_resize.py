@@ -1,5 +1,5 @@
-"""Image resizing: the ResizeBilinear / ResizeNearestNeighbor / ResizeBicubic ops, their
-gradient ops, and `tf.image.resize_images` (TF1's `tf.image.resize`).
+"""Image resizing: the ResizeBilinear / ResizeNearestNeighbor / ResizeBicubic /
+ResizeArea ops, their gradient ops, and `tf.image.resize_images` (TF1's `tf.image.resize`).
 
 Each resize op takes [batch, height, width, channels] images and a 1-D int32 `size`
 (new_height, new_width), with TensorFlow's attrs `align_corners` and
@@ -8,7 +8,8 @@ bicubic give float32 whatever the input dtype; nearest neighbour keeps it.  Thei
 gradients are TensorFlow's: ResizeBilinearGrad(grad, image) and
 ResizeBicubicGrad(grad, image) in the image's dtype (bicubic's only for float32 and
 float64 images), ResizeNearestNeighborGrad(grad, image size); the gradient ops
-themselves have none.  Kernels: flowlab.kernels.image_resize_kernels.
+themselves have none, nor has ResizeArea (which has no half_pixel_centers attr).
+Kernels: flowlab.kernels.image_resize_kernels.
 
 resize_images converts `size`, adds the batch dimension for a single image and
 removes it again, and with preserve_aspect_ratio scales both sides by the smaller
@@ -40,7 +41,7 @@ from flowlab.ops.nn_ops import _name_scope
 from flowlab.ops.op_def import op_def
 
 __all__ = ["ResizeMethod", "resize_images", "resize", "resize_bilinear", "resize_nearest_neighbor",
-           "resize_bicubic", "resize_image_with_pad"]
+           "resize_bicubic", "resize_area", "resize_image_with_pad"]
 
 _IMAGE_TYPES = "{int8, uint8, int16, uint16, int32, int64, float16, float32, float64}"
 _RESIZE_ATTRS = ["align_corners: bool = false", "half_pixel_centers: bool = false"]
@@ -79,6 +80,11 @@ op_def("ResizeNearestNeighbor", inputs=["images: T", "size: int32"], outputs=["r
 op_def("ResizeBicubic", inputs=["images: T", "size: int32"], outputs=["resized_images: float32"],
        attrs=[f"T: {_IMAGE_TYPES}", *_RESIZE_ATTRS], shape_fn=_resize_shape,
        doc="Resize images to `size` by bicubic interpolation (float32 result).")
+op_def("ResizeArea", inputs=["images: T", "size: int32"], outputs=["resized_images: float32"],
+       attrs=[f"T: {_IMAGE_TYPES}", "align_corners: bool = false"], shape_fn=_resize_shape,
+       doc="Resize images to `size` by area averaging (float32 result).")
+# TensorFlow registers no gradient for ResizeArea; flowlab says so explicitly.
+not_differentiable("ResizeArea")
 op_def("ResizeBilinearGrad", inputs=["grads: float32", "original_image: T"], outputs=["output: T"],
        attrs=["T: {float16, float32, float64}", *_RESIZE_ATTRS], shape_fn=_like_second,
        doc="Gradient of ResizeBilinear with respect to its images.")
@@ -142,6 +148,11 @@ def resize_bicubic(images: Any, size: Any, align_corners: bool = False, name: st
                     half_pixel_centers=half_pixel_centers, name=name or "ResizeBicubic")
 
 
+def resize_area(images: Any, size: Any, align_corners: bool = False, name: str | None = None) -> Tensor:
+    """`tf.image.resize_area`: the ResizeArea op (float32 result)."""
+    return apply_op("ResizeArea", images=images, size=size, align_corners=align_corners, name=name or "ResizeArea")
+
+
 class ResizeMethod:
     """TF1's `tf.image.ResizeMethod` (resize_images also takes TF2's strings)."""
 
@@ -153,7 +164,8 @@ class ResizeMethod:
 
 _BY_METHOD = {ResizeMethod.BILINEAR: "ResizeBilinear", "bilinear": "ResizeBilinear",
               ResizeMethod.NEAREST_NEIGHBOR: "ResizeNearestNeighbor", "nearest": "ResizeNearestNeighbor",
-              ResizeMethod.BICUBIC: "ResizeBicubic", "bicubic": "ResizeBicubic"}
+              ResizeMethod.BICUBIC: "ResizeBicubic", "bicubic": "ResizeBicubic",
+              ResizeMethod.AREA: "ResizeArea", "area": "ResizeArea"}
 
 
 def resize_images(images: Any, size: Any, method: Any = ResizeMethod.BILINEAR, align_corners: bool = False,

@@ -115,6 +115,11 @@ def _all_resizes(tf: Any, x: Any, sizes: Any = ((7, 9), (3, 4), (5, 12), (1, 1),
 
 
 case("resize_float32")(lambda tf: _all_resizes(tf, BATCH[:2]))
+case("resize_area")(lambda tf: [tf.image.resize_area(x, s, align_corners=ac)
+                                for x in (BATCH[:2], U8_BATCH, F64, WIDE)
+                                for s in ((7, 9), (3, 4), (2, 5), (1, 1), (10, 3), (17, 2))
+                                for ac in (False, True)]
+                               + [tf.image.resize_images(BATCH, [3, 2], method=tf.image.ResizeMethod.AREA)])
 case("resize_uint8")(lambda tf: _all_resizes(tf, U8_BATCH))
 case("resize_float64")(lambda tf: _all_resizes(tf, F64))
 case("resize_images")(lambda tf: [
