@@ -11,8 +11,10 @@
   splices out `Identity` / `StopGradient` nodes nothing depends on by name.
 - `tensor_shape_from_node_def_name(graph, name)`, `must_run_on_cpu(node)`.
 
-Each pass takes a GraphDef -- flowlab's JSON dict or TensorFlow's proto -- and
-returns a new one of the same kind; its input is never modified.  As in TensorFlow,
+Each pass takes a GraphDef -- flowlab's JSON dict (`sess.graph.as_graph_def()`) or
+TensorFlow's proto -- and returns TensorFlow's `GraphDef` proto, as TensorFlow's do, so
+that programs can `SerializeToString()` it, write it with `tf.train.write_graph` or
+import it with `tf.import_graph_def`; its input is never modified.  As in TensorFlow,
 a name in `dest_nodes` that is not in the graph is an AssertionError.
 """
 
@@ -33,21 +35,20 @@ _VARIABLE_OPS = {"Assign", "AssignAdd", "AssignSub", "Queue", "ScatterAdd", "Sca
                  "ScatterUpdate", "TruncatedNormal", "Variable", "VariableV2"}
 
 
-def _as_dict(graph_def: Any) -> tuple[dict[str, Any], bool]:
-    """(GraphDef dict, whether the caller gave a proto)."""
+def _as_dict(graph_def: Any) -> dict[str, Any]:
+    """The GraphDef dict of a dict or a GraphDef proto."""
     if isinstance(graph_def, dict):
-        return graph_def, False
+        return dict(graph_def)
     if getattr(getattr(graph_def, "DESCRIPTOR", None), "full_name", None) in (
             "tensorflow.GraphDef", "tensorboard.GraphDef"):
         from flowlab.graph.graph_def_pb import from_proto
 
-        return from_proto(graph_def), True
+        return from_proto(graph_def)
     raise TypeError(f"graph_def must be a GraphDef (dict or graph_pb2.GraphDef proto), but got type {type(graph_def)}.")
 
 
-def _back(gd: dict[str, Any], proto: bool) -> Any:
-    if not proto:
-        return gd
+def _proto(gd: dict[str, Any]) -> Any:
+    """A pass's result as TensorFlow's proto, whichever form came in."""
     from flowlab.graph.graph_def_pb import to_proto
 
     return to_proto(gd)
@@ -86,8 +87,8 @@ def _extract(gd: dict[str, Any], dest_nodes: Any) -> dict[str, Any]:
 
 def extract_sub_graph(graph_def: Any, dest_nodes: Any) -> Any:
     """The part of `graph_def` that `dest_nodes` (node names) depend on."""
-    gd, proto = _as_dict(graph_def)
-    return _back(_extract(gd, dest_nodes), proto)
+    gd = _as_dict(graph_def)
+    return _proto(_extract(gd, dest_nodes))
 
 
 def convert_variables_to_constants(sess: Any, input_graph_def: Any, output_node_names: Any,
@@ -100,7 +101,7 @@ def convert_variables_to_constants(sess: Any, input_graph_def: Any, output_node_
             sess, sess.graph.as_graph_def(), ["logits"])
         tf.train.write_graph(frozen, "/tmp", "frozen.pb", as_text=False)
     """
-    gd, proto = _as_dict(input_graph_def)
+    gd = _as_dict(input_graph_def)
     sub = _extract(gd, output_node_names)
 
     def wanted(name: str) -> bool:
@@ -140,7 +141,7 @@ def convert_variables_to_constants(sess: Any, input_graph_def: Any, output_node_
         else:
             nodes.append(n)
     sub["node"] = nodes
-    return _back(sub, proto)
+    return _proto(sub)
 
 
 def _const_tensor(value: Any, dt: str) -> dict[str, Any]:
@@ -158,7 +159,7 @@ def _const_tensor(value: Any, dt: str) -> dict[str, Any]:
 def remove_training_nodes(input_graph: Any, protected_nodes: Any = None) -> Any:
     """`input_graph` without `CheckNumerics` and with unneeded `Identity` /
     `StopGradient` nodes spliced out (TensorFlow's rules; `protected_nodes` stay)."""
-    gd, proto = _as_dict(input_graph)
+    gd = _as_dict(input_graph)
     protected = set(protected_nodes or [])
     removed = {n["name"] for n in gd["node"] if n["op"] == "CheckNumerics" and n["name"] not in protected}
     after = []
@@ -196,7 +197,7 @@ def remove_training_nodes(input_graph: Any, protected_nodes: Any = None) -> Any:
         out.append(n)
     result = {k: v for k, v in gd.items() if k != "node"}
     result["node"] = out
-    return _back(result, proto)
+    return _proto(result)
 
 
 def tensor_shape_from_node_def_name(graph: Any, input_name: str) -> Any:

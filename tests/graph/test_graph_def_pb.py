@@ -185,10 +185,11 @@ def _both_graph_defs(tf1):
 def test_extract_sub_graph_keeps_what_tensorflow_keeps(tf1):
     tg, fg = _both_graph_defs(tf1)
     want = [n.name for n in tf1.graph_util.extract_sub_graph(tg.as_graph_def(), ["h"]).node]
-    got = [n["name"] for n in fl.graph_util.extract_sub_graph(fg.as_graph_def(), ["h"])["node"]]
-    assert got == want
-    as_proto = fl.graph_util.extract_sub_graph(to_proto(fg), ["h"])
-    assert [n.name for n in as_proto.node] == want
+    got = fl.graph_util.extract_sub_graph(fg.as_graph_def(), ["h"])
+    assert isinstance(got, graph_pb2.GraphDef)  # a proto, as TensorFlow's, from a dict too
+    assert [n.name for n in got.node] == want
+    from_proto_in = fl.graph_util.extract_sub_graph(to_proto(fg), ["h"])
+    assert [n.name for n in from_proto_in.node] == want
     with pytest.raises(AssertionError, match="nope is not in graph"):
         fl.graph_util.extract_sub_graph(fg.as_graph_def(), ["nope"])
     with pytest.raises(TypeError, match="dest_nodes must be an iterable of strings"):
@@ -205,16 +206,18 @@ def test_convert_variables_to_constants_as_tensorflow(tf1):
         got = fl.graph_util.convert_variables_to_constants(sess, fg.as_graph_def(), ["out"])
         only_w = fl.graph_util.convert_variables_to_constants(
             sess, fg.as_graph_def(), ["out"], variable_names_blacklist=["b"])
-    assert [(n["name"], n["op"]) for n in got["node"]] == [(n.name, n.op) for n in want.node]
-    consts = {n["name"]: n for n in got["node"]}
-    assert consts["w"]["op"] == "Const" and consts["w"]["attr"]["dtype"] == {"type": "DT_FLOAT"}
+    assert [(n.name, n.op) for n in got.node] == [(n.name, n.op) for n in want.node]
+    consts = {n.name: n for n in got.node}
+    assert consts["w"].op == "Const" and consts["w"].attr["dtype"].type == 1  # DT_FLOAT
+    np.testing.assert_array_equal(np.frombuffer(consts["w"].attr["value"].tensor.tensor_content, "<f4"),
+                                  W.reshape(-1))
     with fl.Graph().as_default():
         (out,) = fl.import_graph_def(got, return_elements=["out:0"], name="")
         assert not fl.global_variables()
         with fl.Session() as sess:
             np.testing.assert_allclose(sess.run(out, {"x:0": X}),
                                        np.maximum(X @ W, 0).sum(axis=1) * 3.0, rtol=1e-5)
-    assert {n["name"]: n["op"] for n in only_w["node"]}["b"] == "VariableV2"
+    assert {n.name: n.op for n in only_w.node}["b"] == "VariableV2"
 
 
 def test_remove_training_nodes_as_tensorflow(tf1):
@@ -230,7 +233,7 @@ def test_remove_training_nodes_as_tensorflow(tf1):
     tf_gd.ParseFromString(to_proto(gd).SerializeToString())
     want = tf1.graph_util.remove_training_nodes(tf_gd, protected_nodes=["kept"])
     got = fl.graph_util.remove_training_nodes(gd, protected_nodes=["kept"])
-    assert [(n["name"], n["input"]) for n in got["node"]] == [(n.name, list(n.input)) for n in want.node]
+    assert [(n.name, list(n.input)) for n in got.node] == [(n.name, list(n.input)) for n in want.node]
 
 
 def test_must_run_on_cpu_and_tensor_shape():
