@@ -209,8 +209,7 @@ strings = _types.SimpleNamespace(
 )
 strings.__name__ = "flowlab.strings"  # type: ignore[attr-defined]
 
-from flowlab import test  # noqa: E402 - tf.test.TestCase, tf.test.main
-from flowlab import contrib  # noqa: E402 - tf.contrib.rnn, tf.contrib.layers
+from flowlab import contrib, test  # noqa: E402 - tf.contrib.rnn/layers; tf.test.TestCase, tf.test.main
 
 # `tf.app`, `tf.flags` / `tf.app.flags` (absl-py's), `tf.logging`, `tf.gfile`.
 app = _platform.app
@@ -220,6 +219,8 @@ gfile = _platform.gfile_v1
 
 # `tf.graph_util` (GraphDef passes) and `tf.GraphDef`, TensorFlow's proto class that
 # programs parse .pb files into before `tf.import_graph_def`.
+from tensorboard.compat.proto.node_def_pb2 import NodeDef  # noqa: E402 - TensorFlow's message, as GraphDef
+
 from flowlab.graph import graph_util as _graph_util  # noqa: E402
 from flowlab.graph.graph_def_pb import GraphDef  # noqa: E402
 

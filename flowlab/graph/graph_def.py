@@ -73,7 +73,8 @@ def _input_name(t: Any) -> str:
 
 
 def node_to_dict(op: Operation, add_shapes: bool = False) -> dict[str, Any]:
-    """The GraphDef node of `op` (this is `Operation.node_def`)."""
+    """The GraphDef node of `op` (`Operation.node_def` is the same node as TensorFlow's
+    NodeDef proto)."""
     od = op.op_def
     defs = od.attrs if od is not None else {}
     attrs: dict[str, Any] = {}

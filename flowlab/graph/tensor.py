@@ -331,10 +331,16 @@ class Operation:
         self._graph._bump_version()
 
     @property
-    def node_def(self) -> dict[str, Any]:
-        from flowlab.graph.graph_def import node_to_dict
+    def node_def(self) -> Any:
+        """TensorFlow's `NodeDef` protocol buffer of this op: `.name`, `.op`, `.input`
+        ("a:1", "^ctrl"), `.device`, `.attr`; printing it shows protobuf text, as
+        TensorFlow does.  `flowlab.graph.graph_def.node_to_dict(op)` is the same node
+        as flowlab's JSON GraphDef writes it."""
+        from flowlab.graph.graph_def import FORMAT, VERSION, node_to_dict
+        from flowlab.graph.graph_def_pb import to_proto
 
-        return node_to_dict(self)
+        graph_def = {"format": FORMAT, "version": VERSION, "node": [node_to_dict(self)], "library": {}}
+        return to_proto(graph_def).node[0]
 
     def defined_at(self) -> str:
         """'file.py:12' of the innermost user frame, or '' if unknown."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flowlab.graph.graph_def import node_to_dict
 from flowlab.runtime.config import RunMetadata, RunOptions, StepStats
 from flowlab.runtime.graph_def_proto import GraphDef, as_graph_def
 from flowlab.runtime.partition import PartitionedPlan
@@ -65,7 +66,7 @@ def step_partitions(plan: Plan | PartitionedPlan, devices: list[Any] | None = No
     if opt is not None:
         nodes = opt.graph_def()["node"]
     else:
-        nodes = [n.op.node_def for n in plan.nodes]
+        nodes = [node_to_dict(n.op) for n in plan.nodes]
     by_device: dict[str, list[Any]] = {}
     for node in nodes:
         # A folded op with several outputs writes `name/folded_i` for outputs i > 0.

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from flowlab.graph.graph_def import node_to_dict
+
 _ENTER = {"Enter", "RefEnter"}
 _EXIT = {"Exit", "RefExit"}
 SEND_TYPES = {"_Send", "_HostSend", "Send"}
@@ -213,7 +215,7 @@ def from_ops(ops: Iterable[Any], device_of: Mapping[str, Any] | None = None,
     each was placed on (`device_of[name]`: a Device or a device name)."""
     nodes = []
     for op in ops:
-        n = _node_from_dict(op.node_def)
+        n = _node_from_dict(node_to_dict(op))
         if device_of is not None and op.name in device_of:
             d = device_of[op.name]
             n.device = getattr(d, "name", None) or str(d)

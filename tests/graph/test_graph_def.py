@@ -65,8 +65,9 @@ def test_export_schema():
         "tensor": {"dtype": "DT_FLOAT", "shape": [2], "data": base64.b64encode(
             np.array([1, 2], "<f4").tobytes()).decode()}
     }
-    # Operation.node_def is the same dict; the output is plain JSON.
-    assert fl.get_default_graph().get_operation_by_name("c").node_def == c
+    # node_to_dict(op) is the same dict (Operation.node_def is its NodeDef proto); the
+    # output is plain JSON.
+    assert G.node_to_dict(fl.get_default_graph().get_operation_by_name("c")) == c
     assert json.loads(json.dumps(gd, allow_nan=False)) == gd
 
 

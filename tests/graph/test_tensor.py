@@ -111,9 +111,9 @@ def test_node_def_names_inputs_and_attrs():
         b = fl.identity(a, name="b")
         c = fl.constant(2.0, name="c")
     nd = b.op.node_def
-    assert nd["name"] == "b" and nd["op"] == "Identity" and nd["input"] == ["a"]
-    assert nd["device"] == "/device:CPU:0"
-    assert c.op.node_def["input"] == ["^a"]
+    assert nd.name == "b" and nd.op == "Identity" and list(nd.input) == ["a"]
+    assert nd.device == "/device:CPU:0" and nd.attr["T"].type == fl.float32.as_datatype_enum
+    assert list(c.op.node_def.input) == ["^a"]
 
 
 def test_creation_traceback_holds_only_user_frames():
