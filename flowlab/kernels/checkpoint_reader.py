@@ -51,10 +51,9 @@ class CheckpointReader:
         self._fds: list[int | None] = []
         for attempt in range(_REREADS + 1):
             doc, raw = self._read_index()
-            fds, missing = _open_all(os.path.dirname(prefix), doc["data_files"])
-            if (not missing and _raw_index(fmt.index_filename(prefix)) == raw) \
-                    or attempt == _REREADS:
-                break
+            fds = _open_all(os.path.dirname(prefix), doc["data_files"])
+            if _raw_index(fmt.index_filename(prefix)) == raw or attempt == _REREADS:
+                break  # (files still missing now are missing: an error when read)
             _close_all(fds)  # a save switched meanwhile: read its index
         self._fds = fds
         self.num_shards: int = doc["num_shards"]
@@ -250,23 +249,27 @@ def _raw_index(path: str) -> bytes | None:
         return None
 
 
-def _open_all(directory: str, names: list[str]) -> tuple[list[int | None], bool]:
+def _open_all(directory: str, names: list[str]) -> list[int | None]:
+    """An fd per data file (None: missing, or not a regular file)."""
     fds: list[int | None] = []
-    missing = False
     for name in names:
+        path = os.path.join(directory, name)
         try:
-            fd = os.open(os.path.join(directory, name), os.O_RDONLY)
-        except OSError:
+            fd = os.open(path, os.O_RDONLY)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
             fds.append(None)
-            missing = True
             continue
+        except OSError as e:  # e.g. too many open files: not the file's fault
+            _close_all(fds)
+            raise errors.ResourceExhaustedError(
+                None, None, f"Cannot open checkpoint data file {path}: {e.strerror}"
+            ) from None
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # a directory, a device: not data
             os.close(fd)
             fds.append(None)
-            missing = True
             continue
         fds.append(fd)
-    return fds, missing
+    return fds
 
 
 def _close_all(fds: list[int | None]) -> None:

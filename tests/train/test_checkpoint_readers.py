@@ -384,3 +384,15 @@ def test_fuzzed_meta_graph_never_raises_a_raw_error(meta_template, data):
         _import(doc)
     except errors.DataLossError as e:
         assert "model.meta is" in str(e), str(e)
+
+
+def test_index_claiming_many_shards_reads_what_is_there(template):
+    doc = copy.deepcopy(template[0])
+    doc["num_shards"] = 99999
+    doc.pop("data_files", None)
+    _piece(doc, "w", "shard", 5000)
+    p = _with_index(doc, template[1])  # only a data file "model.data-00000-of-00001"
+    with fmt.CheckpointReader(p) as r:
+        with pytest.raises(errors.DataLossError,
+                           match=r"model\.data-05000-of-99999, tensor 'w': the data file is missing"):
+            r.get_tensor("w")
