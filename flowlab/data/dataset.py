@@ -296,8 +296,8 @@ class Dataset:
                     f"The padded shape {want} is not compatible with the shape {spec.shape} of "
                     f"the corresponding input component.")
             dims = [-1 if d is None else d for d in want.as_list()]
-            shape_ts.append(convert_to_tensor(np.array(dims, dtype=np.int64), dtype=dtypes.int64,
-                                              name="padded_shapes"))
+            shape_ts.append(convert_to_tensor(np.array(dims, dtype=np.int64), dtype=dtypes.int64))
+        for i, spec in enumerate(flat):  # after every shape, as TensorFlow names them
             pv = values_flat[i]
             if pv is None:
                 pv = b"" if spec.dtype == dtypes.string else np.zeros((), spec.dtype.as_numpy_dtype)
@@ -327,15 +327,8 @@ class Dataset:
                 name: str | None = None) -> Dataset:
         """Elements drawn at random from a buffer of `buffer_size` (TensorFlow's order
         for the same seeds)."""
-        from flowlab.ops.random_ops import get_seed
-
         size = _int64(buffer_size, "buffer_size")
-        s1, s2 = get_seed(seed)
-        seed_t = _int64(0 if s1 is None else s1, "seed")
-        if s2 is None:
-            seed2_t = _int64(0, "seed2")
-        else:
-            seed2_t = _int64(2**31 - 1 if (s1 or 0) == 0 and s2 == 0 else s2, "seed2")
+        seed_t, seed2_t = _dataset_seeds(seed)
         reshuffle = True if reshuffle_each_iteration is None else bool(reshuffle_each_iteration)
         v = apply_op("ShuffleDataset", input_dataset=self._variant_tensor, buffer_size=size,
                      seed=seed_t, seed2=seed2_t, reshuffle_each_iteration=reshuffle,
@@ -372,6 +365,25 @@ class Dataset:
         from flowlab.data.iterator import make_initializable_iterator
 
         return make_initializable_iterator(self, shared_name)
+
+
+def _dataset_seeds(seed: Any) -> tuple[Tensor, Tensor]:
+    """The (seed, seed2) int64 inputs of a random dataset op, built as TensorFlow's
+    tf.data random_seed.get_seed builds them: a given seed2 goes through
+    `where(seed == 0 and seed2 == 0, 2**31 - 1, seed2)` (never the "random" pair)."""
+    from flowlab.ops.array_ops import where_v2
+    from flowlab.ops.math_ops import equal, logical_and
+    from flowlab.ops.random_ops import get_seed
+
+    s1, s2 = get_seed(seed)
+    seed_t = _int64(0 if s1 is None else s1, "seed")
+    if s2 is None:
+        return seed_t, _int64(0, "seed2")
+    with get_default_graph().name_scope("seed2") as scope:
+        s2_t = convert_to_tensor(s2, dtype=dtypes.int64)
+        cond = logical_and(equal(seed_t, 0), equal(s2_t, 0))
+        return seed_t, where_v2(cond, convert_to_tensor(2**31 - 1, dtype=dtypes.int64), s2_t,
+                                name=scope)
 
 
 def _convert_generated(value: Any, structure: Any, flat_specs: list[Any]) -> tuple[Any, ...]:

@@ -137,7 +137,9 @@ def make_one_shot_iterator(dataset: Any) -> Iterator:
     handle = apply_op("OneShotIterator", dataset=dataset._variant_tensor,
                       output_types=st.type_attrs(s), output_shapes=st.shape_attrs(s),
                       name="OneShotIterator")
-    return Iterator(handle, None, s)
+    it = Iterator(handle, None, s)
+    it.string_handle()  # TensorFlow's builders make one too (same graph, same names)
+    return it
 
 
 def make_initializable_iterator(dataset: Any, shared_name: str | None = None) -> Iterator:
@@ -148,7 +150,9 @@ def make_initializable_iterator(dataset: Any, shared_name: str | None = None) ->
                       name="IteratorV2")
     init = apply_op("MakeIterator", dataset=dataset._variant_tensor, iterator=handle,
                     name="MakeIterator")
-    return Iterator(handle, init, s)
+    it = Iterator(handle, init, s)
+    it.string_handle()  # as TensorFlow's builder
+    return it
 
 
 def get_output_types(dataset_or_iterator: Any) -> Any:

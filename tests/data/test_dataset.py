@@ -389,3 +389,25 @@ def test_concurrent_get_next_steps_get_distinct_elements():
             for t in ts:
                 t.join()
     assert sorted(got) == [2 * i for i in range(400)]
+
+
+def test_graph_names_types_and_inputs_as_tensorflow(tf1):
+    """Node for node (name, type, inputs), as tests/ops/test_tf_names.py compares
+    graphs; `unbatch` is left out: TensorFlow adds a normalizing MapDataset before it."""
+    def rows(tf):
+        g = tf.Graph()
+        with g.as_default():
+            ds = (tf.data.Dataset.from_tensor_slices((np.zeros((4, 2), np.float32), [1, 2, 3, 4]))
+                  .map(lambda a, b: a).batch(2).shuffle(3, seed=1).repeat().prefetch(1).take(2)
+                  .skip(1).cache().filter(lambda x: True))
+            ds = tf.data.Dataset.zip((ds, tf.data.Dataset.range(3))).padded_batch(2)
+            it = tf.data.make_initializable_iterator(ds)
+            it.get_next()
+            tf.data.make_one_shot_iterator(
+                tf.data.Dataset.range(5).shuffle(2).map(lambda x: x, num_parallel_calls=2)
+            ).get_next()
+        # TensorFlow's OneShotIterator builds its dataset in a function: no data input.
+        return [(op.name, op.type, [t.name for t in op.inputs] if op.type != "OneShotIterator"
+                 else []) for op in g.get_operations()]
+
+    assert rows(fl) == rows(tf1)
