@@ -116,30 +116,63 @@ def test_scatter_add_of_a_failed_step_is_taken_back_after_other_steps_added():
             np.testing.assert_array_equal(sess.run(v), [5, 0, 0, 10, 0])
 
 
+def _fail_after(sess, update):
+    """Run a step that does `update` and then waits on a queue; once `update` is
+    visible the caller runs other steps beside it, then runs `close`: the step fails."""
+    q = fl.FIFOQueue(1, fl.int32)
+    with fl.control_dependencies([update]):
+        blocked = q.dequeue()
+    close = q.close()
+    failed = []
+
+    def step():
+        try:
+            sess.run(blocked)
+        except errors.OutOfRangeError as e:
+            failed.append(e)
+
+    t = threading.Thread(target=step)
+    t.start()
+    return t, failed, close
+
+
 def test_a_failed_overwrite_superseded_by_a_later_one_stays_superseded():
     with fl.Graph().as_default():
         v = fl.Variable(1, name="v")
-        failing = _blocked_after(fl.assign(v, 50))
         later = fl.assign(v, 7)
         inc = fl.assign_add(v, 1)
         with fl.Session() as sess:
             sess.run(v.initializer)
-            t = threading.Thread(target=lambda: (_wait_for(sess, v, 50), sess.run(later)))
-            t.start()
-            with pytest.raises(errors.DeadlineExceededError):
-                sess.run(failing, options=fl.RunOptions(timeout_in_ms=300))
+            t, failed, close = _fail_after(sess, fl.assign(v, 50))
+            _wait_for(sess, v, 50)
+            sess.run(later)
+            sess.run(close)
             t.join()
-            assert sess.run(v) == 7  # the later overwrite stands
-            # An increment made after an overwrite is not taken back by the overwrite's
-            # failure either: the failing step's own writes are what is undone.
-            failing_inc = _blocked_after(fl.assign_add(v, 100))
-            t = threading.Thread(target=lambda: (_wait_for(sess, v, 107), sess.run(later),
-                                                 sess.run(inc)))
-            t.start()
-            with pytest.raises(errors.DeadlineExceededError):
-                sess.run(failing_inc, options=fl.RunOptions(timeout_in_ms=300))
+            assert failed and sess.run(v) == 7  # the later overwrite stands
+            # A failed increment followed by another step's overwrite: superseded too.
+            t, failed, close = _fail_after(sess, fl.assign_add(v, 100))
+            _wait_for(sess, v, 107)
+            sess.run(later)
+            sess.run(inc)
+            sess.run(close)
             t.join()
-            assert sess.run(v) == 8  # 7 (overwrite, supersedes the +100) + 1
+            assert failed and sess.run(v) == 8  # 7 (supersedes the +100) + 1
+
+
+def test_a_failed_increment_is_taken_back_from_later_increments():
+    with fl.Graph().as_default():
+        v = fl.Variable(1, name="v")
+        inc = fl.assign_add(v, 1)
+        with fl.Session() as sess:
+            sess.run(v.initializer)
+            t, failed, close = _fail_after(sess, fl.assign_sub(v, 100))
+            _wait_for(sess, v, -99)
+            for _ in range(3):
+                sess.run(inc)
+            assert sess.run(v) == -96  # visible while the failing step runs
+            sess.run(close)
+            t.join()
+            assert failed and sess.run(v) == 4  # 1 + 3: the -100 is gone
 
 
 def _wait_for(sess, v, value, tries=100000):
