@@ -284,7 +284,7 @@ class Dataset:
                 self._structure, st.TensorSpec) else [padding_values]
         size = _int64(batch_size, "batch_size")
         shape_ts, value_ts = [], []
-        for i, (spec, want) in enumerate(zip(flat, shapes_flat)):
+        for spec, want in zip(flat, shapes_flat):
             if spec.shape.ndims is not None and want.ndims != spec.shape.ndims:
                 raise ValueError(
                     f"The padded shape {want} is not compatible with the shape {spec.shape} of "
