@@ -92,7 +92,9 @@ def Assert(condition: Any, data: Any, summarize: int | None = None, name: str | 
         xs = [convert_to_tensor(d) for d in data]
         attrs: dict[str, Any] = {} if summarize is None else {"summarize": int(summarize)}
         if all(x.dtype in (dtypes.string, dtypes.int32) for x in xs):
-            return apply_op("Assert", condition=condition, data=xs, name="Assert", **attrs)
+            # TensorFlow passes the raw `data` on (the converted `xs` only decide the path), so
+            # Python values become the op's own `Assert/data_i` Consts.
+            return apply_op("Assert", condition=condition, data=list(data), name="Assert", **attrs)
         from flowlab.ops.cond import cond
 
         condition = convert_to_tensor(condition, name="Condition")
