@@ -270,8 +270,7 @@ def referenced_files(prefix: str) -> set[str]:
     one that cannot be parsed -- its files cannot be restored either way)."""
     path = prefix + ".index"
     try:
-        with open(path, "rb") as f:
-            raw = f.read(1 << 26)
+        raw = cindex.read_regular(path, 1 << 31)
         doc = json.loads(raw.decode("utf-8"))
         n = doc["num_shards"]
         files = doc.get("data_files")

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 from typing import Any
 
 import numpy as np
@@ -56,6 +58,31 @@ _TOP_KEYS = {"format", "version", "num_shards", "tensors", "data_files"}
 _ENTRY_KEYS = {"dtype", "shape", "slices"}
 _PIECE_KEYS = {"slice", "shard", "offset", "length", "sum64", "crc32"}
 _TMP = r"\.tmp-[0-9a-f]{12}"
+
+
+class NotARegularFile(OSError):
+    """A path that is a directory, a FIFO, a device: not a file to read."""
+
+
+class FileTooLarge(OSError):
+    """A file larger than the reader accepts."""
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """All bytes of the regular file `path`.  Never blocks (a FIFO is refused, not
+    waited on), never allocates more than the file holds; raises FileNotFoundError,
+    NotARegularFile or FileTooLarge (more than `limit` bytes)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(f"{path} is not a regular file")
+        if st.st_size > limit:
+            raise FileTooLarge(f"{path} has {st.st_size} bytes (at most {limit} expected)")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()  # to the end; read(n) would allocate n bytes up front
+    finally:
+        os.close(fd)
 
 
 def data_basename(base: str, shard: int, num_shards: int) -> str:
@@ -215,4 +242,4 @@ def parse_index(raw: bytes, path: str, base: str, block: int) -> dict[str, Any]:
     return {"version": version, "num_shards": n, "data_files": files, "tensors": checked}
 
 
-__all__ = ["DTYPES", "FORMAT", "parse_index", "data_basename", "data_file_pattern", "num_blocks"]
+__all__ = ["DTYPES", "FORMAT", "parse_index", "read_regular", "NotARegularFile", "FileTooLarge", "data_basename", "data_file_pattern", "num_blocks"]

@@ -65,22 +65,19 @@ class CheckpointReader:
         """The validated index, and its bytes."""
         path = fmt.index_filename(self.prefix)
         try:
-            with open(path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if size > _MAX_INDEX:
-                    raise errors.DataLossError(
-                        None, None, f"Checkpoint index {path} is corrupted or truncated: "
-                        f"{size} bytes is too large for an index."
-                    )
-                raw = f.read()
+            raw = cindex.read_regular(path, _MAX_INDEX)
         except FileNotFoundError:
             raise errors.NotFoundError(
                 None, None, f"Unsuccessful TensorSliceReader constructor: Failed to find any "
                 f"matching files for {self.prefix}"
             ) from None
-        except IsADirectoryError:
+        except (cindex.NotARegularFile, cindex.FileTooLarge) as e:
             raise errors.DataLossError(
-                None, None, f"Checkpoint index {path} is corrupted or truncated: it is a directory."
+                None, None, f"Checkpoint index {path} is corrupted or truncated: {e}."
+            ) from None
+        except OSError as e:
+            raise errors.DataLossError(
+                None, None, f"Checkpoint index {path} cannot be read: {e.strerror or e}."
             ) from None
         return cindex.parse_index(raw, path, os.path.basename(self.prefix), fmt.CRC_BLOCK), raw
 
@@ -241,10 +238,7 @@ def _piece_slice(p: dict[str, Any], full: tuple[int, ...]) -> tuple[tuple[int, i
 
 def _raw_index(path: str) -> bytes | None:
     try:
-        with open(path, "rb") as f:
-            if os.fstat(f.fileno()).st_size > _MAX_INDEX:
-                return None
-            return f.read()  # (read(n) would allocate n bytes up front)
+        return cindex.read_regular(path, _MAX_INDEX)
     except OSError:
         return None
 
@@ -255,7 +249,7 @@ def _open_all(directory: str, names: list[str]) -> list[int | None]:
     for name in names:
         path = os.path.join(directory, name)
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO: no wait
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
             fds.append(None)
             continue

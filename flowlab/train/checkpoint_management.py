@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowlab.kernels import checkpoint_format as fmt
+from flowlab.kernels.checkpoint_index import read_regular
 
 __all__ = [
     "CheckpointState", "latest_checkpoint", "get_checkpoint_state", "checkpoint_exists",
@@ -124,9 +125,8 @@ def get_checkpoint_state(checkpoint_dir: str, latest_filename: str | None = None
     checkpoint_dir = os.fspath(checkpoint_dir)
     path = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError):  # missing, a directory, not text: ignored, as TF
+        text = read_regular(path, 1 << 30).decode("utf-8")
+    except (OSError, UnicodeDecodeError):  # missing, a directory, a FIFO, not text: as TF
         return None
     try:
         st = _parse_state(text)

@@ -26,6 +26,7 @@ from flowlab.graph.graph import get_default_graph
 from flowlab.graph.graph_def import graph_to_dict
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.kernels import checkpoint_format as fmt
+from flowlab.kernels.checkpoint_index import FileTooLarge, NotARegularFile, read_regular
 from flowlab.ops.variables import Variable
 
 __all__ = ["export_meta_graph", "import_meta_graph"]
@@ -187,12 +188,11 @@ def validate(meta: Any) -> None:
 
 def _read(path: str) -> Any:
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = read_regular(path, 1 << 34)
     except FileNotFoundError:
         raise OSError(f"File does not exist. Received: {path}.") from None
-    except IsADirectoryError:
-        raise errors.DataLossError(None, None, f"Meta graph file {path} is a directory.") from None
+    except (NotARegularFile, FileTooLarge) as e:
+        raise errors.DataLossError(None, None, f"Meta graph file {path} is corrupted: {e}.") from None
     try:
         return json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError) as e:

@@ -396,3 +396,24 @@ def test_index_claiming_many_shards_reads_what_is_there(template):
         with pytest.raises(errors.DataLossError,
                            match=r"model\.data-05000-of-99999, tensor 'w': the data file is missing"):
             r.get_tensor("w")
+
+
+def test_fifos_and_directories_are_refused_not_waited_on(tmp_path):
+    p = str(tmp_path / "model")
+    os.mkfifo(p + ".index")
+    with pytest.raises(errors.DataLossError, match=r"model\.index is corrupted.*not a regular file"):
+        fmt.CheckpointReader(p)
+    fmt.save_tensors(str(tmp_path / "other"), ["a"], [np.ones(2)])  # its cleanup reads no FIFO
+    os.mkfifo(tmp_path / "m.meta")
+    with pytest.raises(errors.DataLossError, match=r"m\.meta is corrupted.*not a regular file"):
+        fl.train.import_meta_graph(str(tmp_path / "m.meta"))
+    os.mkfifo(tmp_path / "checkpoint")
+    assert fl.train.get_checkpoint_state(str(tmp_path)) is None
+    # A data file that is a FIFO is not data.
+    os.remove(str(tmp_path / "other.data-00000-of-00001"))
+    os.mkfifo(tmp_path / "other.data-00000-of-00001")
+    with pytest.raises(errors.DataLossError, match="data file is missing"):
+        fmt.CheckpointReader(str(tmp_path / "other")).get_tensor("a")
+    (tmp_path / "d.index").mkdir()
+    with pytest.raises(errors.DataLossError, match=r"d\.index is corrupted.*not a regular file"):
+        fmt.CheckpointReader(str(tmp_path / "d"))
