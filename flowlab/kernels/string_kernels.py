@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
+from flowlab.kernels.check_kernels import _fmt  # TensorFlow's PrintOneElement
 from flowlab.kernels.registry import CPU, kernel
 
 
@@ -268,6 +269,50 @@ def as_string(ctx: Any, x: Any) -> Any:
     if a.dtype.kind == "f":
         return _map(lambda v: (spec % float(v)).encode(), a)
     return _map(lambda v: (spec % int(v)).encode(), a)
+
+
+# --- formatting tensors into a template ---------------------------------------------------
+def _summarize_v2(value: Any, summarize: int) -> str:
+    """TensorFlow's `Tensor::SummarizeValue(summarize, print_v2=true)`: nested brackets,
+    `summarize` entries at each end of every dimension, strings quoted."""
+    a = np.asarray(value, dtype=object if isinstance(value, bytes) else None)
+    n = a.size
+    limit = n if summarize < 0 else min(summarize, n)
+
+    def element(v: Any) -> str:
+        return f'"{_fmt(v)}"' if isinstance(v, (bytes, str)) else _fmt(v)
+
+    if a.ndim == 0:
+        return " ".join(element(v) for v in a.reshape(-1)[:limit]) + ("..." if n > limit else "")
+    rank = a.ndim
+
+    def spacing(d: int) -> str:
+        return " " if d == rank - 1 else "\n" * (rank - d - 1) + " " * (d + 1)
+
+    def one_dim(d: int, sub: np.ndarray) -> str:
+        if d == rank:
+            return element(sub[()] if isinstance(sub, np.ndarray) else sub)
+        count, sep = sub.shape[0], spacing(d)
+        out = sep.join(one_dim(d + 1, sub[i]) for i in range(min(limit, count)))
+        if count > 2 * limit:  # TensorFlow writes the spacing before "..." even when it comes first
+            out += sep + "..."
+        for i in range(max(limit, count - limit), count):
+            out += sep + one_dim(d + 1, sub[i])
+        return "[" + out + "]"
+
+    return one_dim(0, a)
+
+
+@kernel("StringFormat", devices=CPU)
+def string_format(ctx: Any, *inputs: Any) -> Any:
+    template, placeholder = ctx.attrs["template"], ctx.attrs["placeholder"]
+    pieces = template.split(placeholder)
+    if len(pieces) - 1 != len(inputs):
+        raise _bad(f"num placeholders in template and num inputs must match: {len(pieces) - 1} vs. {len(inputs)}")
+    out = pieces[0]
+    for x, rest in zip(inputs, pieces[1:]):
+        out += _summarize_v2(x, ctx.attrs["summarize"]) + rest
+    return out.encode("utf-8")
 
 
 # --- splitting -----------------------------------------------------------------------------------------

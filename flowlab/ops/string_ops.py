@@ -34,7 +34,7 @@ from flowlab.ops.sparse_tensor import SparseTensor
 __all__ = [
     "as_string", "reduce_join", "regex_full_match", "regex_replace", "string_join", "string_length",
     "string_split", "string_split_v2", "string_strip", "string_to_number", "substr", "strings_split",
-    "string_lower", "string_upper",
+    "string_lower", "string_upper", "string_format",
 ]
 
 
@@ -133,6 +133,10 @@ op_def("AsString", inputs=["input: T"], outputs=["output: string"],
               "precision: int = -1", "scientific: bool = false", "shortest: bool = false",
               "width: int = -1", "fill: string = ''"],
        shape_fn=_same, doc="Format each number as a string.")
+op_def("StringFormat", inputs=["inputs: T"], outputs=["output: string"],
+       attrs=["T: list(type) >= 0", "template: string = '%s'", "placeholder: string = '%s'",
+              "summarize: int = 3"], shape_fn=lambda op: [TensorShape([])],
+       doc="The template with each placeholder replaced by a tensor's summary.")
 op_def("StringSplit", inputs=["input: string", "delimiter: string"],
        outputs=["indices: int64", "values: string", "shape: int64"], attrs=["skip_empty: bool = true"],
        shape_fn=_split_shape, doc="Split on any of the delimiter's bytes (into bytes when empty).")
@@ -142,7 +146,7 @@ op_def("StringSplitV2", inputs=["input: string", "sep: string"],
 
 for _t in ("StringLength", "Substr", "ReduceJoin", "RegexReplace", "StaticRegexReplace",
            "RegexFullMatch", "StaticRegexFullMatch", "StringStrip", "StringLower", "StringUpper",
-           "StringToNumber", "AsString", "StringSplit", "StringSplitV2"):
+           "StringToNumber", "AsString", "StringFormat", "StringSplit", "StringSplitV2"):
     not_differentiable(_t)
 
 
@@ -238,6 +242,25 @@ def as_string(input: Any, precision: int = -1, scientific: bool = False, shortes
     """Each value formatted as a string, printf-style (`%f` for floats by default)."""
     return apply_op("AsString", input=input, precision=precision, scientific=scientific, shortest=shortest,
                     width=width, fill=fill, name=name or "AsString")
+
+
+def string_format(template: str, inputs: Any, placeholder: str = "{}", summarize: int = 3,
+                  name: str | None = None) -> Tensor:
+    """`template` with each `placeholder` replaced by a tensor of `inputs` (one tensor
+    or a list), printed as TensorFlow prints tensors: nested brackets, `summarize`
+    values at each end of every dimension (-1: all).
+
+        tf.strings.format("loss: {}", loss)
+    """
+    if isinstance(inputs, Tensor) or hasattr(inputs, "_as_graph_element"):
+        inputs = [inputs]
+    inputs = [convert_to_tensor(x) for x in inputs]
+    expected = len(template.split(placeholder)) - 1
+    if len(inputs) != expected:
+        raise ValueError(f"The template expects {expected} tensors, but the inputs only has {len(inputs)}. "
+                         "Please ensure the number of placeholders in template matches inputs length.")
+    return apply_op("StringFormat", inputs=inputs, T=[t.dtype.base_dtype for t in inputs], template=template,
+                    placeholder=placeholder, summarize=summarize, name=name or "StringFormat")
 
 
 def string_split(source: Any, sep: Any = None, skip_empty: bool = True, delimiter: Any = None,

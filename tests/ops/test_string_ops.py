@@ -72,6 +72,23 @@ VALUE_CASES = {
     "strings_split_sep": lambda tf: tf.strings.split(["a<>b<><>c"], sep="<>"),
     "strings_split_maxsplit": lambda tf: tf.strings.split(["a b c d"], maxsplit=2),
     "strings_split_scalar": lambda tf: tf.strings.split("a b"),
+    "format": lambda tf: tf.strings.format("tensor: {}, suffix", tf.range(5)),
+    "format_two": lambda tf: tf.strings.format("a: {}, b: {}", (tf.range(2), tf.constant([1.5, 2.25]))),
+    "format_matrix": lambda tf: tf.strings.format("{}", tf.constant([[1, 2], [3, 4]])),
+    "format_long": lambda tf: tf.strings.format("{}", tf.range(10)),
+    "format_rows": lambda tf: tf.strings.format("{}", tf.reshape(tf.range(30), [5, 6])),
+    "format_scalar": lambda tf: tf.strings.format("{}", tf.constant(3.0)),
+    "format_strings": lambda tf: tf.strings.format("{}", tf.constant(["a\n'", "b"])),
+    "format_string_scalar": lambda tf: tf.strings.format("{}", tf.constant("x")),
+    "format_bool": lambda tf: tf.strings.format("{}", tf.constant([True, False])),
+    "format_floats": lambda tf: tf.strings.format("{}", tf.constant([1e-8, 123456789.0, 0.1])),
+    "format_empty": lambda tf: tf.strings.format("{}", tf.constant([], tf.float32)),
+    "format_empty_3d": lambda tf: tf.strings.format("x{}y", tf.constant(np.zeros((2, 0, 3)))),
+    "format_summarize": lambda tf: tf.strings.format("{}", tf.range(10), summarize=2),
+    "format_all": lambda tf: tf.strings.format("{}", tf.range(10), summarize=-1),
+    "format_placeholder": lambda tf: tf.strings.format("[%s]", tf.range(3), placeholder="%s"),
+    "format_3d": lambda tf: tf.strings.format("{}", tf.reshape(tf.range(64), [4, 4, 4]), summarize=1),
+    "format_no_inputs": lambda tf: tf.strings.format("none", []),
 }
 
 
@@ -97,7 +114,7 @@ OP_TYPES = {
     "string_split": "StringSplit", "strings_split": "StringSplitV2", "reduce_join": "ReduceJoin",
     "as_string_float": "AsString", "to_number": "StringToNumber", "length": "StringLength",
     "substr_vec": "Substr", "strip": "StringStrip", "lower": "StringLower", "upper": "StringUpper",
-    "join": "StringJoin",
+    "join": "StringJoin", "format": "StringFormat",
 }
 
 
@@ -152,6 +169,7 @@ BUILD_ERRORS = {
     "substr_pos_len": lambda tf: tf.substr(["hello", "abc"], [1, 0], [1]),
     "reduce_join_axis": lambda tf: tf.reduce_join([["abc", "123"]], axis=2),
     "string_split_rank": lambda tf: tf.string_split([["a b"]]),
+    "format_count": lambda tf: tf.strings.format("{} {}", tf.range(3)),
 }
 
 
