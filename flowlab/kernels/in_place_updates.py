@@ -130,6 +130,8 @@ class InPlaceUpdate:
         self.arith.fn(*self.scalars, *values, self.g, *bufs)
         for a in values:
             a.flags.writeable = False
+        for state in self.states:  # an optimizer's write is an overwrite (Step.rollback)
+            state.overwrites += 1
 
 
 # --- the bodies: training_kernels' formulas, operation by operation ----------------
