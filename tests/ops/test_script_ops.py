@@ -248,3 +248,31 @@ def test_function_lives_as_long_as_the_graph():
 def test_not_callable():
     with pytest.raises(ValueError, match="Expected func to be callable"):
         fl.py_func(3, [], fl.float32)
+
+
+_GRAD_NAMES = iter(f"PyFuncSquareGrad{i}" for i in range(1000))
+
+
+def test_gradient_override_and_while_loop(tf1):
+    grad_name = next(_GRAD_NAMES)  # a gradient name registers once per process and library
+
+    def build(tf):
+        @tf.RegisterGradient(grad_name)
+        def _square_grad(op, grad):
+            return grad * 2 * op.inputs[0]
+
+        x = tf.constant([1.0, 2.0, 3.0])
+        with tf.get_default_graph().gradient_override_map({"PyFunc": grad_name}):
+            y = tf.py_func(lambda v: v * v, [x], tf.float32)
+        y.set_shape([3])
+        dy = tf.gradients(tf.reduce_sum(y), x)[0]
+
+        def body(i, acc):
+            v = tf.py_func(lambda a: np.float32(a * 1.5), [i], tf.float32)
+            v.set_shape([])
+            return i + 1, acc + v
+
+        _, acc = tf.while_loop(lambda i, a: i < 4, body, [tf.constant(0), tf.constant(0.0)])
+        return [y, dy, acc]
+
+    assert_same(tf1, build)
