@@ -7,18 +7,19 @@ libjpeg's, which TensorFlow uses):
 - RGB -> gray from a PNG is libpng's rgb_to_gray with TensorFlow's coefficients
   0.299 / 0.587 (integer weights 9797, 19234, 3737 over 2**15, truncated for 8-bit
   samples, rounded for 16-bit); gray -> RGB repeats; a missing alpha is opaque.
-- JPEG -> gray asks libjpeg for its luminance (Pillow's draft mode), as TensorFlow.
+- JPEG -> gray asks libjpeg for its luminance, as TensorFlow.
 - 8-bit samples widen to 16 bits by * 257; float32 output is the 16-bit value times
   float32(1 / 65535); 16 -> 8 bits keeps the high byte.
 
 Like TensorFlow's unified decoder, every Decode* op reads any of PNG, JPEG, GIF and
 BMP; DecodeGif (and DecodeImage with expand_animations) gives [frames, h, w, 3].
 
-Limits, stated in the errors: 16-bit colour PNGs (Pillow keeps 8 bits of them) and
-JPEG dct_method INTEGER_FAST, TensorFlow's default, which Pillow cannot select: the
-JPEG decode here is libjpeg's accurate integer IDCT (TensorFlow's
-dct_method='INTEGER_ACCURATE'), so default decodes differ from TensorFlow's by a few
-levels on some pixels.
+JPEGs decode with TensorFlow's libjpeg settings (fast IDCT and fancy upsampling by
+default) as flowlab.kernels.jpeg_decode rebuilds them from Pillow's decodes.
+
+Limits: 16-bit colour PNGs (Pillow keeps 8 bits of them: an UnimplementedError), and
+DecodeJpeg with fancy_upscaling=False and dct_method='INTEGER_ACCURATE' together,
+which Pillow cannot configure (its fancy-upsampled decode is used).
 
 EncodePng writes TensorFlow's bytes (libpng's filter choice and zlib settings, from
 flowlab.kernels.png_encoder) at every compression level and for 16-bit images;
@@ -36,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels import png_encoder
+from flowlab.kernels import jpeg_decode, png_encoder
 from flowlab.kernels.registry import CPU, kernel
 
 _UNKNOWN = "Unknown image file format. One of JPEG, PNG, GIF, BMP required."
@@ -114,27 +115,18 @@ def _decode_png(data: bytes, channels: int) -> tuple[np.ndarray, bool]:
 
 
 def _decode_jpeg(data: bytes, channels: int, ctx: Any) -> np.ndarray:
-    im = _pil().open(io.BytesIO(data))
-    if channels == 1:
-        im.draft("L", im.size)
-    try:
-        im.load()
-    except Exception as e:  # noqa: BLE001
-        raise errors.InvalidArgumentError(None, None, f"Invalid JPEG data or crop window, data size {len(data)}: {e}") from None
     ratio = ctx.attrs.get("ratio", 1)
     if ratio != 1:
         raise errors.UnimplementedError(None, None, f"DecodeJpeg ratio={ratio} is not supported by flowlab")
-    if channels == 1 and im.mode != "L":
-        im = im.convert("L")
-    elif channels in (3, 4) or (channels == 0 and im.mode not in ("L", "RGB")):
-        im = im.convert("RGB")
-    arr = np.asarray(im)
-    if arr.ndim == 2:
-        arr = arr[..., None]
-    if channels == 3 and arr.shape[-1] == 1:
-        arr = np.repeat(arr, 3, axis=-1)
     if channels == 4:
         raise errors.InvalidArgumentError(None, None, "channels attribute 4 is not supported for JPEG images")
+    fast = ctx.attrs.get("dct_method", "") in ("", "INTEGER_FAST")
+    try:
+        arr = jpeg_decode.decode(data, channels == 1, ctx.attrs.get("fancy_upscaling", True), fast)
+    except Exception as e:  # noqa: BLE001 - any libjpeg failure is corrupt input to TensorFlow
+        raise errors.InvalidArgumentError(None, None, f"Invalid JPEG data or crop window, data size {len(data)}: {e}") from None
+    if channels == 3 and arr.shape[-1] == 1:
+        arr = np.repeat(arr, 3, axis=-1)
     return arr
 
 

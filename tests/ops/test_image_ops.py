@@ -202,15 +202,34 @@ def _(tf):
     return out
 
 
+def _jpeg_4_2_2() -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(BIG).save(buf, format="JPEG", subsampling=1, quality=90)
+    return buf.getvalue()
+
+
+ODD = RS.randint(0, 256, (17, 23, 3)).astype(np.uint8)
+NARROW = RS.randint(0, 256, (9, 3, 3)).astype(np.uint8)
+JPEG_4_2_2 = _jpeg_4_2_2()
+
+
 @case("decode_jpeg")
 def _(tf):
-    j = tf.image.encode_jpeg(BIG)
-    g = tf.image.encode_jpeg(BIG[..., 1:2])
-    return [tf.image.decode_jpeg(j, dct_method="INTEGER_ACCURATE"),
-            tf.image.decode_jpeg(j, channels=1, dct_method="INTEGER_ACCURATE"),
-            tf.image.decode_jpeg(g, dct_method="INTEGER_ACCURATE"),
-            tf.image.decode_jpeg(g, channels=3, dct_method="INTEGER_ACCURATE"),
-            tf.image.decode_png(tf.image.encode_png(U8)) - tf.image.decode_jpeg(tf.image.encode_png(U8))]
+    out = []
+    blobs = [tf.image.encode_jpeg(x) for x in (BIG, ODD, NARROW, BIG[..., 1:2])]
+    blobs += [tf.image.encode_jpeg(BIG, chroma_downsampling=False), tf.constant(JPEG_4_2_2)]
+    for j in blobs:
+        for fancy, dct in ((True, ""), (True, "INTEGER_FAST"), (True, "INTEGER_ACCURATE"), (False, ""),
+                           (False, "INTEGER_FAST")):
+            for c in (0, 1, 3):
+                out.append(tf.image.decode_jpeg(j, channels=c, fancy_upscaling=fancy, dct_method=dct))
+        out.append(tf.image.decode_image(j))
+    out.append(tf.image.decode_png(tf.image.encode_png(U8)) - tf.image.decode_jpeg(tf.image.encode_png(U8)))
+    return out
 
 
 def _run(tf: Any, fn: Any) -> tuple[Any, dict[str, Any]]:
@@ -312,9 +331,8 @@ def test_errors_match_tensorflow(tf1: Any, fn: Any, fragment: str) -> None:
     assert fragment in str(want) and fragment in str(got), (str(want)[:400], str(got)[:400])
 
 
-def test_decode_png_round_trip_and_default_jpeg_closeness() -> None:
-    """flowlab's PNGs decode to the same pixels; its default JPEG decode (libjpeg's
-    accurate IDCT, not TensorFlow's fast one) stays within a few levels of the source."""
+def test_codec_round_trips() -> None:
+    """PNG round trips are lossless; a smooth image survives JPEG within a few levels."""
     for x in (U8, GRAY_ALPHA, RGBA, U16):
         with fl.Session() as sess:
             back = sess.run(fl.image.decode_png(fl.image.encode_png(x), dtype=fl.as_dtype(x.dtype)))
