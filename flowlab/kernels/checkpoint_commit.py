@@ -4,8 +4,8 @@ process dies.
 
 The design.  A checkpoint is its index: `<prefix>.index` names the data file of each
 shard (``data_files``, flowlab.kernels.checkpoint_index) and holds the checksums of
-every byte the reader uses.  A save never changes a file an index names; it writes
-new files under fresh unique names and makes them the checkpoint with **one rename
+every byte the reader uses.  A save never changes a file the current index names; it
+writes new files under fresh unique names and makes them the checkpoint with **one rename
 of the small index file** (`os.replace`, atomic on POSIX).  So at any instant
 `<prefix>.index` is either the old index, whose data files are all still there, or
 the new one, whose data files were complete before it was written.  In order:
@@ -30,7 +30,10 @@ checksummed files: the old checkpoint before step 4, the new one after.  The Sav
 `latest_checkpoint` always names a complete checkpoint too: the new one, or -- if
 the process died before the state file was renamed -- the previous one.  A sharded
 save writes its parts to ``<prefix>_temp_<random>/`` and merges them into the
-destination by the same steps 3-6 (`merge`).
+destination by the same steps 3-6 (checkpoint_format.merge_checkpoints).  Names are
+reused (step 5; step 3 after a deletion), so a reader holding an *older* index must
+check that the index did not change while it opened the files
+(flowlab.kernels.checkpoint_reader does).
 
 Concurrency.  Every save into a directory holds an exclusive `flock` on that
 directory from its cleanup to its last switch (the Saver holds it again while it
