@@ -18,7 +18,7 @@ from typing import Any
 from flowlab.graph import dtypes
 from flowlab.graph.graph import GraphKeys, get_default_graph
 from flowlab.layers import core as core_layers
-from flowlab.ops import math_ops, nn_ops, random_ops
+from flowlab.ops import conv_ops, math_ops, nn_ops, random_ops
 from flowlab.ops.builder import convert_to_tensor
 from flowlab.ops.init_ops import zeros_initializer
 from flowlab.ops.variable_scope import get_variable, variable_scope
@@ -27,7 +27,7 @@ from flowlab.platform import tf_logging
 __all__ = [
     "xavier_initializer", "xavier_initializer_conv2d", "variance_scaling_initializer",
     "l1_regularizer", "l2_regularizer", "l1_l2_regularizer", "sum_regularizer", "apply_regularization",
-    "fully_connected", "flatten",
+    "fully_connected", "flatten", "conv2d", "max_pool2d", "avg_pool2d", "dropout",
 ]
 
 
@@ -196,6 +196,96 @@ def fully_connected(inputs: Any, num_outputs: int, activation_fn: Any = nn_ops.r
         for c in _as_list(outputs_collections):
             g.add_to_collection(c, y)
         return y
+
+
+def _pair(v: Any) -> list[int]:
+    return [int(v), int(v)] if isinstance(v, numbers.Integral) else [int(x) for x in v]
+
+
+def conv2d(inputs: Any, num_outputs: int, kernel_size: Any, stride: Any = 1, padding: str = "SAME",
+           data_format: str | None = None, rate: Any = 1, activation_fn: Any = nn_ops.relu,
+           normalizer_fn: Any = None, normalizer_params: Any = None, weights_initializer: Any = None,
+           weights_regularizer: Any = None, biases_initializer: Any = _ZEROS, biases_regularizer: Any = None,
+           reuse: Any = None, variables_collections: Any = None, outputs_collections: Any = None,
+           trainable: bool = True, scope: Any = None) -> Any:
+    """activation_fn(conv2d(inputs, weights) + biases) (`tf.contrib.layers.conv2d`, 2-D
+    inputs): variables "<scope>/weights" [kh, kw, in, num_outputs] and ".../biases",
+    default scope "Conv", padding "SAME", ReLU."""
+    fmt = data_format or "NHWC"
+    if fmt not in ("NHWC", "NCHW"):
+        raise ValueError("data_format has to be either NCHW or NHWC.")
+    x = convert_to_tensor(inputs)
+    if x.shape.ndims is not None and x.shape.ndims != 4:
+        raise ValueError(f"Convolution not supported for input with rank {x.shape.ndims}")
+    channels = x.shape.as_list()[1 if fmt == "NCHW" else 3] if x.shape.ndims else None
+    if channels is None:
+        raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
+    kh, kw = _pair(kernel_size)
+    sh, sw = _pair(stride)
+    rh, rw = _pair(rate)
+    dt = x.dtype.base_dtype
+    g = get_default_graph()
+    with variable_scope(scope, default_name="Conv", values=[x], reuse=reuse):
+        weights = get_variable("weights", [kh, kw, channels, num_outputs], dtype=dt,
+                               initializer=weights_initializer or xavier_initializer(),
+                               regularizer=weights_regularizer, trainable=trainable,
+                               collections=_collections(variables_collections, "weights", trainable))
+        strides = [1, sh, sw, 1] if fmt == "NHWC" else [1, 1, sh, sw]
+        dilations = [1, rh, rw, 1] if fmt == "NHWC" else [1, 1, rh, rw]
+        y = conv_ops.conv2d(x, weights, strides=strides, padding=padding.upper(), data_format=fmt,
+                            dilations=dilations)
+        if normalizer_fn is not None:
+            y = normalizer_fn(y, **(normalizer_params or {}))
+        elif biases_initializer is not None:
+            biases = get_variable("biases", [num_outputs], dtype=dt, initializer=biases_initializer,
+                                  regularizer=biases_regularizer, trainable=trainable,
+                                  collections=_collections(variables_collections, "biases", trainable))
+            y = nn_ops.bias_add(y, biases, data_format=fmt)
+        if activation_fn is not None:
+            y = activation_fn(y)
+        for c in _as_list(outputs_collections):
+            g.add_to_collection(c, y)
+        return y
+
+
+def _pool2d(kind: str, inputs: Any, kernel_size: Any, stride: Any, padding: str, data_format: str,
+            outputs_collections: Any, scope: Any) -> Any:
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError("data_format has to be either NCHW or NHWC.")
+    kh, kw = _pair(kernel_size)
+    sh, sw = _pair(stride)
+    ksize = [1, kh, kw, 1] if data_format == "NHWC" else [1, 1, kh, kw]
+    strides = [1, sh, sw, 1] if data_format == "NHWC" else [1, 1, sh, sw]
+    pool = conv_ops.max_pool if kind == "MaxPool2D" else conv_ops.avg_pool
+    with get_default_graph().name_scope(scope or kind):
+        y = pool(inputs, ksize=ksize, strides=strides, padding=padding.upper(), data_format=data_format)
+    for c in _as_list(outputs_collections):
+        get_default_graph().add_to_collection(c, y)
+    return y
+
+
+def max_pool2d(inputs: Any, kernel_size: Any, stride: Any = 2, padding: str = "VALID", data_format: str = "NHWC",
+               outputs_collections: Any = None, scope: Any = None) -> Any:
+    """2-D max pooling (`tf.contrib.layers.max_pool2d`: stride 2, padding "VALID")."""
+    return _pool2d("MaxPool2D", inputs, kernel_size, stride, padding, data_format, outputs_collections, scope)
+
+
+def avg_pool2d(inputs: Any, kernel_size: Any, stride: Any = 2, padding: str = "VALID", data_format: str = "NHWC",
+               outputs_collections: Any = None, scope: Any = None) -> Any:
+    """2-D average pooling (`tf.contrib.layers.avg_pool2d`: stride 2, padding "VALID")."""
+    return _pool2d("AvgPool2D", inputs, kernel_size, stride, padding, data_format, outputs_collections, scope)
+
+
+def dropout(inputs: Any, keep_prob: float = 0.5, noise_shape: Any = None, is_training: Any = True,
+            outputs_collections: Any = None, scope: Any = None, seed: int | None = None) -> Any:
+    """Dropout keeping `keep_prob` of the values while `is_training`
+    (`tf.contrib.layers.dropout`; in name scope "Dropout")."""
+    with get_default_graph().name_scope(scope or "Dropout"):
+        y = core_layers.dropout(inputs, rate=1 - keep_prob, noise_shape=noise_shape, seed=seed,
+                                training=is_training)
+    for c in _as_list(outputs_collections):
+        get_default_graph().add_to_collection(c, y)
+    return y
 
 
 def _as_list(x: Any) -> list[Any]:

@@ -121,3 +121,54 @@ def test_contrib_rnn_and_layers_names():
               "LSTMStateTuple", "static_rnn", "static_bidirectional_rnn", "stack_bidirectional_rnn",
               "stack_bidirectional_dynamic_rnn"):
         assert hasattr(fl.contrib.rnn, n)
+
+
+def _tf_reference(tf1, fn):
+    with tf1.Graph().as_default():
+        out = fn()
+        with tf1.Session() as s:
+            return s.run(out)
+
+
+@pytest.mark.parametrize("stride,padding,rate", [(1, "SAME", 1), (2, "VALID", 1), ([1, 2], "same", 1),
+                                                 (1, "SAME", 2)])
+def test_conv2d_against_tensorflow_conv(tf1, stride, padding, rate):
+    x = np.random.RandomState(2).randn(2, 7, 6, 3).astype(np.float32)
+    y = L.conv2d(fl.constant(x), 4, [3, 3], stride=stride, padding=padding, rate=rate,
+                 biases_initializer=fl.constant_initializer(0.25))
+    assert [v.op.name for v in fl.global_variables()] == ["Conv/weights", "Conv/biases"]
+    assert y.op.type == "Relu" and y.op.name == "Conv/Relu"
+    with fl.Session() as s:
+        s.run(fl.global_variables_initializer())
+        got, w = s.run([y, fl.global_variables()[0]])
+    st = [stride] * 2 if isinstance(stride, int) else stride
+    expected = _tf_reference(tf1, lambda: tf1.nn.relu(tf1.nn.conv2d(
+        x, w, strides=[1, *st, 1], padding=padding.upper(), dilations=[1, rate, rate, 1]) + 0.25))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    assert y.shape.as_list() == list(expected.shape)
+
+
+@pytest.mark.parametrize("kind", ["max_pool2d", "avg_pool2d"])
+def test_pool2d_against_tensorflow(tf1, kind):
+    x = np.random.RandomState(3).randn(1, 6, 5, 2).astype(np.float32)
+    y = getattr(L, kind)(fl.constant(x), [2, 2])
+    y3 = getattr(L, kind)(fl.constant(x), 3, stride=1, padding="SAME")
+    with fl.Session() as s:
+        got, got3 = s.run([y, y3])
+    ref = tf1.nn.max_pool if kind == "max_pool2d" else tf1.nn.avg_pool
+    np.testing.assert_allclose(got, _tf_reference(tf1, lambda: ref(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")),
+                               rtol=1e-6)
+    np.testing.assert_allclose(got3, _tf_reference(tf1, lambda: ref(x, [1, 3, 3, 1], [1, 1, 1, 1], "SAME")),
+                               rtol=1e-6)
+    assert y.op.name.startswith("MaxPool2D/" if kind == "max_pool2d" else "AvgPool2D/")
+
+
+def test_dropout_training_and_inference():
+    x = fl.ones([200, 50])
+    train = L.dropout(x, keep_prob=0.8)
+    infer = L.dropout(x, keep_prob=0.8, is_training=False)
+    with fl.Session() as s:
+        t, i = s.run([train, infer])
+    np.testing.assert_array_equal(i, np.ones([200, 50]))
+    kept = t != 0
+    assert abs(kept.mean() - 0.8) < 0.02 and np.allclose(t[kept], 1 / 0.8)
