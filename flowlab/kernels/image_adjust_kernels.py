@@ -51,7 +51,7 @@ def adjust_contrast_v2(ctx: Any, images: Any, factor: Any) -> Any:
         return images.copy()
     x = images.astype(np.float32, copy=False).reshape(-1, h * w, c)
     mean = _folded_mean(xp, x)
-    out = mean + np.float32(factor) * (x - mean)
+    out = mean + np.float32(float(factor)) * (x - mean)  # float(): a device scalar too
     return out.reshape(shape).astype(images.dtype, copy=False)
 
 
