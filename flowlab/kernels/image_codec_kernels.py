@@ -17,9 +17,10 @@ BMP; DecodeGif (and DecodeImage with expand_animations) gives [frames, h, w, 3].
 JPEGs decode with TensorFlow's libjpeg settings (fast IDCT and fancy upsampling by
 default) as flowlab.kernels.jpeg_decode rebuilds them from Pillow's decodes.
 
-Limits: 16-bit colour PNGs (Pillow keeps 8 bits of them: an UnimplementedError), and
-DecodeJpeg with fancy_upscaling=False and dct_method='INTEGER_ACCURATE' together,
-which Pillow cannot configure (its fancy-upsampled decode is used).
+16-bit colour PNGs, of which Pillow keeps 8 bits, are read by flowlab.kernels.png_decoder.
+
+Limit: DecodeJpeg with fancy_upscaling=False and dct_method='INTEGER_ACCURATE'
+together, which Pillow cannot configure (its fancy-upsampled decode is used).
 
 EncodePng writes TensorFlow's bytes (libpng's filter choice and zlib settings, from
 flowlab.kernels.png_encoder) at every compression level and for 16-bit images;
@@ -37,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels import jpeg_decode, png_encoder
+from flowlab.kernels import jpeg_decode, png_decoder, png_encoder
 from flowlab.kernels.registry import CPU, kernel
 
 _UNKNOWN = "Unknown image file format. One of JPEG, PNG, GIF, BMP required."
@@ -100,6 +101,10 @@ def _channels(arr: np.ndarray, has_alpha: bool, channels: int, sixteen: bool) ->
 
 
 def _decode_png(data: bytes, channels: int) -> tuple[np.ndarray, bool]:
+    _, _, depth, ctype, _ = png_decoder.header(data)
+    if depth == 16 and ctype in (2, 4, 6):  # Pillow keeps 8 bits of these
+        arr = png_decoder.read_16bit(data)
+        return _channels(arr, ctype in (4, 6), channels, True), True
     im = _open(data)
     mode = im.mode
     if mode in ("I;16", "I;16B", "I;16L", "I"):
@@ -172,8 +177,6 @@ def _decode_any(ctx: Any, contents: Any, op: str) -> Any:
     sixteen = False
     if kind == "png":
         arr, sixteen = _decode_png(data, channels)
-        if sixteen is False and _png_bit_depth(data) == 16:
-            raise errors.UnimplementedError(None, None, "flowlab decodes 16-bit PNGs in grayscale only")
     elif kind == "jpeg":
         arr = _decode_jpeg(data, channels, ctx)
     elif kind == "bmp":
@@ -188,10 +191,6 @@ def _decode_any(ctx: Any, contents: Any, op: str) -> Any:
     if op == "DecodeGif":
         arr = arr[None]
     return _to_dtype(arr, sixteen, dtype)
-
-
-def _png_bit_depth(data: bytes) -> int:
-    return data[24] if len(data) > 24 else 8
 
 
 for _op in ("DecodePng", "DecodeJpeg", "DecodeGif", "DecodeBmp", "DecodeImage"):

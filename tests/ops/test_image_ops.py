@@ -30,6 +30,8 @@ BIG = RS.randint(0, 256, (40, 50, 3)).astype(np.uint8)
 HSV_WEIGHTS = RS.randn(*BATCH.shape).astype(np.float32)
 WIDE = RS.uniform(0, 1, (2, 17, 9, 4)).astype(np.float32)
 U16_RGB = RS.randint(0, 65536, (9, 8, 3)).astype(np.uint16)
+U16_GRAY_ALPHA = RS.randint(0, 65536, (5, 6, 2)).astype(np.uint16)
+U16_RGBA = (np.add.outer(np.arange(7), np.arange(4))[..., None] * [900, 1300, 2000, 3000]).astype(np.uint16)
 
 CASES: dict[str, tuple[Any, dict[str, Any]]] = {}
 
@@ -196,9 +198,12 @@ def _(tf):
         for c in (0, 1, 3, 4):
             out += [tf.image.decode_png(p, channels=c), tf.image.decode_png(p, channels=c, dtype=tf.uint16)]
         out += [tf.image.decode_image(p, dtype=tf.float32), tf.image.decode_image(p, channels=3, dtype=tf.float64)]
-    p16 = tf.image.encode_png(U16)
-    out += [tf.image.decode_png(p16, dtype=tf.uint16), tf.image.decode_png(p16),
-            tf.image.decode_png(p16, channels=3, dtype=tf.uint16), tf.image.decode_image(p16, dtype=tf.float32)]
+    for x in (U16, U16_RGB, U16_GRAY_ALPHA, U16_RGBA):
+        p16 = tf.image.encode_png(x)
+        out += [tf.image.decode_png(p16, dtype=tf.uint16), tf.image.decode_png(p16),
+                tf.image.decode_png(p16, channels=3, dtype=tf.uint16), tf.image.decode_image(p16, dtype=tf.float32),
+                tf.image.decode_png(p16, channels=1, dtype=tf.uint16), tf.image.decode_png(p16, channels=4)]
+    out.append(tf.image.decode_png(tf.image.encode_png(U16_RGB, compression=1), dtype=tf.uint16))
     return out
 
 
