@@ -190,6 +190,7 @@ io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph, "gfile":
 
 # `tf.strings` and TensorFlow 1.x's top-level string builders.
 from flowlab.ops import string_ops as _string_ops  # noqa: E402
+from flowlab.ops import unicode_ops as _unicode_ops  # noqa: E402
 from flowlab.ops.string_ops import (  # noqa: E402
     as_string,
     reduce_join,
@@ -203,6 +204,7 @@ from flowlab.ops.string_ops import (  # noqa: E402
 
 strings = _types.SimpleNamespace(
     as_string=as_string, format=_string_ops.string_format, join=string_join, length=_string_ops.string_length,
+    unicode_encode=_unicode_ops.unicode_encode, unicode_transcode=_unicode_ops.unicode_transcode,
     lower=_string_ops.string_lower, upper=_string_ops.string_upper, reduce_join=reduce_join,
     regex_full_match=_string_ops.regex_full_match, regex_replace=regex_replace,
     split=_string_ops.strings_split, strip=string_strip, substr=substr, to_number=string_to_number,

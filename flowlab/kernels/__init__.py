@@ -34,4 +34,5 @@ from flowlab.kernels import (
     string_kernels,
     tensor_array_kernels,
     training_kernels,
+    unicode_kernels,
 )

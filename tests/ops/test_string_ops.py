@@ -204,3 +204,59 @@ def test_names_exist_in_tensorflow(tf1):
     for n in vars(fl.strings):
         if not n.startswith("_"):
             assert hasattr(tf1.strings, n), n
+
+
+UNICODE_CASES = {
+    "transcode_utf16": lambda tf: tf.strings.unicode_transcode(["héllo", b"a\xffb"], "UTF-8", "UTF-16-BE"),
+    "transcode_latin1": lambda tf: tf.strings.unicode_transcode([b"h\xe9"], "ISO-8859-1", "UTF-8"),
+    "transcode_replace": lambda tf: tf.strings.unicode_transcode([b"a\xffb\xc3"], "UTF-8", "UTF-8"),
+    "transcode_replacement_char": lambda tf: tf.strings.unicode_transcode([b"a\xffb\xc3"], "UTF-8", "UTF-8",
+                                                                          replacement_char=63),
+    "transcode_ignore": lambda tf: tf.strings.unicode_transcode([b"a\xffb"], "UTF-8", "UTF-8", errors="ignore"),
+    "transcode_controls": lambda tf: tf.strings.unicode_transcode([b"a\x01b"], "UTF-8", "UTF-8",
+                                                                  replace_control_characters=True),
+    "transcode_utf32": lambda tf: tf.strings.unicode_transcode(["hé"], "UTF-8", "UTF-32-BE"),
+    "transcode_scalar": lambda tf: tf.strings.unicode_transcode("hé", "UTF-8", "UTF-16-BE"),
+    "transcode_from_utf16": lambda tf: tf.strings.unicode_transcode([b"\x00h\x00\xe9"], "UTF-16-BE", "UTF-8"),
+    "transcode_odd_utf16": lambda tf: tf.strings.unicode_transcode([b"\x00h\x00"], "UTF-16-BE", "UTF-8"),
+    "encode_matrix": lambda tf: tf.strings.unicode_encode([[104, 233, 0], [72, 105, 33]], "UTF-8"),
+    "encode_vector": lambda tf: tf.strings.unicode_encode([104, 233], "UTF-8"),
+    "encode_3d": lambda tf: tf.strings.unicode_encode(np.array([[[104, 105]], [[106, 107]]], np.int32), "UTF-16-BE"),
+    "encode_invalid": lambda tf: tf.strings.unicode_encode([104, -1, 0x110000, 0xD800], "UTF-8"),
+    "encode_ignore": lambda tf: tf.strings.unicode_encode([104, -1], "UTF-8", errors="ignore"),
+    "encode_replacement_char": lambda tf: tf.strings.unicode_encode([104, -1], "UTF-8", replacement_char=63),
+    "encode_utf32": lambda tf: tf.strings.unicode_encode([104, 0x1F600], "UTF-32-BE"),
+    "encode_empty_rows": lambda tf: tf.strings.unicode_encode(tf.zeros([3, 0], tf.int32), "UTF-8"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNICODE_CASES))
+def test_unicode_values_match_tensorflow(tf1, name):
+    assert_same(tf1, UNICODE_CASES[name])
+
+
+@pytest.mark.parametrize("build", [
+    lambda tf: tf.strings.unicode_transcode([b"a\xffb"], "UTF-8", "UTF-8", errors="strict"),
+    lambda tf: tf.strings.unicode_encode([104, -1], "UTF-8", errors="strict"),
+])
+def test_unicode_strict_errors(tf1, build):
+    errs = []
+    for tf in (tf1, fl):
+        with pytest.raises(tf.errors.InvalidArgumentError) as info:
+            run_with(tf, build)
+        errs.append(_message(info.value))
+    assert errs[1] == errs[0]
+
+
+@pytest.mark.parametrize("build,cls", [
+    (lambda tf: tf.strings.unicode_transcode(["x"], "UTF-8", "US-ASCII"), ValueError),
+    (lambda tf: tf.strings.unicode_encode(104, "UTF-8"), ValueError),
+    (lambda tf: tf.strings.unicode_encode(np.array([104], np.int64), "UTF-8"), TypeError),
+])
+def test_unicode_build_errors(tf1, build, cls):
+    msgs = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default(), pytest.raises(cls) as info:
+            build(tf)
+        msgs.append(str(info.value))
+    assert msgs[1] == msgs[0]
