@@ -14,20 +14,12 @@ from flowlab.graph import dtypes
 from flowlab.graph.tensor import Tensor
 from flowlab.ops import array_ops, check_ops, math_ops
 from flowlab.ops.builder import convert_to_tensor
-from flowlab.ops.core_ops import identity
+from flowlab.ops.core_ops import with_dependencies
 from flowlab.ops.losses import remove_squeezable_dimensions
 from flowlab.ops.nn_ops import _name_scope
 from flowlab.ops.slicing import scatter_nd
 
 __all__ = ["confusion_matrix"]
-
-
-def with_dependencies(dependencies: list[Any], output: Tensor, name: str | None = None) -> Tensor:
-    """`output` through an Identity that runs after `dependencies` (TF's control_flow_ops)."""
-    g = output.graph
-    with _name_scope(name, "control_dependency", [output]) as scope:
-        with g.colocate_with(output.op), g.control_dependencies(dependencies):
-            return identity(output, name=scope)
 
 
 def confusion_matrix(labels: Any, predictions: Any, num_classes: Any = None, dtype: Any = dtypes.int32,

@@ -121,6 +121,16 @@ def group(*inputs: Any, **kwargs: Any) -> Operation:
             return no_op(name=scope)
 
 
+def with_dependencies(dependencies: list[Any], output: Tensor, name: str | None = None) -> Tensor:
+    """`output` through an Identity ("control_dependency") that runs after `dependencies`,
+    colocated with `output` (TensorFlow's control_flow_ops.with_dependencies; like it, the
+    Identity is made even when there is nothing to wait for)."""
+    g = output.graph
+    with g.name_scope(name or "control_dependency") as scope:
+        with g.colocate_with(output.op), g.control_dependencies(dependencies):
+            return identity(output, name=scope)
+
+
 def tuple(tensors: Any, name: str | None = None, control_inputs: Any = None) -> list[Any]:  # noqa: A001
     """The same tensors, each available only after all of them are computed."""
     g = get_default_graph()

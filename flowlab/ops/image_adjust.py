@@ -22,8 +22,7 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.kernels import image_adjust_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops import array_ops, check_ops, math_ops, random_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor
-from flowlab.ops.confusion_matrix import with_dependencies
-from flowlab.ops.core_ops import identity
+from flowlab.ops.core_ops import identity, with_dependencies
 from flowlab.ops.gradient_registry import gradient, not_differentiable
 from flowlab.ops.image_ops import assert_at_least_3d_image
 from flowlab.ops.math_defs import REAL

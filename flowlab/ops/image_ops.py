@@ -24,8 +24,8 @@ from flowlab.graph.tensor import Tensor
 from flowlab.ops import array_ops, check_ops, math_ops, random_ops
 from flowlab.ops.builder import convert_to_tensor
 from flowlab.ops.cond import case, cond
-from flowlab.ops.confusion_matrix import with_dependencies
 from flowlab.ops.const_fold import constant_value
+from flowlab.ops.core_ops import with_dependencies
 from flowlab.ops.nn_ops import _name_scope
 
 __all__ = [

@@ -26,8 +26,8 @@ from flowlab.graph.tensor_shape import TensorShape
 from flowlab.kernels import image_resize_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops import array_ops, math_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor
-from flowlab.ops.confusion_matrix import with_dependencies
 from flowlab.ops.const_fold import constant_value
+from flowlab.ops.core_ops import with_dependencies
 from flowlab.ops.gradient_registry import gradient, not_differentiable
 from flowlab.ops.image_ops import (
     _as_batch,
