@@ -373,3 +373,38 @@ def _(tf, x):
 def _(tf, x, lo, hi):
     from flowlab.ops.image_adjust import _clip_by_value
     return _clip_by_value(x, lo, hi)
+
+
+@pytest.mark.tf
+def test_tf1_image_pipeline_program(tf1: Any, tmp_path: Any) -> None:
+    """A TF1 input pipeline as tutorials write it: read a JPEG file, decode, convert,
+    crop, flip, distort, standardize, resize; then stream accuracy over it."""
+    path = tmp_path / "img.jpg"
+    with tf1.Graph().as_default(), tf1.Session() as sess:
+        path.write_bytes(sess.run(tf1.image.encode_jpeg(BIG)))
+
+    def program(tf: Any) -> Any:
+        g = tf.Graph()
+        with g.as_default():
+            tf.set_random_seed(7)
+            image = tf.image.decode_jpeg(tf.read_file(str(path)), channels=3)
+            image = tf.image.convert_image_dtype(image, tf.float32)
+            image = tf.random_crop(image, [32, 32, 3], seed=1)
+            image = tf.image.random_flip_left_right(image, seed=2)
+            image = tf.image.random_brightness(image, max_delta=32.0 / 255.0, seed=3)
+            image = tf.image.random_contrast(image, lower=0.5, upper=1.5, seed=4)
+            image = tf.image.per_image_standardization(image)
+            image = tf.image.resize_images(image, [24, 24])
+            logits = tf.reduce_mean(image, axis=[0, 1])
+            acc, update = tf.metrics.accuracy(labels=[1], predictions=[tf.argmax(logits, output_type=tf.int32)])
+            with tf.Session(graph=g) as sess:
+                sess.run(tf.local_variables_initializer())
+                outs = [sess.run([image, update]) for _ in range(3)]
+                return outs, sess.run(acc)
+
+    want, got = program(tf1), program(fl)
+    for (wi, wu), (gi, gu) in zip(want[0], got[0]):
+        assert gi.dtype == wi.dtype and gi.shape == wi.shape
+        np.testing.assert_allclose(gi, wi, rtol=1e-5, atol=1e-5)
+        assert gu == wu
+    assert got[1] == want[1]
