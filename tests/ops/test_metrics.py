@@ -365,3 +365,43 @@ def test_at_k_refuses_what_it_lacks() -> None:
         fl.metrics.recall_at_k(fl.constant([1], fl.int64), logits, 1, class_id=1)
     with pytest.raises(ValueError, match="Unexpected labels shape"):
         fl.metrics.precision_at_k(fl.constant([[[1]]], fl.int64), logits, 1)
+
+
+def _average_precision_stream(tf: Any) -> tuple[list[Any], dict[str, Any], list[str]]:
+    g = tf.Graph()
+    with g.as_default():
+        labels = tf.placeholder(tf.int64, [None])
+        labels3 = tf.placeholder(tf.int64, [None, 3])
+        logits = tf.placeholder(tf.float32, [None, 5])
+        w = tf.placeholder(tf.float32, [None])
+        metrics = [tf.metrics.average_precision_at_k(labels, logits, 2),
+                   tf.metrics.average_precision_at_k(labels3, logits, 3, weights=w),
+                   tf.metrics.sparse_average_precision_at_k(labels3, logits, 1, name="ap")]
+        rows = _rows(g)
+        names = [v.name for v in tf.local_variables()]
+        out = []
+        r = np.random.RandomState(0)
+        with tf.Session(graph=g) as sess:
+            sess.run(tf.local_variables_initializer())
+            for _ in range(3):
+                # Labels >= 5 (the number of classes) and -1 count as absent.
+                feed = {labels: r.randint(0, 5, 6), labels3: np.concatenate([r.randint(0, 5, (6, 1)),
+                                                                            r.randint(-1, 7, (6, 2))], 1),
+                        logits: r.randn(6, 5).astype(np.float32), w: r.uniform(0, 2, 6).astype(np.float32)}
+                out.append(sess.run([m[1] for m in metrics], feed))
+            out.append(sess.run([m[0] for m in metrics]))
+    return out, rows, names
+
+
+@pytest.mark.tf
+def test_average_precision_at_k_matches_tensorflow(tf1: Any) -> None:
+    want, want_rows, want_names = _average_precision_stream(tf1)
+    got, got_rows, got_names = _average_precision_stream(fl)
+    assert got_names == want_names  # TensorFlow's own `max_1`, `total`
+    diff = [n for n in set(want_rows) | set(got_rows)
+            if want_rows.get(n) != got_rows.get(n) and "assert_broadcastable" not in n]
+    assert not diff, [(n, want_rows.get(n), got_rows.get(n)) for n in sorted(diff)[:6]]
+    for w, a in zip(want, got):
+        for x, y in zip(w, a):
+            assert np.asarray(y).dtype == np.float64
+            np.testing.assert_array_equal(y, x)
