@@ -183,6 +183,12 @@ from flowlab.ops import image_codecs as _image_codecs  # noqa: E402
 from flowlab.ops import io_ops as _io_ops  # noqa: E402
 
 queue = _namespace("queue", _data_flow_ops)
+# `tf.sets` (dense operands), under TF1's names and TF2's short ones.
+from flowlab.ops import set_ops as _set_ops  # noqa: E402
+
+sets = _namespace("sets", _set_ops, extra={"intersection": _set_ops.set_intersection,
+                                            "difference": _set_ops.set_difference,
+                                            "union": _set_ops.set_union, "size": _set_ops.set_size})
 from flowlab import platform as _platform  # noqa: E402
 
 io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph, "gfile": _platform.gfile,
