@@ -23,7 +23,8 @@ from flowlab.ops.image_adjust import convert_image_dtype
 from flowlab.ops.nn_ops import _name_scope
 from flowlab.ops.op_def import op_def
 
-__all__ = ["decode_png", "decode_jpeg", "decode_gif", "decode_bmp", "decode_image", "encode_png", "encode_jpeg"]
+__all__ = ["decode_png", "decode_jpeg", "decode_gif", "decode_bmp", "decode_image", "encode_png", "encode_jpeg",
+           "is_jpeg"]
 
 
 def _scalar_input(op: Operation) -> None:
@@ -136,3 +137,12 @@ def encode_jpeg(image: Any, format: str = "", quality: int = 95, progressive: bo
                     density_unit=density_unit, x_density=x_density, y_density=y_density,
                     xmp_metadata=xmp_metadata, name=name or "EncodeJpeg")
 
+
+
+def is_jpeg(contents: Any, name: str | None = None) -> Tensor:
+    """Whether the bytes start with JPEG's marker (FF D8 FF), as a bool tensor."""
+    from flowlab.ops import math_ops
+    from flowlab.ops.string_ops import substr
+
+    with _name_scope(name, "is_jpeg", [contents]):
+        return math_ops.equal(substr(contents, 0, 3), b"\xff\xd8\xff", name=name)

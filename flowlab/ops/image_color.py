@@ -1,6 +1,6 @@
 """Colour spaces: RGBToHSV and HSVToRGB, AdjustHue and AdjustSaturation, and their
 `tf.image` builders (rgb_to_hsv, hsv_to_rgb, adjust_hue, random_hue,
-adjust_saturation, random_saturation).
+adjust_saturation, random_saturation); YIQ and YUV as TensorFlow's 3x3 tensordots.
 
 All values are floats in [0, 1]; the last dimension holds the three channels.  As in
 TensorFlow, adjust_hue and adjust_saturation convert other dtypes to float32 and
@@ -24,7 +24,8 @@ from flowlab.ops.nn_ops import _name_scope
 from flowlab.ops.op_def import op_def
 from flowlab.ops.special_math_ops import div_no_nan
 
-__all__ = ["rgb_to_hsv", "hsv_to_rgb", "adjust_hue", "random_hue", "adjust_saturation", "random_saturation"]
+__all__ = ["rgb_to_hsv", "hsv_to_rgb", "adjust_hue", "random_hue", "adjust_saturation", "random_saturation",
+           "rgb_to_yiq", "yiq_to_rgb", "rgb_to_yuv", "yuv_to_rgb"]
 
 
 def _three_channels(op: Operation) -> list[Any]:
@@ -155,3 +156,39 @@ def random_saturation(image: Any, lower: float, upper: float, seed: int | None =
         raise ValueError("lower must be non-negative.")
     factor = random_ops.random_uniform([], lower, upper, seed=seed)
     return adjust_saturation(image, factor)
+
+
+_RGB_TO_YIQ = [[0.299, 0.59590059, 0.2115], [0.587, -0.27455667, -0.52273617], [0.114, -0.32134392, 0.31119955]]
+_YIQ_TO_RGB = [[1, 1, 1], [0.95598634, -0.27201283, -1.10674021], [0.6208248, -0.64720424, 1.70423049]]
+_RGB_TO_YUV = [[0.299, -0.14714119, 0.61497538], [0.587, -0.28886916, -0.51496512],
+               [0.114, 0.43601035, -0.10001026]]
+_YUV_TO_RGB = [[1, 1, 1], [0, -0.394642334, 2.03206185], [1.13988303, -0.58062185, 0]]
+
+
+def _linear_colour(images: Any, matrix: list[list[float]]) -> Tensor:
+    from flowlab.ops.tensordot_ops import tensordot
+
+    images = convert_to_tensor(images, name="images")
+    kernel = convert_to_tensor(matrix, dtype=images.dtype, name="kernel")
+    ndims = images.shape.ndims
+    return tensordot(images, kernel, axes=[[ndims - 1], [0]])
+
+
+def rgb_to_yiq(images: Any) -> Tensor:
+    """RGB to YIQ (float images), a 3x3 matrix on the last dimension."""
+    return _linear_colour(images, _RGB_TO_YIQ)
+
+
+def yiq_to_rgb(images: Any) -> Tensor:
+    """YIQ to RGB (float images)."""
+    return _linear_colour(images, _YIQ_TO_RGB)
+
+
+def rgb_to_yuv(images: Any) -> Tensor:
+    """RGB to YUV (float images), a 3x3 matrix on the last dimension."""
+    return _linear_colour(images, _RGB_TO_YUV)
+
+
+def yuv_to_rgb(images: Any) -> Tensor:
+    """YUV to RGB (float images)."""
+    return _linear_colour(images, _YUV_TO_RGB)
