@@ -175,6 +175,31 @@ class Dataset:
                      output_shapes=st.shape_attrs(structure), name="GeneratorDataset")
         return Dataset(v, structure)
 
+    def concatenate(self, dataset: Dataset, name: str | None = None) -> Dataset:
+        """This dataset's elements, then `dataset`'s (same types and nesting; shapes
+        become the most specific shape both fit)."""
+        mine, theirs = st.flatten(self._structure), st.flatten(dataset._structure)
+        if (st.map_structure(lambda _: 0, self._structure)
+                != st.map_structure(lambda _: 0, dataset._structure)
+                or [s.dtype for s in mine] != [s.dtype for s in theirs]):
+            raise TypeError(
+                f"Incompatible dataset elements:\n  {self._structure} vs.\n  "
+                f"{dataset._structure}")
+        flat = [st.TensorSpec(_most_specific(a.shape, b.shape), a.dtype)
+                for a, b in zip(mine, theirs)]
+        structure = st.pack(self._structure, flat)
+        v = apply_op("ConcatenateDataset", input_dataset=self._variant_tensor,
+                     another_dataset=dataset._variant_tensor, **self._out_attrs(structure))
+        return Dataset(v, structure)
+
+    def apply(self, transformation_func: Callable[[Dataset], Dataset]) -> Dataset:
+        """`transformation_func(self)`, which must return a Dataset."""
+        out = transformation_func(self)
+        if not isinstance(out, Dataset):
+            raise TypeError("`transformation_func` must return a `tf.data.Dataset` object. "
+                            f"Got {type(out).__name__}.")
+        return out
+
     # --- functions --------------------------------------------------------------
     def _trace(self, fn: Callable[..., Any], kind: str) -> DatasetFunction:
         if not callable(fn):
@@ -365,6 +390,13 @@ class Dataset:
         from flowlab.data.iterator import make_initializable_iterator
 
         return make_initializable_iterator(self, shared_name)
+
+
+def _most_specific(a: TensorShape, b: TensorShape) -> TensorShape:
+    """The shape both elements fit: dims equal in both are kept, others unknown."""
+    if a.ndims is None or b.ndims is None or a.ndims != b.ndims:
+        return TensorShape(None)
+    return TensorShape([x if x == y else None for x, y in zip(a.as_list(), b.as_list())])
 
 
 def _dataset_seeds(seed: Any) -> tuple[Tensor, Tensor]:

@@ -45,6 +45,18 @@ def _int(x: Any) -> int:
     return int(np.asarray(x))
 
 
+def _body(fn: Any, ctx: Any) -> Any:
+    """The traced function of a func attr; a bare name (a graph imported from a GraphDef,
+    which holds no function bodies) cannot run."""
+    if not hasattr(fn, "call"):
+        raise errors.UnimplementedError(
+            None, None,
+            f"{ctx.op_type} '{ctx.name}': its function {fn!r} has no body in this process. "
+            "Dataset functions are traced graphs of the process that built the dataset; a "
+            "GraphDef names them but does not hold them: build the dataset here.")
+    return fn
+
+
 def _call(fn: Any, captured: tuple[Any, ...]) -> Callable[[dv.Element], list[Any]]:
     def apply(element: dv.Element) -> list[Any]:
         return fn.call([*element, *captured])  # type: ignore[no-any-return]
@@ -85,6 +97,11 @@ def range_dataset(ctx: Any, start: Any, stop: Any, step: Any) -> dv.DatasetValue
 @kernel("ZipDataset", devices=CPU)
 def zip_dataset(ctx: Any, *inputs: dv.DatasetValue) -> dv.DatasetValue:
     return dv.Zip(list(inputs))
+
+
+@kernel("ConcatenateDataset", devices=CPU)
+def concatenate_dataset(ctx: Any, first: dv.DatasetValue, second: dv.DatasetValue) -> dv.DatasetValue:
+    return dv.Concatenate(first, second)
 
 
 def _filenames(filenames: Any) -> list[str]:
@@ -130,7 +147,7 @@ def generator_dataset(ctx: Any) -> dv.DatasetValue:
 # --- transformations --------------------------------------------------------------
 @kernel("MapDataset", devices=CPU)
 def map_dataset(ctx: Any, inp: dv.DatasetValue, *captured: Any) -> dv.DatasetValue:
-    return dv.Map(inp, _call(ctx.attrs["f"], captured))
+    return dv.Map(inp, _call(_body(ctx.attrs["f"], ctx), captured))
 
 
 @kernel("ParallelMapDatasetV2", devices=CPU)
@@ -140,23 +157,23 @@ def parallel_map_dataset(ctx: Any, inp: dv.DatasetValue, *rest: Any) -> dv.Datas
     if n <= 0 and n != dv.AUTOTUNE:
         raise errors.InvalidArgumentError(
             None, None, "num_parallel_calls must be greater than zero.")
-    return dv.Map(inp, _call(ctx.attrs["f"], tuple(captured)), n)
+    return dv.Map(inp, _call(_body(ctx.attrs["f"], ctx), tuple(captured)), n)
 
 
 @kernel("FilterDataset", devices=CPU)
 def filter_dataset(ctx: Any, inp: dv.DatasetValue, *captured: Any) -> dv.DatasetValue:
-    return dv.Filter(inp, _call(ctx.attrs["predicate"], captured))
+    return dv.Filter(inp, _call(_body(ctx.attrs["predicate"], ctx), captured))
 
 
 @kernel("FlatMapDataset", devices=CPU)
 def flat_map_dataset(ctx: Any, inp: dv.DatasetValue, *captured: Any) -> dv.DatasetValue:
-    return dv.FlatMap(inp, _returns_dataset(ctx.attrs["f"], captured))
+    return dv.FlatMap(inp, _returns_dataset(_body(ctx.attrs["f"], ctx), captured))
 
 
 @kernel("InterleaveDataset", devices=CPU)
 def interleave_dataset(ctx: Any, inp: dv.DatasetValue, *rest: Any) -> dv.DatasetValue:
     *captured, cycle, block = rest
-    return dv.Interleave(inp, _returns_dataset(ctx.attrs["f"], tuple(captured)), _int(cycle),
+    return dv.Interleave(inp, _returns_dataset(_body(ctx.attrs["f"], ctx), tuple(captured)), _int(cycle),
                          _int(block))
 
 

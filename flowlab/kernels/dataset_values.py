@@ -153,6 +153,15 @@ class Zip(DatasetValue):
             yield tuple(out)
 
 
+class Concatenate(DatasetValue):
+    def __init__(self, first: DatasetValue, second: DatasetValue) -> None:
+        self.first, self.second = first, second
+
+    def iterate(self) -> Iterator[Element]:
+        yield from self.first.iterate()
+        yield from self.second.iterate()
+
+
 class Generated(DatasetValue):
     """A Python generator's values, converted to the declared dtypes and checked
     against the declared shapes (`Dataset.from_generator`)."""

@@ -66,6 +66,8 @@ _dataset("TextLineDataset", ["filenames: string", "compression_type: string", "b
          [_META], "The lines of text files, without their line ends.")
 _dataset("TFRecordDataset", ["filenames: string", "compression_type: string", "buffer_size: int64"],
          [_META], "The records of TFRecord files, lengths and CRCs checked.")
+_dataset("ConcatenateDataset", ["input_dataset: variant", "another_dataset: variant"],
+         [*_OUT, _META], "The elements of the first dataset, then those of the second.")
 _dataset("GeneratorDataset", [], [*_OUT, "token: string", _META],
          "The elements a Python generator yields (the callable is found by `token` in "
          "this process's registry, as py_func's are).")

@@ -60,6 +60,9 @@ CASES = {
     ).map(lambda a, bc: {"sum": a + bc[0] + bc[1], "b": bc[1]}),
     "map_with_cond": lambda tf: tf.data.Dataset.range(6).map(
         lambda x: tf.cond(x > 2, lambda: x * 10, lambda: -x)),
+    "concatenate": lambda tf: tf.data.Dataset.range(3).map(lambda x: tf.fill([2], x)).concatenate(
+        tf.data.Dataset.range(2).map(lambda x: tf.fill([x + 1], x * 10))),
+    "apply": lambda tf: tf.data.Dataset.range(5).apply(lambda d: d.skip(2)),
     "cache_repeat": lambda tf: tf.data.Dataset.range(4).map(lambda x: x + 1).cache().repeat(2),
     "prefetch": lambda tf: tf.data.Dataset.range(50).map(lambda x: x * 2).prefetch(3),
     "prefetch_autotune": lambda tf: tf.data.Dataset.range(5).prefetch(tf.data.experimental.AUTOTUNE),
@@ -411,3 +414,23 @@ def test_graph_names_types_and_inputs_as_tensorflow(tf1):
                  else []) for op in g.get_operations()]
 
     assert rows(fl) == rows(tf1)
+
+
+def test_imported_graph_function_without_body_is_unimplemented():
+    g = fl.Graph()
+    with g.as_default():
+        ds = fl.data.Dataset.range(3).map(lambda x: x + 1)
+        fl.data.make_one_shot_iterator(ds).get_next()
+    gd = g.as_graph_def()
+    g2 = fl.Graph()
+    with g2.as_default():
+        fl.import_graph_def(gd, name="")
+        x = g2.get_tensor_by_name("IteratorGetNext:0")
+        with fl.Session() as s, pytest.raises(fl.errors.UnimplementedError, match="has no body"):
+            s.run(x)
+
+
+def test_concatenate_refuses_other_types_as_tensorflow(tf1):
+    for tf in (tf1, fl):
+        with tf.Graph().as_default(), pytest.raises(TypeError, match="Incompatible dataset elements"):
+            tf.data.Dataset.range(3).concatenate(tf.data.Dataset.from_tensors(1.0))
