@@ -7,11 +7,14 @@
 
 Geometry in flowlab.ops.image_ops, pixel values in flowlab.ops.image_adjust, resizing
 in flowlab.ops.image_resize, colour spaces in flowlab.ops.image_color, PNG/JPEG in
-flowlab.ops.image_codecs, total_variation/psnr/ssim/gradients in flowlab.ops.image_measures.
+flowlab.ops.image_codecs, total_variation/psnr/ssim/gradients in flowlab.ops.image_measures,
+draw_bounding_boxes in flowlab.ops.image_boxes.
 """
 
 from flowlab.ops.image_adjust import *  # noqa: F401,F403
 from flowlab.ops.image_adjust import __all__ as _adjust_all
+from flowlab.ops.image_boxes import *  # noqa: F401,F403
+from flowlab.ops.image_boxes import __all__ as _boxes_all
 from flowlab.ops.image_codecs import *  # noqa: F401,F403
 from flowlab.ops.image_codecs import __all__ as _codecs_all
 from flowlab.ops.image_color import *  # noqa: F401,F403
@@ -23,4 +26,4 @@ from flowlab.ops.image_ops import __all__ as _ops_all
 from flowlab.ops.image_resize import *  # noqa: F401,F403
 from flowlab.ops.image_resize import __all__ as _resize_all
 
-__all__ = [*_ops_all, *_adjust_all, *_resize_all, *_color_all, *_codecs_all, *_measures_all]
+__all__ = [*_ops_all, *_adjust_all, *_resize_all, *_color_all, *_codecs_all, *_measures_all, *_boxes_all]

@@ -186,6 +186,16 @@ case("hue_saturation")(lambda tf: [
     tf.image.adjust_saturation(U8, 1.3), tf.image.random_hue(IMG, 0.2, seed=3),
     tf.image.random_saturation(IMG, 0.5, 1.5, seed=4)])
 
+BOXES = np.array([[[0.1, 0.2, 0.8, 0.9], [0.0, 0.0, 1.0, 1.0], [-0.3, 0.5, 0.4, 1.7], [0.9, 0.9, 0.2, 0.3]],
+                  [[0.5, 0.5, 0.5, 0.5], [0.2, -1.0, 0.6, -0.1], [0.33, 0.1, 0.66, 0.7], [0.05, 0.05, 0.95, 0.5]]],
+                 np.float32)
+BOXES_11 = RS.uniform(0, 1, (4, 11, 4)).astype(np.float32)
+case("draw_bounding_boxes")(lambda tf: [
+    tf.image.draw_bounding_boxes(BATCH[:2], BOXES), tf.image.draw_bounding_boxes(BATCH[:2, ..., :1], BOXES),
+    tf.image.draw_bounding_boxes(np.concatenate([BATCH[:2], BATCH[:2, ..., :1]], -1), BOXES),
+    tf.image.draw_bounding_boxes(BATCH, BOXES_11),
+    tf.image.draw_bounding_boxes(BATCH[:2], BOXES, colors=[[0.2, 0.4, 0.6, 1.0], [0.9, 0.1, 0.0, 0.5]])])
+
 # --- codecs ------------------------------------------------------------------------------
 case("encode_png")(lambda tf: [
     tf.image.encode_png(U8), tf.image.encode_png(U16), tf.image.encode_png(GRAY_ALPHA, compression=9),
