@@ -38,12 +38,13 @@ import numpy as np
 from absl.testing import absltest
 
 from flowlab import errors
+from flowlab.gradient_checker import compute_gradient, compute_gradient_error
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.graph import Graph, get_default_graph, reset_default_graph
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.runtime.session import Session, get_default_session
 
-__all__ = ["TestCase", "main", "get_temp_dir", "is_gpu_available", "gpu_device_name", "is_built_with_cuda",
+__all__ = ["TestCase", "main", "get_temp_dir", "compute_gradient", "compute_gradient_error", "is_gpu_available", "gpu_device_name", "is_built_with_cuda",
            "is_built_with_gpu_support", "mock", "DEFAULT_GRAPH_SEED"]
 
 DEFAULT_GRAPH_SEED = 87654321

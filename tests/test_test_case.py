@@ -209,3 +209,52 @@ def test_main_exits_as_tensorflow(tf1, tmp_path, bad):
                            env={**os.environ, "WHICH": which, "BAD": bad})
         codes.append((p.returncode, "Ran 2 tests" in p.stderr, p.stderr.strip().splitlines()[-1]))
     assert codes[1] == codes[0]
+
+
+def _gradient_case(tf):
+    x_np = np.random.RandomState(4).randn(2, 3)
+    w_np = np.random.RandomState(5).randn(3, 2)
+    with tf.Graph().as_default(), tf.Session().as_default():
+        x = tf.constant(x_np)
+        w = tf.constant(w_np)
+        y = tf.tanh(tf.matmul(x, w))
+        pairs = tf.test.compute_gradient([x, w], [[2, 3], [3, 2]], y, [2, 2], x_init_value=[x_np, w_np])
+        err = tf.test.compute_gradient_error(x, [2, 3], tf.reduce_sum(y * y), [], x_init_value=x_np)
+        v = tf.Variable(np.float32(2.0))
+        err_v = tf.test.compute_gradient_error(v, [], v * v, [], init_targets=[v.initializer],
+                                               x_init_value=np.float32(2.0))
+    return pairs, err, err_v
+
+
+def test_compute_gradient_as_tensorflow(tf1):
+    (p_tf, e_tf, v_tf), (p_fl, e_fl, v_fl) = _gradient_case(tf1), _gradient_case(fl)
+    for (jt_tf, jn_tf), (jt_fl, jn_fl) in zip(p_tf, p_fl):
+        assert jt_fl.shape == jt_tf.shape and jt_fl.dtype == jt_tf.dtype
+        np.testing.assert_allclose(jt_fl, jt_tf, rtol=1e-12)
+        np.testing.assert_allclose(jn_fl, jn_tf, rtol=1e-9)
+    np.testing.assert_allclose(e_fl, e_tf, rtol=1e-6)
+    np.testing.assert_allclose(v_fl, v_tf, rtol=1e-4)
+    assert e_fl < 1e-4
+
+
+def test_compute_gradient_refuses_integers(tf1):
+    msgs = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default(), tf.Session().as_default():
+            x = tf.constant([1, 2])
+            with pytest.raises(TypeError) as info:  # the int32 grad_ys constant of 1.0
+                tf.test.compute_gradient(x, [2], x * 2, [2])
+            msgs.append(str(info.value))
+    assert msgs[1] == msgs[0]
+
+
+def test_compute_gradient_sparse_gather(tf1):
+    results = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default(), tf.Session().as_default():
+            params = tf.constant(np.arange(6.0).reshape(3, 2))
+            y = tf.gather(params, [2, 0, 2])
+            results.append(tf.test.compute_gradient(params, [3, 2], y, [3, 2],
+                                                    x_init_value=np.arange(6.0).reshape(3, 2)))
+    for a, b in zip(results[0], results[1]):
+        np.testing.assert_allclose(b, a, rtol=1e-9)
