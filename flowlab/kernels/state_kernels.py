@@ -387,5 +387,6 @@ def count_up_to(ctx: Any, step: Any, ref: VariableState) -> Any:
         before = ref.read()
         if before >= limit:
             raise errors.OutOfRangeError(None, None, f"Reached limit of {limit}")
-        step.write_var(ref, freeze(np.asarray(before + 1, dtype=before.dtype)))
+        one = np.asarray(1, dtype=before.dtype)[()]
+        step.write_var(ref, freeze(np.asarray(before + one, dtype=before.dtype)), (one, 1))
     return before

@@ -18,7 +18,7 @@ A failed step writes nothing -- also with concurrent steps.  The rule, precisely
       (exactly as if the write had never happened);
    b. another step has written the variable since, and this step's write was an
       *increment* (AssignAdd, AssignSub, ScatterAdd, ScatterSub, ScatterNdAdd,
-      ScatterNdSub: new = old + delta) and no *overwrite* of the variable has
+      ScatterNdSub, CountUpTo: new = old + delta) and no *overwrite* of the variable has
       happened since: the delta is taken back from the current value.  So the
       increments of steps that read the failed value and added to it stay, and the
       failed step's does not: the variable ends as the sum of the successful steps'

@@ -195,3 +195,17 @@ def test_a_failed_step_alone_restores_exactly():
             got = sess.run(v)
             np.testing.assert_array_equal(got, before)  # bit for bit
             assert sess.run(w) == 5
+
+
+def test_a_failed_count_up_to_is_taken_back_beside_other_counts():
+    with fl.Graph().as_default():
+        c = fl.Variable(0, name="c")
+        count = fl.count_up_to(c, 100)
+        with fl.Session() as sess:
+            sess.run(c.initializer)
+            t, failed, close = _fail_after(sess, count.op)
+            _wait_for(sess, c, 1)
+            got = [int(sess.run(count)) for _ in range(3)]
+            sess.run(close)
+            t.join()
+            assert failed and got == [1, 2, 3] and sess.run(c) == 3  # the failed +1 is gone
