@@ -434,3 +434,24 @@ def test_concatenate_refuses_other_types_as_tensorflow(tf1):
     for tf in (tf1, fl):
         with tf.Graph().as_default(), pytest.raises(TypeError, match="Incompatible dataset elements"):
             tf.data.Dataset.range(3).concatenate(tf.data.Dataset.from_tensors(1.0))
+
+
+def test_captured_variable_is_read_when_the_iterator_starts_as_tensorflow(tf1):
+    def run(tf):
+        g = tf.Graph()
+        with g.as_default():
+            v = tf.Variable(3.0)
+            it = tf.data.make_initializable_iterator(
+                tf.data.Dataset.range(3).map(lambda x: tf.cast(x, tf.float32) * v))
+            x = it.get_next()
+            with tf.Session() as s:
+                s.run(tf.global_variables_initializer())
+                s.run(it.initializer)
+                out = [float(s.run(x))]
+                s.run(tf.assign(v, 10.0))
+                out.append(float(s.run(x)))  # still 3.0: captured by value at the start
+                s.run(it.initializer)
+                out += [float(s.run(x)), float(s.run(x))]
+                return out
+
+    assert run(fl) == run(tf1) == [0.0, 3.0, 0.0, 10.0]
