@@ -17,7 +17,10 @@ each way:
 (the issue's target: at most 5%); `total_overhead_pct` = written / plain - 1 also
 counts building the histogram in the step, which costs TensorFlow about as much.
 
-    python benchmarks/summary_overhead.py [--steps 200] [--rounds 5]
+    python benchmarks/summary_overhead.py [--steps 200] [--rounds 5] [--flowlab-only]
+
+`--flowlab-only` leaves TensorFlow out of the process (importing it changes the
+process's thread pools, which on a small shared machine slows flowlab's steps).
 """
 
 from __future__ import annotations
@@ -76,11 +79,12 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--flowlab-only", action="store_true")
     a = p.parse_args()
     rs = np.random.RandomState(0)
     batches = [(rs.rand(64, 784).astype(np.float32), rs.randint(0, 10, 64)) for _ in range(10)]
     peers = {"flowlab": fl}
-    tf1 = load_tf1()
+    tf1 = None if a.flowlab_only else load_tf1()
     if tf1 is not None:
         peers["tensorflow"] = tf1
     figures = {"steps": a.steps, "rounds": a.rounds}
