@@ -45,6 +45,21 @@ class Iterator:
                           output_shapes=st.shape_attrs(structure), name="Iterator")
         return Iterator(handle, None, structure)
 
+    @staticmethod
+    def from_string_handle(string_handle: Any, output_types: Any, output_shapes: Any = None,
+                           output_classes: Any = None) -> Iterator:
+        """The iterator a string handle names, chosen at run time by feeding the handle
+        (a feedable iterator): `sess.run(it.string_handle())` gives the handles."""
+        from flowlab.ops.builder import convert_to_tensor
+
+        output_types = st.map_structure(dtypes.as_dtype, output_types)
+        structure = st.from_types_and_shapes(output_types, output_shapes)
+        h = convert_to_tensor(string_handle, dtype=dtypes.string)
+        handle = apply_op("IteratorFromStringHandleV2", string_handle=h,
+                          output_types=st.type_attrs(structure),
+                          output_shapes=st.shape_attrs(structure))
+        return Iterator(handle, None, structure)
+
     # --- structure ----------------------------------------------------------------
     @property
     def element_spec(self) -> Any:

@@ -329,3 +329,15 @@ def iterator_get_next(ctx: Any, it: IteratorState) -> list[Any]:
 @kernel("IteratorToStringHandle", devices=CPU)
 def iterator_to_string_handle(ctx: Any, it: IteratorState) -> Any:
     return np.array(it.name.encode(), dtype=object)
+
+
+@kernel("IteratorFromStringHandleV2", devices=CPU)
+def iterator_from_string_handle(ctx: Any, handle: Any) -> IteratorState:
+    v = np.asarray(handle, dtype=object).item()
+    name = v.decode() if isinstance(v, bytes) else str(v)
+    it = ctx.resources.get("", name)
+    if not isinstance(it, IteratorState):
+        raise errors.InvalidArgumentError(
+            None, None, f"Could not find an iterator for the string handle {name!r}: make it "
+            "with iterator.string_handle() in this session.")
+    return it

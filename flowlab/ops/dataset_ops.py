@@ -136,6 +136,11 @@ op_def("IteratorGetNext", inputs=["iterator: resource"], outputs=["components: o
 op_def("IteratorToStringHandle", inputs=["resource_handle: resource"],
        outputs=["string_handle: string"], shape_fn=_scalar, stateful=True,
        doc="A string naming the iterator.")
+op_def("IteratorFromStringHandleV2", inputs=["string_handle: string"],
+       outputs=["resource_handle: resource"],
+       attrs=["output_types: list(type) >= 0 = []", "output_shapes: list(shape) >= 0 = []"],
+       shape_fn=_scalar, stateful=True,
+       doc="The iterator a string handle names (a feedable iterator).")
 for _t in ("IteratorV2", "OneShotIterator", "MakeIterator", "IteratorGetNext",
-           "IteratorToStringHandle"):
+           "IteratorToStringHandle", "IteratorFromStringHandleV2"):
     not_differentiable(_t)

@@ -455,3 +455,30 @@ def test_captured_variable_is_read_when_the_iterator_starts_as_tensorflow(tf1):
                 return out
 
     assert run(fl) == run(tf1) == [0.0, 3.0, 0.0, 10.0]
+
+
+def test_feedable_iterator_from_string_handle_as_tensorflow(tf1):
+    def run(tf):
+        g = tf.Graph()
+        with g.as_default():
+            train = tf.data.Dataset.range(100).repeat()
+            val = tf.data.Dataset.range(50, 53)
+            handle = tf.placeholder(tf.string, shape=[])
+            it = tf.data.Iterator.from_string_handle(handle, train.output_types,
+                                                     train.output_shapes)
+            x = it.get_next()
+            train_it = tf.data.make_one_shot_iterator(train)
+            val_it = tf.data.make_initializable_iterator(val)
+            with tf.Session() as s:
+                th, vh = s.run([train_it.string_handle(), val_it.string_handle()])
+                out = [int(s.run(x, {handle: th})) for _ in range(3)]
+                s.run(val_it.initializer)
+                out += [int(s.run(x, {handle: vh})) for _ in range(3)]
+                out.append(int(s.run(x, {handle: th})))
+                try:
+                    s.run(x, {handle: vh})
+                except tf.errors.OutOfRangeError:
+                    out.append("end")
+            return out, x.dtype.name, x.shape.as_list()
+
+    assert run(fl) == run(tf1)
