@@ -152,6 +152,13 @@ def trace(fn: Callable[..., Any], specs: Any, name: str, unpack_tuple: bool = Tr
             structure: Any = result
         else:
             leaves = _nest.flatten(result)
+            for x in leaves:
+                if hasattr(x, "dense_shape") and hasattr(x, "indices"):
+                    raise TypeError(
+                        f"The function '{fname}' returned a SparseTensor: flowlab's dataset "
+                        "elements are dense tensors (TensorFlow's sparse elements are not "
+                        "supported yet). Return tf.sparse.to_dense(...) or its indices, values "
+                        "and dense_shape as separate components.")
             tensors = [x if isinstance(x, Tensor) else convert_to_tensor(x) for x in leaves]
             outputs = tensors
             structure = _nest.pack_sequence_as(result, tensors)

@@ -482,3 +482,8 @@ def test_feedable_iterator_from_string_handle_as_tensorflow(tf1):
             return out, x.dtype.name, x.shape.as_list()
 
     assert run(fl) == run(tf1)
+
+
+def test_sparse_elements_are_refused_with_a_clear_error():
+    with pytest.raises(TypeError, match="returned a SparseTensor"):
+        fl.data.Dataset.range(3).map(lambda x: fl.SparseTensor([[0]], [x], [1]))
