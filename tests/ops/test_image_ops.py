@@ -71,6 +71,13 @@ def _(tf):
             tf.image.per_image_standardization(x)], feed
 
 
+@case("unknown_rank")
+def _(tf):
+    x = tf.placeholder(tf.float32)
+    return [tf.image.flip_left_right(x), tf.image.flip_up_down(x), tf.image.random_flip_left_right(x, seed=1),
+            tf.image.random_flip_up_down(tf.expand_dims(x, 0), seed=2)], {x: IMG}
+
+
 case("random_crop")(lambda tf: [tf.image.random_crop(BATCH, [2, 3, 4, 3], seed=4), tf.random_crop(IMG, [2, 2, 3])])
 
 # --- pixel values ----------------------------------------------------------------------
