@@ -487,3 +487,18 @@ def test_feedable_iterator_from_string_handle_as_tensorflow(tf1):
 def test_sparse_elements_are_refused_with_a_clear_error():
     with pytest.raises(TypeError, match="returned a SparseTensor"):
         fl.data.Dataset.range(3).map(lambda x: fl.SparseTensor([[0]], [x], [1]))
+
+
+def test_pipeline_placed_on_another_device_feeds_through_send_recv():
+    g = fl.Graph()
+    with g.as_default():
+        with fl.device("/cpu:1"):
+            ds = fl.data.Dataset.range(5).map(lambda x: x * 2).batch(2)
+            x = fl.data.make_one_shot_iterator(ds).get_next()
+        with fl.device("/cpu:0"):
+            y = x + 1
+        with fl.Session(config=fl.ConfigProto(device_count={"CPU": 2})) as s:
+            got = [s.run(y).tolist() for _ in range(3)]
+            with pytest.raises(fl.errors.OutOfRangeError):
+                s.run(y)
+    assert got == [[1, 3], [5, 7], [9]]
