@@ -18,8 +18,10 @@ from typing import Any
 from flowlab.graph import dtypes
 from flowlab.graph.graph import GraphKeys, get_default_graph
 from flowlab.layers import core as core_layers
+from flowlab.layers import normalization as normalization_layers
 from flowlab.ops import conv_ops, math_ops, nn_ops, random_ops
 from flowlab.ops.builder import convert_to_tensor
+from flowlab.ops.core_ops import identity
 from flowlab.ops.init_ops import zeros_initializer
 from flowlab.ops.variable_scope import get_variable, variable_scope
 from flowlab.platform import tf_logging
@@ -27,7 +29,7 @@ from flowlab.platform import tf_logging
 __all__ = [
     "xavier_initializer", "xavier_initializer_conv2d", "variance_scaling_initializer",
     "l1_regularizer", "l2_regularizer", "l1_l2_regularizer", "sum_regularizer", "apply_regularization",
-    "fully_connected", "flatten", "conv2d", "max_pool2d", "avg_pool2d", "dropout",
+    "fully_connected", "flatten", "conv2d", "max_pool2d", "avg_pool2d", "dropout", "batch_norm",
 ]
 
 
@@ -285,6 +287,62 @@ def dropout(inputs: Any, keep_prob: float = 0.5, noise_shape: Any = None, is_tra
                                 training=is_training)
     for c in _as_list(outputs_collections):
         get_default_graph().add_to_collection(c, y)
+    return y
+
+
+def batch_norm(inputs: Any, decay: float = 0.999, center: bool = True, scale: bool = False,
+               epsilon: float = 0.001, activation_fn: Any = None, param_initializers: Any = None,
+               param_regularizers: Any = None, updates_collections: Any = GraphKeys.UPDATE_OPS,
+               is_training: Any = True, reuse: Any = None, variables_collections: Any = None,
+               outputs_collections: Any = None, trainable: bool = True, batch_weights: Any = None,
+               fused: Any = None, data_format: str = "NHWC", zero_debias_moving_mean: bool = False,
+               scope: Any = None, renorm: bool = False, renorm_clipping: Any = None,
+               renorm_decay: float = 0.99, adjustment: Any = None) -> Any:
+    """Batch normalization (`tf.contrib.layers.batch_norm`): variables "BatchNorm/beta"
+    (and "gamma" with `scale=True`), "moving_mean", "moving_variance"; the moving
+    averages' updates go to `updates_collections` (None: they run with the output)."""
+    if batch_weights is not None or zero_debias_moving_mean or renorm or adjustment is not None:
+        raise ValueError("flowlab's contrib batch_norm does not implement batch_weights, "
+                         "zero_debias_moving_mean, renorm or adjustment")
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError("data_format has to be either NCHW or NHWC.")
+    del renorm_clipping, renorm_decay
+    inits = dict(param_initializers or {})
+    regs = dict(param_regularizers or {})
+    g = get_default_graph()
+    x = convert_to_tensor(inputs)
+    updates = g.get_collection_ref(GraphKeys.UPDATE_OPS)
+    before = len(updates)
+    with variable_scope(scope, default_name="BatchNorm", values=[x], reuse=reuse) as sc:
+        y = normalization_layers.batch_normalization(
+            x, axis=1 if data_format == "NCHW" else -1, momentum=decay, epsilon=epsilon, center=center,
+            scale=scale, beta_initializer=inits.get("beta"), gamma_initializer=inits.get("gamma"),
+            moving_mean_initializer=inits.get("moving_mean"),
+            moving_variance_initializer=inits.get("moving_variance"), beta_regularizer=regs.get("beta"),
+            gamma_regularizer=regs.get("gamma"), training=is_training, trainable=trainable, name=sc,
+            reuse=reuse, fused=fused)
+        new_updates = updates[before:]
+        if updates_collections is not GraphKeys.UPDATE_OPS:
+            del updates[before:]
+            if updates_collections is None:
+                if new_updates:
+                    with g.control_dependencies(new_updates):
+                        y = identity(y)
+            else:
+                for c in _as_list(updates_collections):
+                    for u in new_updates:
+                        g.add_to_collection(c, u)
+        if variables_collections is not None:
+            for v in g.get_collection(GraphKeys.GLOBAL_VARIABLES, sc.name + "/"):
+                short = v.op.name.rsplit("/", 1)[-1]
+                extra = variables_collections.get(short) if isinstance(variables_collections, dict) \
+                    else variables_collections
+                for c in _as_list(extra):
+                    g.add_to_collection(c, v)
+        if activation_fn is not None:
+            y = activation_fn(y)
+    for c in _as_list(outputs_collections):
+        g.add_to_collection(c, y)
     return y
 
 

@@ -172,3 +172,57 @@ def test_dropout_training_and_inference():
     np.testing.assert_array_equal(i, np.ones([200, 50]))
     kept = t != 0
     assert abs(kept.mean() - 0.8) < 0.02 and np.allclose(t[kept], 1 / 0.8)
+
+
+@pytest.mark.parametrize("shape,fmt", [([4, 3, 3, 2], "NHWC"), ([4, 2, 3, 3], "NCHW"), ([5, 3], "NHWC")])
+@pytest.mark.parametrize("updates", ["collection", "forced"])
+def test_batch_norm_is_layers_batch_normalization(shape, fmt, updates):
+    """contrib's batch_norm is tf.layers.batch_normalization (itself tested against
+    TensorFlow in tests/ops/test_batch_norm.py) with contrib's defaults -- decay 0.999,
+    epsilon 0.001, no gamma -- in scope "BatchNorm"; TensorFlow 2.21 has neither
+    contrib nor a working tf.layers.batch_normalization (Keras 3) to run instead."""
+    x = np.random.RandomState(6).randn(*shape).astype(np.float32)
+    axes = tuple(i for i in range(len(shape)) if i != (1 if fmt == "NCHW" else len(shape) - 1))
+    results = []
+    for contrib in (True, False):
+        with fl.Graph().as_default():
+            inp = fl.constant(x)
+            if contrib:
+                y = L.batch_norm(inp, decay=0.9, data_format=fmt, activation_fn=fl.nn.relu,
+                                 updates_collections=None if updates == "forced" else fl.GraphKeys.UPDATE_OPS)
+            else:
+                y = fl.nn.relu(fl.layers.batch_normalization(inp, axis=1 if fmt == "NCHW" else -1, momentum=0.9,
+                                                             epsilon=0.001, scale=False, training=True,
+                                                             name="BatchNorm"))
+            ups = fl.get_collection(fl.GraphKeys.UPDATE_OPS)
+            if contrib and updates == "forced":
+                assert ups == []
+            names = [v.op.name for v in fl.global_variables()]
+            with fl.Session() as s:
+                s.run(fl.global_variables_initializer())
+                out = s.run([y, ups])[0]
+                moving = s.run([v for v in fl.global_variables() if "moving" in v.op.name])
+            results.append((names, out, moving))
+    assert results[0][0] == results[1][0] == ["BatchNorm/beta", "BatchNorm/moving_mean", "BatchNorm/moving_variance"]
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-6, atol=1e-6)
+    for a, b in zip(results[0][2], results[1][2]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    mean, var = x.mean(axis=axes, keepdims=True), x.var(axis=axes, keepdims=True)
+    np.testing.assert_allclose(results[0][1], np.maximum((x - mean) / np.sqrt(var + 0.001), 0), rtol=1e-3,
+                               atol=1e-4)
+    np.testing.assert_allclose(results[0][2][0], 0.1 * mean.reshape(-1), rtol=1e-4, atol=1e-6)
+
+
+def test_batch_norm_scopes_and_inference():
+    x = fl.constant(np.random.RandomState(7).randn(6, 4).astype(np.float32))
+    L.batch_norm(x, scale=True)
+    y = L.batch_norm(x, is_training=False, scope="bn2")
+    assert [v.op.name for v in fl.global_variables()] == [
+        "BatchNorm/gamma", "BatchNorm/beta", "BatchNorm/moving_mean", "BatchNorm/moving_variance",
+        "bn2/beta", "bn2/moving_mean", "bn2/moving_variance"]
+    with fl.Session() as s:
+        s.run(fl.global_variables_initializer())
+        xv, yv = s.run([x, y])
+    np.testing.assert_allclose(yv, xv / np.sqrt(1 + 0.001), rtol=1e-5)
+    with pytest.raises(ValueError, match="renorm"):
+        L.batch_norm(x, renorm=True)
