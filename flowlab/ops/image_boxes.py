@@ -1,7 +1,9 @@
 """Bounding boxes on images: DrawBoundingBoxes / DrawBoundingBoxesV2 and
 `tf.image.draw_bounding_boxes` (with `colors`, the V2 op, as TensorFlow's builder
-chooses).  Not differentiable, as in TensorFlow.  Kernels:
-flowlab.kernels.image_boxes_kernels.
+chooses); SampleDistortedBoundingBoxV2 and TF1's `tf.image.sample_distorted_bounding_box`
+(a stateful random op: its seed and seed2 are passed as given, as TF1's builder does,
+so seedless calls are nondeterministic).  None is differentiable, as in TensorFlow.
+Kernels: flowlab.kernels.image_boxes_kernels, flowlab.kernels.image_sample_kernels.
 """
 
 from __future__ import annotations
@@ -9,12 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from flowlab.graph.tensor import Operation, Tensor
-from flowlab.kernels import image_boxes_kernels  # noqa: F401  (registers the kernels)
+from flowlab.graph.tensor_shape import TensorShape
+from flowlab.kernels import image_boxes_kernels, image_sample_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops.builder import apply_op
 from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.op_def import op_def
 
-__all__ = ["draw_bounding_boxes"]
+__all__ = ["draw_bounding_boxes", "sample_distorted_bounding_box"]
 
 
 def _same(op: Operation) -> list[Any]:
@@ -32,6 +35,48 @@ op_def("DrawBoundingBoxesV2", inputs=["images: T", "boxes: float32", "colors: fl
        doc="Draw the boxes' edges on a batch of images, cycling through `colors`.")
 not_differentiable("DrawBoundingBoxes")
 not_differentiable("DrawBoundingBoxesV2")
+
+
+def _sample_shapes(op: Operation) -> list[Any]:
+    size, boxes = op.inputs[0], op.inputs[1]
+    size.shape.with_rank(1)
+    boxes.shape.with_rank(3)
+    return [TensorShape([3]), TensorShape([3]), TensorShape([1, 1, 4])]
+
+
+op_def("SampleDistortedBoundingBoxV2", inputs=["image_size: T", "bounding_boxes: float32",
+                                               "min_object_covered: float32"],
+       outputs=["begin: T", "size: T", "bboxes: float32"],
+       attrs=["T: {uint8, int8, int16, int32, int64}", "seed: int = 0", "seed2: int = 0",
+              "aspect_ratio_range: list(float) = [0.75, 1.33]", "area_range: list(float) = [0.05, 1.0]",
+              "max_attempts: int = 100", "use_image_if_no_bounding_boxes: bool = false"],
+       shape_fn=_sample_shapes, stateful=True,
+       doc="A random crop of an image covering part of one of its bounding boxes.")
+not_differentiable("SampleDistortedBoundingBoxV2")
+
+
+def sample_distorted_bounding_box(image_size: Any, bounding_boxes: Any, seed: int | None = None,
+                                  seed2: int | None = None, min_object_covered: Any = 0.1,
+                                  aspect_ratio_range: Any = None, area_range: Any = None,
+                                  max_attempts: int | None = None, use_image_if_no_bounding_boxes: bool | None = None,
+                                  name: str | None = None) -> list[Tensor]:
+    """(begin, size, bboxes): a random crop for `tf.slice(image, begin, size)`.
+
+        begin, size, box = tf.image.sample_distorted_bounding_box(
+            tf.shape(image), bounding_boxes=boxes, min_object_covered=0.1, seed=1)
+    """
+    attrs: dict[str, Any] = {"seed": seed or 0, "seed2": seed2 or 0}
+    for key, value in (("aspect_ratio_range", aspect_ratio_range), ("area_range", area_range),
+                       ("max_attempts", max_attempts),
+                       ("use_image_if_no_bounding_boxes", use_image_if_no_bounding_boxes)):
+        if value is not None:
+            attrs[key] = list(value) if isinstance(value, (list, tuple)) else value
+    from flowlab.ops.nn_ops import _name_scope
+
+    with _name_scope(name, "sample_distorted_bounding_box", [image_size, bounding_boxes]):
+        return list(apply_op("SampleDistortedBoundingBoxV2", image_size=image_size, bounding_boxes=bounding_boxes,
+                             min_object_covered=min_object_covered, name=name or "SampleDistortedBoundingBoxV2",
+                             **attrs))
 
 
 def draw_bounding_boxes(images: Any, boxes: Any, name: str | None = None, colors: Any = None) -> Tensor:

@@ -432,3 +432,48 @@ def test_tf1_image_pipeline_program(tf1: Any, tmp_path: Any) -> None:
         np.testing.assert_allclose(gi, wi, rtol=1e-5, atol=1e-5)
         assert gu == wu
     assert got[1] == want[1]
+
+
+@pytest.mark.tf
+def test_sample_distorted_bounding_box_matches_tensorflow(tf1: Any) -> None:
+    """The same crops as TensorFlow for the same seeds, run after run (its Philox stream),
+    and Inception's use of them: slice, then draw the box."""
+    configs = [dict(), dict(min_object_covered=0.5), dict(area_range=[0.5, 1.0], aspect_ratio_range=[0.3, 3.0]),
+               dict(max_attempts=3, min_object_covered=0.9), dict(seed2=7)]
+
+    def runs(tf: Any, seed: int, cfg: dict[str, Any]) -> list[Any]:
+        g = tf.Graph()
+        with g.as_default():
+            boxes = tf.constant([[[0.1, 0.2, 0.5, 0.6], [0.3, 0.3, 0.9, 0.95]]])
+            begin, size, box = tf.image.sample_distorted_bounding_box([240, 320, 3], boxes, seed=seed, **cfg)
+            empty = tf.image.sample_distorted_bounding_box(
+                tf.constant([60, 40, 1], tf.int64), tf.zeros([1, 0, 4]), seed=seed, seed2=2,
+                use_image_if_no_bounding_boxes=True)
+            image = tf.constant(BIG)
+            crop = tf.slice(image, *tf.image.sample_distorted_bounding_box(tf.shape(image), boxes, seed=seed)[:2])
+            drawn = tf.image.draw_bounding_boxes(tf.expand_dims(tf.image.convert_image_dtype(image, tf.float32), 0),
+                                                 box)
+            with tf.Session(graph=g) as sess:
+                return [sess.run([begin, size, box, *empty, crop, drawn]) for _ in range(3)]
+
+    for seed in (1, 17, 123):
+        for cfg in configs:
+            for w_run, g_run in zip(runs(tf1, seed, cfg), runs(fl, seed, cfg)):
+                for w, a in zip(w_run, g_run):
+                    assert a.dtype == w.dtype, (seed, cfg)
+                    np.testing.assert_array_equal(a, w, err_msg=f"seed {seed} {cfg}")
+
+
+@pytest.mark.tf
+def test_sample_distorted_bounding_box_errors(tf1: Any) -> None:
+    def no_boxes(tf: Any) -> Any:
+        return tf.image.sample_distorted_bounding_box([6, 4, 1], tf.zeros([1, 0, 4]), seed=1)
+
+    def outside(tf: Any) -> Any:
+        return tf.image.sample_distorted_bounding_box([6, 4, 1], [[[0.1, 0.1, 1.5, 0.2]]], seed=1)
+
+    for fn, fragment in ((no_boxes, "No bounding boxes provided as input"),
+                         (outside, "All bounding box coordinates must be in [0.0, 1.0]")):
+        want, got = _error(tf1, fn), _error(fl, fn)
+        assert type(got).__name__ == type(want).__name__ == "InvalidArgumentError"
+        assert fragment in str(want) and fragment in str(got)
