@@ -87,6 +87,7 @@ from flowlab.ops.segment_ops import *  # noqa: F401,F403 - segment_sum, unsorted
 from flowlab.ops.sequence_ops import *  # noqa: F401,F403 - reverse_sequence
 from flowlab.ops.sort_ops import *  # noqa: F401,F403 - sort, argsort, roll, bincount, searchsorted, ...
 from flowlab.ops.space_to_batch_ops import batch_to_space_nd, space_to_batch_nd
+from flowlab.ops.sparse_ops import sparse_to_dense
 from flowlab.ops.special_math_ops import *  # noqa: F401,F403 - asinh, xlogy, divide_no_nan, reduce_std, ...
 from flowlab.ops.state_ops import *  # noqa: F401,F403
 from flowlab.ops.tensordot_ops import *  # noqa: F401,F403 - tensordot, eye, meshgrid

@@ -11,6 +11,7 @@ from flowlab.nn.bidirectional_rnn import static_bidirectional_rnn  # noqa: F401,
 from flowlab.nn.raw_rnn import *  # noqa: F401,F403,E402  (raw_rnn)
 from flowlab.nn.rnn import *  # noqa: F401,F403,E402  (static_rnn, dynamic_rnn)
 from flowlab.ops.batch_norm import *  # noqa: F401,F403,E402  (fused_batch_norm)
+from flowlab.ops.candidate_sampling_ops import *  # noqa: F401,F403,E402  (log_uniform_candidate_sampler, ...)
 from flowlab.ops.conv3d_ops import *  # noqa: F401,F403,E402  (conv3d)
 from flowlab.ops.conv_ops import *  # noqa: F401,F403,E402  (registers conv kernels and gradients)
 from flowlab.ops.convolution_ops import *  # noqa: F401,F403,E402  (convolution, atrous_conv2d, pool)
@@ -22,4 +23,5 @@ from flowlab.ops.nn_impl import *  # noqa: F401,F403
 from flowlab.ops.nn_moments import *  # noqa: F401,F403,E402  (sufficient_statistics, weighted_moments)
 from flowlab.ops.nn_ops import *  # noqa: F401,F403
 from flowlab.ops.pool3d_ops import *  # noqa: F401,F403,E402  (max_pool3d, avg_pool3d)
+from flowlab.ops.sampled_losses import *  # noqa: F401,F403,E402  (nce_loss, sampled_softmax_loss)
 from flowlab.ops.space_to_batch_ops import batch_to_space_nd, space_to_batch_nd, with_space_to_batch  # noqa: F401,E402

@@ -201,11 +201,12 @@ def shape(input: Any, name: str | None = None, out_type: Any = dtypes.int32) -> 
 
     >>> tf.shape(tf.zeros([2, 3]))   # [2, 3]
     """
-    x = _to_tensor(input, "input")
-    ot = _out_type(out_type)
-    if x.shape.is_fully_defined():
-        return constant(x.shape.as_list(), dtype=ot, name=name or "Shape")
-    return apply_op("Shape", input=x, out_type=ot, name=name or "Shape")
+    with _name_scope(name, "Shape") as scope:
+        x = _to_tensor(input, "Const")  # converted inside the scope, as TF: `Shape/Const`
+        ot = _out_type(out_type)
+        if x.shape.is_fully_defined():
+            return constant(x.shape.as_list(), dtype=ot, name=scope)
+        return apply_op("Shape", input=x, out_type=ot, name=scope)
 
 
 def shape_n(input: Any, out_type: Any = dtypes.int32, name: str | None = None) -> list[Tensor]:

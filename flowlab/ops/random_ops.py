@@ -335,5 +335,14 @@ class _RandomNamespace:
     def set_random_seed(seed: int | None) -> None:
         get_default_graph().seed = seed
 
+    def __getattr__(self, name: str) -> Any:
+        # `tf.random.log_uniform_candidate_sampler`, ...: declared in their own module,
+        # which takes its seeds from this one.
+        from flowlab.ops import candidate_sampling_ops
+
+        if name in candidate_sampling_ops.__all__:
+            return getattr(candidate_sampling_ops, name)
+        raise AttributeError(f"module 'flowlab.random' has no attribute {name!r}")
+
 
 random = _RandomNamespace()
