@@ -229,9 +229,11 @@ def test_corrupt_event_file_is_data_loss(tmp_path):
     with fl.summary.FileWriter(str(tmp_path)) as w:
         w.add_summary(summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="a", simple_value=1.0)]), 1)
     path = _files(tmp_path)[0]
-    data = bytearray(open(path, "rb").read())
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
     data[-6] ^= 0xFF
-    open(path, "wb").write(bytes(data))
+    with open(path, "wb") as f:
+        f.write(bytes(data))
     with pytest.raises(fl.errors.DataLossError, match="corrupted record data"):
         _events(path)
 

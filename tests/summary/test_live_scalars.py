@@ -85,14 +85,17 @@ def test_event_file_reader_waits_for_a_partial_record(tmp_path):
     with fl.summary.FileWriter(str(tmp_path)) as w:
         _log(w, "x", [(0, 1.0), (1, 2.0)])
     (path,) = glob.glob(os.path.join(str(tmp_path), "*tfevents*"))
-    data = open(path, "rb").read()
+    with open(path, "rb") as f:
+        data = f.read()
     cut = len(data) - 5  # in the middle of the last record
     partial = str(tmp_path / "partial.tfevents")
-    open(partial, "wb").write(data[:cut])
+    with open(partial, "wb") as f:
+        f.write(data[:cut])
     r = EventFileReader(partial)
     assert [e.step for e in r.read_new()] == [0, 0]  # file_version, then step 0
     assert r.read_new() == []
-    open(partial, "ab").write(data[cut:])
+    with open(partial, "ab") as f:
+        f.write(data[cut:])
     assert [e.step for e in r.read_new()] == [1]
     with open(partial, "r+b") as f:
         f.seek(13)

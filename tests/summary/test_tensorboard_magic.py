@@ -57,3 +57,15 @@ def test_tensorboard_magic_serves_flowlab_logs(tmp_path, monkeypatch, capsys):
         assert [(step, value) for _, step, value in rows] == [(0, 0.0), (1, 0.25), (2, 0.5)]
     finally:
         os.kill(pid, signal.SIGTERM)
+        # The launcher's child: reap it here (subprocess may already have: then it is gone).
+        # tensorboard's launcher drops its Popen object at once, hence a ResourceWarning
+        # "subprocess ... is still running" that is tensorboard's, not a leak.
+        deadline = time.monotonic() + 20
+        try:
+            while time.monotonic() < deadline and os.waitpid(pid, os.WNOHANG)[0] != pid:
+                time.sleep(0.1)
+            if time.monotonic() >= deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
