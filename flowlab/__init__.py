@@ -205,6 +205,7 @@ from flowlab.ops.string_ops import (  # noqa: E402
     string_join,
     string_split,
     string_strip,
+    string_to_hash_bucket_fast,
     string_to_number,
     substr,
 )
@@ -212,6 +213,7 @@ from flowlab.ops.string_ops import (  # noqa: E402
 strings = _types.SimpleNamespace(
     as_string=as_string, format=_string_ops.string_format, join=string_join, length=_string_ops.string_length,
     unicode_encode=_unicode_ops.unicode_encode, unicode_transcode=_unicode_ops.unicode_transcode,
+    to_hash_bucket_fast=string_to_hash_bucket_fast,
     lower=_string_ops.string_lower, upper=_string_ops.string_upper, reduce_join=reduce_join,
     regex_full_match=_string_ops.regex_full_match, regex_replace=regex_replace,
     split=_string_ops.strings_split, strip=string_strip, substr=substr, to_number=string_to_number,

@@ -20,6 +20,7 @@ import numpy as np
 
 from flowlab import errors
 from flowlab.kernels.check_kernels import _fmt  # TensorFlow's PrintOneElement
+from flowlab.kernels.farmhash import fingerprint64
 from flowlab.kernels.registry import CPU, kernel
 
 
@@ -269,6 +270,12 @@ def as_string(ctx: Any, x: Any) -> Any:
     if a.dtype.kind == "f":
         return _map(lambda v: (spec % float(v)).encode(), a)
     return _map(lambda v: (spec % int(v)).encode(), a)
+
+
+@kernel("StringToHashBucketFast", devices=CPU)
+def string_to_hash_bucket_fast(ctx: Any, x: Any) -> Any:
+    n = ctx.attrs["num_buckets"]
+    return _map(lambda s: fingerprint64(s) % n, x, np.int64)
 
 
 # --- formatting tensors into a template ---------------------------------------------------

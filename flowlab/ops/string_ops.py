@@ -34,7 +34,7 @@ from flowlab.ops.sparse_tensor import SparseTensor
 __all__ = [
     "as_string", "reduce_join", "regex_full_match", "regex_replace", "string_join", "string_length",
     "string_split", "string_split_v2", "string_strip", "string_to_number", "substr", "strings_split",
-    "string_lower", "string_upper", "string_format",
+    "string_lower", "string_upper", "string_format", "string_to_hash_bucket_fast",
 ]
 
 
@@ -133,6 +133,9 @@ op_def("AsString", inputs=["input: T"], outputs=["output: string"],
               "precision: int = -1", "scientific: bool = false", "shortest: bool = false",
               "width: int = -1", "fill: string = ''"],
        shape_fn=_same, doc="Format each number as a string.")
+op_def("StringToHashBucketFast", inputs=["input: string"], outputs=["output: int64"],
+       attrs=["num_buckets: int >= 1"], shape_fn=_same,
+       doc="FarmHash Fingerprint64 of each string modulo num_buckets.")
 op_def("StringFormat", inputs=["inputs: T"], outputs=["output: string"],
        attrs=["T: list(type) >= 0", "template: string = '%s'", "placeholder: string = '%s'",
               "summarize: int = 3"], shape_fn=lambda op: [TensorShape([])],
@@ -146,7 +149,7 @@ op_def("StringSplitV2", inputs=["input: string", "sep: string"],
 
 for _t in ("StringLength", "Substr", "ReduceJoin", "RegexReplace", "StaticRegexReplace",
            "RegexFullMatch", "StaticRegexFullMatch", "StringStrip", "StringLower", "StringUpper",
-           "StringToNumber", "AsString", "StringFormat", "StringSplit", "StringSplitV2"):
+           "StringToNumber", "AsString", "StringFormat", "StringToHashBucketFast", "StringSplit", "StringSplitV2"):
     not_differentiable(_t)
 
 
@@ -242,6 +245,13 @@ def as_string(input: Any, precision: int = -1, scientific: bool = False, shortes
     """Each value formatted as a string, printf-style (`%f` for floats by default)."""
     return apply_op("AsString", input=input, precision=precision, scientific=scientific, shortest=shortest,
                     width=width, fill=fill, name=name or "AsString")
+
+
+def string_to_hash_bucket_fast(input: Any, num_buckets: int, name: str | None = None) -> Tensor:  # noqa: A002
+    """Each string's bucket in [0, num_buckets): its FarmHash Fingerprint64 modulo
+    `num_buckets` (stable across processes and machines, as TensorFlow's)."""
+    return apply_op("StringToHashBucketFast", input=input, num_buckets=num_buckets,
+                    name=name or "StringToHashBucketFast")
 
 
 def string_format(template: str, inputs: Any, placeholder: str = "{}", summarize: int = 3,

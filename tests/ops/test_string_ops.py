@@ -89,7 +89,21 @@ VALUE_CASES = {
     "format_placeholder": lambda tf: tf.strings.format("[%s]", tf.range(3), placeholder="%s"),
     "format_3d": lambda tf: tf.strings.format("{}", tf.reshape(tf.range(64), [4, 4, 4]), summarize=1),
     "format_no_inputs": lambda tf: tf.strings.format("none", []),
+    "hash_bucket_fast": lambda tf: tf.string_to_hash_bucket_fast(["hello", "", "TensorFlow", "héllo"], 1000),
+    "hash_bucket_fast_2d": lambda tf: tf.strings.to_hash_bucket_fast([["a", "b"], ["c", "d"]], 7),
 }
+
+
+def test_farmhash_fingerprint_every_length(tf1):
+    """Fingerprint64 on 0..299 random bytes: the short-string branches and the
+    64-byte-block loop, against TensorFlow's buckets."""
+    from flowlab.kernels.farmhash import fingerprint64
+
+    rs = np.random.RandomState(0)
+    strs = [bytes(rs.randint(0, 256, n, dtype=np.uint8)) for n in range(300)]
+    with tf1.Graph().as_default(), tf1.Session() as s:
+        buckets = s.run(tf1.strings.to_hash_bucket_fast(strs, (1 << 62) + 1))
+    assert [fingerprint64(x) % ((1 << 62) + 1) for x in strs] == buckets.tolist()
 
 
 @pytest.mark.parametrize("name", sorted(VALUE_CASES))
@@ -114,7 +128,7 @@ OP_TYPES = {
     "string_split": "StringSplit", "strings_split": "StringSplitV2", "reduce_join": "ReduceJoin",
     "as_string_float": "AsString", "to_number": "StringToNumber", "length": "StringLength",
     "substr_vec": "Substr", "strip": "StringStrip", "lower": "StringLower", "upper": "StringUpper",
-    "join": "StringJoin", "format": "StringFormat",
+    "join": "StringJoin", "format": "StringFormat", "hash_bucket_fast": "StringToHashBucketFast",
 }
 
 
