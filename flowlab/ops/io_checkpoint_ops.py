@@ -30,6 +30,7 @@ from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.const_fold import constant_value
 from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.op_def import op_def
+from flowlab.ops.slice_spec import parse_shape_and_slice
 
 __all__ = ["string_join"]
 
@@ -60,8 +61,6 @@ def _save_shape(op: Operation) -> list[Any]:
 
 
 def _restore_shape(op: Operation) -> list[Any]:
-    from flowlab.kernels.checkpoint_format import parse_shape_and_slice
-
     n = len(op.get_attr("dtypes"))
     _check_scalar(op, 0, "'prefix'")
     _check_vector(op, 1, n, "'tensor_names'")
