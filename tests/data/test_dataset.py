@@ -502,3 +502,27 @@ def test_pipeline_placed_on_another_device_feeds_through_send_recv():
             with pytest.raises(fl.errors.OutOfRangeError):
                 s.run(y)
     assert got == [[1, 3], [5, 7], [9]]
+
+
+def test_parallel_map_error_comes_after_the_elements_before_it():
+    """A failing element of a parallel map is raised in its turn, after the elements
+    before it (workers take runs of elements; the run's earlier results are kept)."""
+    def run(parallel):
+        g = fl.Graph()
+        with g.as_default():
+            # Element 25 cannot be reshaped: InvalidArgumentError, after elements 0..24.
+            ds = fl.data.Dataset.range(40).map(
+                lambda x: fl.reduce_sum(fl.reshape(
+                    fl.fill([1], x), fl.reshape(fl.cast(fl.equal(x, 25), fl.int32) + 1, [1]))),
+                num_parallel_calls=parallel)
+            x = fl.data.make_one_shot_iterator(ds).get_next()
+            out = []
+            with fl.Session() as s:
+                try:
+                    while True:
+                        out.append(int(s.run(x)))
+                except fl.errors.InvalidArgumentError:
+                    out.append("error")
+        return out
+
+    assert run(3) == run(None) == [*range(25), "error"]
