@@ -269,3 +269,37 @@ def test_a_tensorflow_training_graph_imports_and_trains_the_same(tf1):
             got = sess.run(["loss:0", "loss_s:0", "w:0"], {"x:0": X})
     assert got[0] == want[0] and got[1] == want[1]  # the summary's bytes too
     np.testing.assert_array_equal(got[2], want[2])
+
+
+def test_a_tensorflow_conv_loop_cond_graph_imports_and_trains_alike(tf1):
+    images = RS.rand(2, 8, 8, 3).astype(np.float32)
+    with tf1.Graph().as_default() as g:
+        x = tf1.placeholder(tf1.float32, [None, 8, 8, 3], name="x")
+        k = tf1.Variable(tf1.random_normal([3, 3, 3, 4], seed=1), name="k")
+        c = tf1.nn.sigmoid(tf1.nn.conv2d(x, k, [1, 1, 1, 1], "SAME"))
+        p = tf1.nn.max_pool(c, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        m, v = tf1.nn.moments(p, [0, 1, 2])
+        f = tf1.reshape(tf1.nn.batch_normalization(p, m, v, None, None, 1e-3), [-1, 64])
+        _, s = tf1.while_loop(lambda i, s: i < 3,
+                              lambda i, s: (i + 1, tf1.cond(s > 0, lambda: s * 0.5, lambda: s + 1.0)),
+                              [tf1.constant(0), tf1.reduce_sum(f * f)])
+        loss = tf1.identity(s + tf1.reduce_mean(tf1.nn.softmax(f)), name="loss")
+        tf1.train.MomentumOptimizer(0.1, 0.9).minimize(loss, name="train")
+        init = tf1.global_variables_initializer()
+        data = g.as_graph_def().SerializeToString()
+        with tf1.Session() as sess:
+            sess.run(init)
+            kernel = sess.run(k)  # flowlab's Philox stream is not under test here
+            sess.run("train", {x: images})
+            want = sess.run(loss, {x: images})
+    pb = fl.GraphDef()
+    pb.ParseFromString(data)
+    with fl.Graph().as_default() as fg:
+        fl.import_graph_def(pb, name="")
+        set_kernel = fl.assign(fg.get_tensor_by_name("k:0"), kernel)
+        with fl.Session() as sess:
+            sess.run("init")
+            sess.run(set_kernel)
+            sess.run("train", {"x:0": images})
+            got = sess.run("loss:0", {"x:0": images})
+    np.testing.assert_allclose(got, want, rtol=1e-5)
