@@ -65,3 +65,48 @@ def draw_bounding_boxes(ctx: Any, images: Any, boxes: Any) -> Any:
 @kernel("DrawBoundingBoxesV2", devices=CPU)
 def draw_bounding_boxes_v2(ctx: Any, images: Any, boxes: Any, colors: Any) -> Any:
     return _draw(images, boxes, colors)
+
+
+def _iou(boxes: np.ndarray, i: int, j: int) -> Any:
+    """TensorFlow's IOU of boxes i and j (corners in either order), in the boxes' dtype."""
+    bi, bj = boxes[i], boxes[j]
+    ymin_i, xmin_i = min(bi[0], bi[2]), min(bi[1], bi[3])
+    ymax_i, xmax_i = max(bi[0], bi[2]), max(bi[1], bi[3])
+    ymin_j, xmin_j = min(bj[0], bj[2]), min(bj[1], bj[3])
+    ymax_j, xmax_j = max(bj[0], bj[2]), max(bj[1], bj[3])
+    area_i = (ymax_i - ymin_i) * (xmax_i - xmin_i)
+    area_j = (ymax_j - ymin_j) * (xmax_j - xmin_j)
+    zero = boxes.dtype.type(0)
+    if area_i <= zero or area_j <= zero:
+        return zero
+    inter = (max(min(ymax_i, ymax_j) - max(ymin_i, ymin_j), zero)
+             * max(min(xmax_i, xmax_j) - max(xmin_i, xmin_j), zero))
+    return inter / (area_i + area_j - inter)
+
+
+@kernel("NonMaxSuppressionV3", devices=CPU)
+def non_max_suppression_v3(ctx: Any, boxes: Any, scores: Any, max_output_size: Any, iou_threshold: Any,
+                           score_threshold: Any) -> Any:
+    boxes, scores = np.asarray(boxes), np.asarray(scores)
+    if boxes.ndim != 2 or boxes.shape[1] != 4:
+        raise errors.InvalidArgumentError(None, None, f"boxes must be 2-D[num_boxes, 4]: {list(boxes.shape)}")
+    if scores.ndim != 1 or scores.shape[0] != boxes.shape[0]:
+        raise errors.InvalidArgumentError(
+            None, None, f"scores has incompatible shape {list(scores.shape)} for boxes {list(boxes.shape)}")
+    if np.ndim(max_output_size) != 0:
+        raise errors.InvalidArgumentError(
+            None, None, f"max_output_size must be 0-D, got shape {list(np.shape(max_output_size))}")
+    iou_t = np.asarray(iou_threshold).astype(np.float32)
+    if not 0 <= iou_t <= 1:
+        raise errors.InvalidArgumentError(None, None, "iou_threshold must be in [0, 1]")
+    score_t = np.asarray(score_threshold).astype(np.float32)
+    # Candidates by score, higher first; equal scores by lower index (TensorFlow's queue).
+    order = [i for i in sorted(range(scores.shape[0]), key=lambda i: (-float(scores[i]), i))
+             if np.float32(scores[i]) > score_t]
+    selected: list[int] = []
+    for i in order:
+        if len(selected) >= int(max_output_size):
+            break
+        if all(not np.float32(_iou(boxes, i, j)) > iou_t for j in reversed(selected)):
+            selected.append(i)
+    return np.array(selected, dtype=np.int32)

@@ -2,7 +2,9 @@
 `tf.image.draw_bounding_boxes` (with `colors`, the V2 op, as TensorFlow's builder
 chooses); SampleDistortedBoundingBoxV2 and TF1's `tf.image.sample_distorted_bounding_box`
 (a stateful random op: its seed and seed2 are passed as given, as TF1's builder does,
-so seedless calls are nondeterministic).  None is differentiable, as in TensorFlow.
+so seedless calls are nondeterministic); NonMaxSuppressionV3 and
+`tf.image.non_max_suppression` (greedy: by score, ties to the lower index, dropping a
+box whose IOU with a kept one exceeds the threshold).  None is differentiable, as in TensorFlow.
 Kernels: flowlab.kernels.image_boxes_kernels, flowlab.kernels.image_sample_kernels.
 """
 
@@ -17,13 +19,15 @@ from flowlab.ops.builder import apply_op
 from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.op_def import op_def
 
-__all__ = ["draw_bounding_boxes", "sample_distorted_bounding_box"]
+__all__ = ["draw_bounding_boxes", "sample_distorted_bounding_box", "non_max_suppression"]
 
 
 def _same(op: Operation) -> list[Any]:
     s = op.inputs[0].shape
     if s.ndims is not None and s.ndims != 4:
         raise ValueError(f"Shape must be rank 4 but is rank {s.ndims}")
+    if s.ndims is not None and s.as_list()[3] not in (None, 1, 3, 4):
+        raise ValueError("Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)")
     return [s]
 
 
@@ -85,3 +89,31 @@ def draw_bounding_boxes(images: Any, boxes: Any, name: str | None = None, colors
         return apply_op("DrawBoundingBoxes", images=images, boxes=boxes, name=name or "DrawBoundingBoxes")
     return apply_op("DrawBoundingBoxesV2", images=images, boxes=boxes, colors=colors,
                     name=name or "DrawBoundingBoxesV2")
+
+
+def _nms_shape(op: Operation) -> list[Any]:
+    op.inputs[0].shape.with_rank(2)
+    op.inputs[1].shape.with_rank(1)
+    return [TensorShape([None])]
+
+
+op_def("NonMaxSuppressionV3", inputs=["boxes: T", "scores: T", "max_output_size: int32",
+                                      "iou_threshold: T_threshold", "score_threshold: T_threshold"],
+       outputs=["selected_indices: int32"],
+       attrs=["T: {float16, float32} = float32", "T_threshold: {float16, float32} = float32"],
+       shape_fn=_nms_shape, doc="Greedy non-maximum suppression of boxes by score.")
+not_differentiable("NonMaxSuppressionV3")
+
+
+def non_max_suppression(boxes: Any, scores: Any, max_output_size: Any, iou_threshold: Any = 0.5,
+                        score_threshold: Any = float("-inf"), name: str | None = None) -> Tensor:
+    """Indices (int32) of at most `max_output_size` boxes, highest scores first, none
+    overlapping a better one by more than `iou_threshold` IOU."""
+    from flowlab.ops.builder import convert_to_tensor
+    from flowlab.ops.nn_ops import _name_scope
+
+    with _name_scope(name, "non_max_suppression", [boxes, scores]):
+        iou_threshold = convert_to_tensor(iou_threshold, name="iou_threshold")
+        score_threshold = convert_to_tensor(score_threshold, name="score_threshold")
+        return apply_op("NonMaxSuppressionV3", boxes=boxes, scores=scores, max_output_size=max_output_size,
+                        iou_threshold=iou_threshold, score_threshold=score_threshold, name="NonMaxSuppressionV3")

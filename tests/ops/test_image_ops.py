@@ -203,6 +203,15 @@ case("draw_bounding_boxes")(lambda tf: [
     tf.image.draw_bounding_boxes(BATCH, BOXES_11),
     tf.image.draw_bounding_boxes(BATCH[:2], BOXES, colors=[[0.2, 0.4, 0.6, 1.0], [0.9, 0.1, 0.0, 0.5]])])
 
+NMS_BOXES = np.concatenate([RS.uniform(0, 0.6, (40, 2)), RS.uniform(0.3, 1.0, (40, 2))], 1)[:, [0, 1, 2, 3]]
+NMS_BOXES = NMS_BOXES.astype(np.float32)
+NMS_SCORES = np.round(RS.uniform(0, 1, 40), 1).astype(np.float32)  # ties on purpose
+case("non_max_suppression")(lambda tf: [
+    tf.image.non_max_suppression(NMS_BOXES, NMS_SCORES, 10),
+    tf.image.non_max_suppression(NMS_BOXES, NMS_SCORES, 40, iou_threshold=0.2),
+    tf.image.non_max_suppression(NMS_BOXES[:, [2, 3, 0, 1]], NMS_SCORES, 5, iou_threshold=0.7, score_threshold=0.35),
+    tf.image.non_max_suppression(NMS_BOXES, NMS_SCORES, 0)])
+
 # --- codecs ------------------------------------------------------------------------------
 case("encode_png")(lambda tf: [
     tf.image.encode_png(U8), tf.image.encode_png(U16), tf.image.encode_png(GRAY_ALPHA, compression=9),
@@ -348,6 +357,10 @@ ERRORS = [
     (lambda tf: tf.image.decode_image(b"\x89PNG garbage"), ""),
     (lambda tf: tf.image.random_crop(IMG, [9, 2, 3]), "Need value.shape >= size"),
     (lambda tf: tf.image.encode_png(tf.zeros([2, 2, 5], tf.uint8)), "channels"),
+    (lambda tf: tf.image.non_max_suppression(NMS_BOXES, NMS_SCORES, 3, iou_threshold=1.5),
+     "iou_threshold must be in [0, 1]"),
+    (lambda tf: tf.image.draw_bounding_boxes(tf.zeros([1, 4, 4, 2]), [[[0.0, 0.0, 1.0, 1.0]]]),
+     "Channel depth should be either 1 (GRY), 3 (RGB), or 4 (RGBA)"),
 ]
 
 
