@@ -30,6 +30,7 @@ import itertools
 import os
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -204,20 +205,26 @@ class Map(DatasetValue):
         yield from self._parallel()
 
     def _parallel(self) -> Iterator[Element]:
-        # `parallel` workers, results in input order (deterministic).  A worker takes a
-        # run of CHUNK elements at a time: a Python thread hand-over costs about what one
-        # call of a small function does, so one per element made parallel maps slower
-        # than sequential ones.
+        # `parallel` workers, results in input order (deterministic).  A Python thread
+        # hand-over costs about what one call of a small function does, so a worker takes
+        # a run of elements when calls are short (under 100 µs: 16 at a time) and one at
+        # a time otherwise, which keeps the read-ahead at `parallel` elements for maps
+        # that do real work per element (a map after a batch).
         pool = ThreadPoolExecutor(self.parallel, thread_name_prefix="flowlab-map")
         fn = self.fn
+        timing = [0.0, 0]  # seconds spent in calls, calls
 
         def run(chunk: list[Element]) -> tuple[list[Element], BaseException | None]:
             out: list[Element] = []
-            for e in chunk:
-                try:
+            t0 = time.perf_counter()
+            try:
+                for e in chunk:
                     out.append(tuple(fn(e)))
-                except BaseException as exc:  # raised after the elements before it
-                    return out, exc
+            except BaseException as exc:  # raised after the elements before it
+                return out, exc
+            finally:
+                timing[0] += time.perf_counter() - t0
+                timing[1] += len(out)
             return out, None
 
         try:
@@ -226,8 +233,10 @@ class Map(DatasetValue):
             done = False
             while True:
                 while not done and len(pending) < self.parallel:
-                    chunk = list(itertools.islice(src, _CHUNK))
-                    if len(chunk) < _CHUNK:
+                    short = timing[1] >= 4 and timing[0] / timing[1] < _SHORT_CALL_S
+                    n = _CHUNK if short else 1
+                    chunk = list(itertools.islice(src, n))
+                    if len(chunk) < n:
                         done = True
                     if chunk:
                         pending.append(pool.submit(run, chunk))
@@ -242,6 +251,7 @@ class Map(DatasetValue):
 
 
 _CHUNK = 16
+_SHORT_CALL_S = 1e-4
 
 
 class Filter(DatasetValue):
