@@ -63,6 +63,11 @@ def import_graph_def(
     attrs this flowlab does not know are dropped when they hold the producer's default.
     """
     del op_dict
+    # Gradient ops (ReluGrad, BiasAddGrad, ...) are declared by the *_grad modules, which
+    # load on the first tf.gradients call; a GraphDef holding them may come first.
+    from flowlab.ops.gradients_impl import _load_gradient_modules
+
+    _load_gradient_modules()
     if is_graph_def_proto(graph_def):  # TensorFlow's proto (a .pb / .pbtxt read in)
         graph_def = graph_def_for_import(graph_def)
     if not isinstance(graph_def, dict):

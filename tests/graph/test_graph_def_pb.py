@@ -303,3 +303,26 @@ def test_a_tensorflow_conv_loop_cond_graph_imports_and_trains_alike(tf1):
             sess.run("train", {"x:0": images})
             got = sess.run("loss:0", {"x:0": images})
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_gradient_ops_import_before_any_gradients_call():
+    """ReluGrad & co. are declared by the gradient modules, which load lazily: a fresh
+    process that imports a graph holding them first must still find them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import flowlab as fl\n"
+        "from flowlab.graph.graph_def_pb import parse_proto\n"
+        "pb = parse_proto('node { name: \"a\" op: \"Placeholder\" attr { key: \"dtype\" value { type: DT_FLOAT } } }'\n"
+        "                 'node { name: \"g\" op: \"ReluGrad\" input: \"a\" input: \"a\" '\n"
+        "                 'attr { key: \"T\" value { type: DT_FLOAT } } }')\n"
+        "(g,) = fl.import_graph_def(pb, return_elements=['g:0'], name='')\n"
+        "print(fl.Session().run(g, {'a:0': [-1.0, 2.0]}).tolist())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert out.returncode == 0, out.stderr[-2000:]
+    import ast
+
+    assert ast.literal_eval(out.stdout.strip().splitlines()[-1]) == [0.0, 2.0]
