@@ -1,120 +1,52 @@
 """Kernels of the candidate samplers and of ComputeAccidentalHits: TensorFlow's numbers
-(`candidate_sampler_ops.cc`, `range_sampler.cc`) under the same seeds.
+(`candidate_sampler_ops.cc`) under the same seeds.
 
-State: each sampler node keeps a `GuardedPhilox` in its device's resource manager (as
-the random ops do, flowlab.kernels.random_kernels).  A run reserves 2048 words per
-sampled candidate (TensorFlow's `ReserveSamples32(2048 * num_sampled)`) and draws
-from the start of that range one word at a time (`SimplePhilox` on a
-`SingleSampleAdapter`):
-
-- uniform: `Rand64() % range` (two words, low first);
-- log-uniform: `int64(exp(RandDouble() * log1p(range))) - 1`, then `% range`
-  (`RandDouble` is two words: 20 + 32 mantissa bits);
-- with `unique`, a candidate already drawn is drawn again (rejection), and the number
-  of tries enters the expected counts.
-
-Expected counts are float32 as TensorFlow computes them: `p * n` when every try was
-kept, else `-expm1f(tries * log1pf(-p))`, with p = P(class) rounded to float
-(uniform: `float(1 / range)`; log-uniform: `float(log((k + 2) / (k + 1)) / log1p(range))`
-in double).  The float functions are glibc's, called through ctypes, and the double
-ones the C library's through `math`, so the bits do not depend on NumPy's SIMD loops
-(without glibc, NumPy's float32 `log1p`/`expm1` stand in: within an ulp).
-
-The loops run in Python, value by value: a sampler draws tens to a few thousand
-candidates per step, and each draw depends on the ones before it (rejection).
+State: each sampler node keeps its generator (a `GuardedPhilox` seeded by its
+`seed`/`seed2` attrs, as the random ops) and its sampler (flowlab.kernels.range_samplers)
+in its device's resource manager; a learned sampler's counts change with every run.
+A run reserves 2048 words per candidate (TensorFlow's `ReserveSamples32(2048 *
+num_sampled)`) and draws from the start of that range one word at a time; with
+`unique`, a candidate already drawn is drawn again (rejection), and the number of tries
+enters the expected counts.  The loops run in Python: a sampler draws tens to a few
+thousand candidates per step, each depending on the ones before (rejection).
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import math
+import threading
 from typing import Any
 
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels.philox import GuardedPhilox, SingleSamples
+from flowlab.kernels.philox import GuardedPhilox
+from flowlab.kernels.range_samplers import (
+    FixedUnigram,
+    LearnedUnigram,
+    LogUniform,
+    Uniform,
+    Words,
+    expected_count,
+)
 from flowlab.kernels.registry import CPU, kernel
 from flowlab.ops import candidate_sampling_ops  # noqa: F401  (declares the ops)
 
 _CONTAINER = "_candidate_samplers"
-_WORDS_PER_CANDIDATE = 2048  # TensorFlow's samples32 = 2048 * num_sampled
 _FLT_MAX = float(np.finfo(np.float32).max)
 
 
-def _load_float_libm() -> Any:
-    try:
-        libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-        for fn in (libm.log1pf, libm.expm1f):
-            fn.restype = ctypes.c_float
-            fn.argtypes = [ctypes.c_float]
-        return libm
-    except (OSError, AttributeError):
-        return None
+class _State:
+    """A sampler node's kernel state: its generator and its sampler (a learned sampler's
+    counts change with every run)."""
+
+    def __init__(self, ctx: Any, make_sampler: Any) -> None:
+        self.gen = GuardedPhilox(ctx.attrs.get("seed", 0), ctx.attrs.get("seed2", 0))
+        self.sampler = make_sampler(ctx.attrs)
+        self.lock = threading.Lock()
 
 
-_LIBM = _load_float_libm()
-_f32 = np.float32
-
-
-def _log1pf(x: float) -> float:
-    return float(_LIBM.log1pf(x)) if _LIBM else float(np.log1p(_f32(x)))
-
-
-def _expm1f(x: float) -> float:
-    return float(_LIBM.expm1f(x)) if _LIBM else float(np.expm1(_f32(x)))
-
-
-class _Words:
-    """TensorFlow's SimplePhilox over one run's reserved range."""
-
-    def __init__(self, gen: GuardedPhilox, num_sampled: int) -> None:
-        self._next = SingleSamples(gen.reserve_samples32(_WORDS_PER_CANDIDATE * num_sampled))
-
-    def rand64(self) -> int:
-        lo = self._next()
-        return lo | (self._next() << 32)
-
-    def rand_double(self) -> float:
-        hi = self._next() & 0xFFFFF
-        lo = self._next()
-        return float(np.uint64((hi << 32) | lo | (1023 << 52)).view(np.float64)) - 1.0
-
-
-class _Uniform:
-    def __init__(self, range_max: int) -> None:
-        self.range = range_max
-        self._p = float(_f32(1.0 / range_max))
-
-    def sample(self, words: _Words) -> int:
-        return words.rand64() % self.range
-
-    def probability(self, value: int) -> float:
-        return self._p
-
-
-class _LogUniform:
-    def __init__(self, range_max: int) -> None:
-        self.range = range_max
-        self._log_range = math.log1p(range_max)
-
-    def sample(self, words: _Words) -> int:
-        return (int(math.exp(words.rand_double() * self._log_range)) - 1) % self.range
-
-    def probability(self, value: int) -> float:
-        return float(_f32(math.log((value + 2.0) / (value + 1.0)) / self._log_range))
-
-
-def _expected_count(p: float, n: int, tries: int) -> float:
-    if tries == n:
-        return float(_f32(p) * _f32(n))
-    return -_expm1f(float(_f32(tries) * _f32(_log1pf(-p))))
-
-
-def _generator(ctx: Any) -> GuardedPhilox:
-    seed, seed2 = ctx.attrs.get("seed", 0), ctx.attrs.get("seed2", 0)
-    return ctx.resources.lookup_or_create(_CONTAINER, ctx.name, lambda: GuardedPhilox(seed, seed2))
+def _state(ctx: Any, make_sampler: Any) -> _State:
+    return ctx.resources.lookup_or_create(_CONTAINER, ctx.name, lambda: _State(ctx, make_sampler))
 
 
 def _check_true_classes(ctx: Any, true_classes: np.ndarray) -> None:
@@ -136,11 +68,18 @@ def _check_range(ctx: Any, true_classes: np.ndarray, range_max: int) -> None:
             f"{int(true_classes.reshape(-1)[np.argmax(bad.reshape(-1))])}")
 
 
-def _sample(ctx: Any, true_classes: np.ndarray, sampler: Any) -> tuple[np.ndarray, ...]:
+def _sample(ctx: Any, true_classes: np.ndarray, make_sampler: Any) -> tuple[np.ndarray, ...]:
     _check_true_classes(ctx, true_classes)
+    state = _state(ctx, make_sampler)
+    with state.lock:  # a learned sampler reads and updates its counts
+        return _draw(ctx, true_classes, state)
+
+
+def _draw(ctx: Any, true_classes: np.ndarray, state: _State) -> tuple[np.ndarray, ...]:
+    sampler = state.sampler
     _check_range(ctx, true_classes, sampler.range)
     n, unique = ctx.attrs["num_sampled"], ctx.attrs["unique"]
-    words = _Words(_generator(ctx), n)
+    words = Words(state.gen, n)
     if unique:
         picked: list[int] = []
         used: set[int] = set()
@@ -154,21 +93,32 @@ def _sample(ctx: Any, true_classes: np.ndarray, sampler: Any) -> tuple[np.ndarra
     else:
         picked = [sampler.sample(words) for _ in range(n)]
         tries = n
-    sampled_q = [_expected_count(sampler.probability(v), n, tries) for v in picked]
-    true_q = [_expected_count(sampler.probability(int(v)), n, tries)
-              for v in true_classes.reshape(-1).tolist()]
+    sampled_q = [expected_count(sampler.probability(v), n, tries) for v in picked]
+    true_flat = true_classes.reshape(-1).tolist()
+    true_q = [expected_count(sampler.probability(int(v)), n, tries) for v in true_flat]
+    sampler.update(true_flat)
     return (np.array(picked, np.int64), np.array(true_q, np.float32).reshape(true_classes.shape),
             np.array(sampled_q, np.float32))
 
 
 @kernel("UniformCandidateSampler", devices=CPU)
 def uniform_candidate_sampler(ctx: Any, true_classes: np.ndarray) -> tuple[np.ndarray, ...]:
-    return _sample(ctx, true_classes, _Uniform(ctx.attrs["range_max"]))
+    return _sample(ctx, true_classes, lambda a: Uniform(a["range_max"]))
 
 
 @kernel("LogUniformCandidateSampler", devices=CPU)
 def log_uniform_candidate_sampler(ctx: Any, true_classes: np.ndarray) -> tuple[np.ndarray, ...]:
-    return _sample(ctx, true_classes, _LogUniform(ctx.attrs["range_max"]))
+    return _sample(ctx, true_classes, lambda a: LogUniform(a["range_max"]))
+
+
+@kernel("LearnedUnigramCandidateSampler", devices=CPU)
+def learned_unigram_candidate_sampler(ctx: Any, true_classes: np.ndarray) -> tuple[np.ndarray, ...]:
+    return _sample(ctx, true_classes, lambda a: LearnedUnigram(a["range_max"]))
+
+
+@kernel("FixedUnigramCandidateSampler", devices=CPU)
+def fixed_unigram_candidate_sampler(ctx: Any, true_classes: np.ndarray) -> tuple[np.ndarray, ...]:
+    return _sample(ctx, true_classes, FixedUnigram.from_attrs)
 
 
 @kernel("AllCandidateSampler", devices=CPU)

@@ -24,7 +24,8 @@ from flowlab.ops.op_def import op_def
 from flowlab.ops.random_ops import get_seed
 
 __all__ = [
-    "all_candidate_sampler", "compute_accidental_hits", "log_uniform_candidate_sampler",
+    "all_candidate_sampler", "compute_accidental_hits", "fixed_unigram_candidate_sampler",
+    "learned_unigram_candidate_sampler", "log_uniform_candidate_sampler",
     "uniform_candidate_sampler",
 ]
 
@@ -64,6 +65,16 @@ for _type in ("UniformCandidateSampler", "LogUniformCandidateSampler"):
     op_def(_type, inputs=["true_classes: int64"], outputs=_SAMPLER_OUTPUTS,
            attrs=_COMMON + ["range_max: int >= 1"], shape_fn=_sampler_shape, stateful=True)
     not_differentiable(_type)
+op_def("LearnedUnigramCandidateSampler", inputs=["true_classes: int64"], outputs=_SAMPLER_OUTPUTS,
+       attrs=_COMMON + ["range_max: int >= 1"], shape_fn=_sampler_shape, stateful=True)
+not_differentiable("LearnedUnigramCandidateSampler")
+op_def("FixedUnigramCandidateSampler", inputs=["true_classes: int64"], outputs=_SAMPLER_OUTPUTS,
+       attrs=_COMMON + ["range_max: int >= 1", "vocab_file: string = ''",
+                        "distortion: float = 1.0", "num_reserved_ids: int = 0",
+                        "num_shards: int >= 1 = 1", "shard: int >= 0 = 0",
+                        "unigrams: list(float) = []"],
+       shape_fn=_sampler_shape, stateful=True)
+not_differentiable("FixedUnigramCandidateSampler")
 op_def("AllCandidateSampler", inputs=["true_classes: int64"], outputs=_SAMPLER_OUTPUTS,
        attrs=_COMMON, shape_fn=_sampler_shape, stateful=True)
 not_differentiable("AllCandidateSampler")
@@ -103,6 +114,32 @@ def log_uniform_candidate_sampler(true_classes: Any, num_true: int, num_sampled:
     """
     return _sampler("LogUniformCandidateSampler", true_classes, num_true, num_sampled, unique,
                     seed, name, range_max=range_max)
+
+
+def learned_unigram_candidate_sampler(true_classes: Any, num_true: int, num_sampled: int,
+                                      unique: bool, range_max: int, seed: int | None = None,
+                                      name: str | None = None) -> CandidateSamplerOutput:
+    """Candidates drawn from the classes' counts so far: every class starts at 1 and
+    each run adds 1 for each of its true classes (`tf.nn.learned_unigram_candidate_sampler`)."""
+    if range_max > 2147483647:
+        raise ValueError(f"Value of range_max:{range_max} is too large to handle")
+    return _sampler("LearnedUnigramCandidateSampler", true_classes, num_true, num_sampled,
+                    unique, seed, name, range_max=range_max)
+
+
+def fixed_unigram_candidate_sampler(true_classes: Any, num_true: int, num_sampled: int,
+                                    unique: bool, range_max: int, vocab_file: str = "",
+                                    distortion: float = 1.0, num_reserved_ids: int = 0,
+                                    num_shards: int = 1, shard: int = 0,
+                                    unigrams: Any = (), seed: int | None = None,
+                                    name: str | None = None) -> CandidateSamplerOutput:
+    """Candidates drawn from given counts (`unigrams`, or the last column of each line of
+    `vocab_file`) raised to `distortion`, after `num_reserved_ids` classes of weight 0,
+    keeping the ids of one `shard` of `num_shards` (`tf.nn.fixed_unigram_candidate_sampler`)."""
+    return _sampler("FixedUnigramCandidateSampler", true_classes, num_true, num_sampled, unique,
+                    seed, name, range_max=range_max, vocab_file=vocab_file,
+                    distortion=float(distortion), num_reserved_ids=num_reserved_ids,
+                    num_shards=num_shards, shard=shard, unigrams=[float(u) for u in unigrams])
 
 
 def all_candidate_sampler(true_classes: Any, num_true: int, num_sampled: int, unique: bool,

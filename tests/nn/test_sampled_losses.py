@@ -50,6 +50,49 @@ def test_graph_seed_only_and_two_samplers(tf1):
                + list(tf.random.uniform_candidate_sampler(LABELS, 1, 3, False, 8)), seed=5)
 
 
+UNIGRAMS = [5.0, 1.0, 0.5, 3.0, 2.0, 0.25, 7.0, 0.125]
+
+
+@pytest.mark.parametrize("unique", [True, False])
+@pytest.mark.parametrize("kw", [
+    {"range_max": 8},
+    {"range_max": 8, "distortion": 0.75},
+    {"range_max": 11, "num_reserved_ids": 3},
+    {"range_max": 4, "num_shards": 2, "shard": 1},
+    {"range_max": 6, "num_reserved_ids": 3, "num_shards": 2, "shard": 0},
+    {"range_max": 5, "num_reserved_ids": 3, "num_shards": 2, "shard": 1},
+])
+def test_fixed_unigram_sampler(tf1, unique, kw):
+    labels = np.array([[0], [3], [1]], np.int64)
+    _same_runs(tf1, lambda tf: list(tf.nn.fixed_unigram_candidate_sampler(
+        labels, 1, 3, unique, unigrams=UNIGRAMS, seed=4, **kw)), runs=4)
+
+
+def test_fixed_unigram_sampler_from_a_vocabulary_file(tf1, tmp_path):
+    vocab = tmp_path / "vocab.csv"
+    vocab.write_text("".join(f"w{i},x,{c}\n" for i, c in enumerate(UNIGRAMS)), encoding="utf-8")
+    _same_runs(tf1, lambda tf: list(tf.nn.fixed_unigram_candidate_sampler(
+        LABELS, 1, 5, True, 8, vocab_file=str(vocab), distortion=0.5, seed=8)))
+
+
+@pytest.mark.parametrize("kw", [
+    {"range_max": 7, "unigrams": UNIGRAMS},
+    {"range_max": 8},
+    {"range_max": 8, "unigrams": UNIGRAMS, "vocab_file": "/nonexistent"},
+])
+def test_fixed_unigram_sampler_errors(tf1, kw):
+    e_tf, e_fl = assert_same_error(tf1, lambda tf: tf.nn.fixed_unigram_candidate_sampler(
+        np.array([[0]], np.int64), 1, 3, True, seed=4, **kw))
+    core = e_tf.message.split("Node: ")[-1].split("\n")[1]
+    assert core in e_fl.message
+
+
+@pytest.mark.parametrize("unique", [True, False])
+def test_learned_unigram_sampler_learns_from_each_run(tf1, unique):
+    _same_runs(tf1, lambda tf: list(tf.nn.learned_unigram_candidate_sampler(
+        np.array([[3, 1], [3, 5]], np.int64), 2, 4, unique, 7, seed=3)), runs=6)
+
+
 def test_all_candidate_sampler(tf1):
     _same_runs(tf1, lambda tf: list(tf.nn.all_candidate_sampler(LABELS2, 2, 10, True, seed=1)))
 
