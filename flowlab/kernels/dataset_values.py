@@ -441,7 +441,32 @@ class Shuffle(DatasetValue):
         rs = self.inp.row_source()
         if rs is None:
             return None
+        if rs[0] is self.inp:  # rows 0..n-1 in order: the same draws, on a list of ints
+            return rs[0], self._shuffled_range(rs[0].n)
         return rs[0], self._shuffled(rs[1])  # the same draws over row numbers
+
+    def _shuffled_range(self, n: int) -> Iterator[int]:
+        """`_shuffled(iter(range(n)))`, as a tight loop: the ring is a list, the words
+        come 4096 at a time from the pass's generator (the same word sequence as
+        SingleSamples hands out one by one)."""
+        gen = PhiloxRandom(*self._pass_seeds())
+        size = self.buffer_size
+        ring = list(range(min(size, n)))
+        start, stop = 0, len(ring)
+        while start < n:
+            words = gen.generate(1024).reshape(-1).tolist()
+            for w in words:
+                if start == n:
+                    return
+                index = (start + w % (stop - start)) % size
+                oldest = start % size
+                row = ring[index]
+                ring[index] = ring[oldest]
+                start += 1
+                if stop < n:
+                    ring[stop % size] = stop
+                    stop += 1
+                yield row
 
     def _shuffled(self, src: Iterator[Any]) -> Iterator[Any]:
         # Words come from large blocks (one NumPy call per 4096 draws): the same sequence.
