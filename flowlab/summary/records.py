@@ -19,6 +19,7 @@ from tensorboard.summary.writer.record_writer import RecordWriter as _TensorBoar
 
 __all__ = ["RecordWriter", "masked_crc32c"]
 
+_gcrc: Any
 try:
     import google_crc32c as _gcrc
 except ImportError:  # pragma: no cover - exercised only without the C extension
