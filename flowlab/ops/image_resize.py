@@ -11,6 +11,10 @@ float64 images), ResizeNearestNeighborGrad(grad, image size); the gradient ops
 themselves have none, nor has ResizeArea (which has no half_pixel_centers attr).
 Kernels: flowlab.kernels.image_resize_kernels.
 
+CropAndResize samples boxes of a batch of images onto a fixed grid (bilinear or
+nearest), with TensorFlow's gradients to the image (CropAndResizeGradImage, float
+images only) and to the boxes (CropAndResizeGradBoxes).
+
 resize_images converts `size`, adds the batch dimension for a single image and
 removes it again, and with preserve_aspect_ratio scales both sides by the smaller
 ratio, as TensorFlow does.
@@ -23,7 +27,7 @@ from typing import Any
 from flowlab.graph import dtypes
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
-from flowlab.kernels import image_resize_kernels  # noqa: F401  (registers the kernels)
+from flowlab.kernels import crop_and_resize_kernels, image_resize_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops import array_ops, math_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.const_fold import constant_value
@@ -41,7 +45,7 @@ from flowlab.ops.nn_ops import _name_scope
 from flowlab.ops.op_def import op_def
 
 __all__ = ["ResizeMethod", "resize_images", "resize", "resize_bilinear", "resize_nearest_neighbor",
-           "resize_bicubic", "resize_area", "resize_image_with_pad"]
+           "resize_bicubic", "resize_area", "resize_image_with_pad", "crop_and_resize"]
 
 _IMAGE_TYPES = "{int8, uint8, int16, uint16, int32, int64, float16, float32, float64}"
 _RESIZE_ATTRS = ["align_corners: bool = false", "half_pixel_centers: bool = false"]
@@ -247,3 +251,55 @@ def resize_image_with_pad(image: Any, target_height: Any, target_width: Any, met
             raise ValueError("padded contains no shape.")
         _image_dimensions(padded, rank=4)
         return padded if is_batch else array_ops.squeeze(padded, axis=[0])
+
+
+def _crop_shape(op: Operation) -> list[Any]:
+    image, boxes, _, crop_size = op.inputs
+    depth = image.shape.with_rank(4).as_list()[3] if image.shape.ndims is not None else None
+    n = boxes.shape.with_rank(2).as_list()[0] if boxes.shape.ndims is not None else None
+    v = constant_value(crop_size)
+    h, w = (int(v[0]), int(v[1])) if v is not None else (None, None)
+    return [TensorShape([n, h, w, depth])]
+
+
+def _grad_image_shape(op: Operation) -> list[Any]:
+    v = constant_value(op.inputs[3])
+    return [TensorShape([int(d) for d in v]) if v is not None else TensorShape([None] * 4)]
+
+
+op_def("CropAndResize", inputs=["image: T", "boxes: float32", "box_ind: int32", "crop_size: int32"],
+       outputs=["crops: float32"],
+       attrs=[f"T: {_IMAGE_TYPES}", "method: string = 'bilinear'", "extrapolation_value: float = 0.0"],
+       shape_fn=_crop_shape, doc="Crops of boxes of a batch of images, resized to crop_size (float32).")
+op_def("CropAndResizeGradImage", inputs=["grads: float32", "boxes: float32", "box_ind: int32", "image_size: int32"],
+       outputs=["output: T"], attrs=["T: {float16, float32, float64}", "method: string = 'bilinear'"],
+       shape_fn=_grad_image_shape, doc="Gradient of CropAndResize with respect to the image.")
+op_def("CropAndResizeGradBoxes", inputs=["grads: float32", "image: T", "boxes: float32", "box_ind: int32"],
+       outputs=["output: float32"], attrs=[f"T: {_IMAGE_TYPES}", "method: string = 'bilinear'"],
+       shape_fn=lambda op: [op.inputs[2].shape], doc="Gradient of CropAndResize with respect to the boxes.")
+not_differentiable("CropAndResizeGradImage")
+not_differentiable("CropAndResizeGradBoxes")
+
+
+@gradient("CropAndResize")
+def _crop_and_resize_grad(op: Operation, grad: Tensor) -> list[Any]:
+    image = op.inputs[0]
+    image_shape: Any = image.shape.as_list() if image.shape.is_fully_defined() else array_ops.shape(image)
+    grad0 = None
+    if image.dtype in (dtypes.float16, dtypes.float32, dtypes.float64):
+        grad0 = apply_op("CropAndResizeGradImage", grads=grad, boxes=op.inputs[1], box_ind=op.inputs[2],
+                         image_size=image_shape, T=op.get_attr("T"), method=op.get_attr("method"),
+                         name="CropAndResizeGradImage")
+    grad1 = apply_op("CropAndResizeGradBoxes", grads=grad, image=op.inputs[0], boxes=op.inputs[1],
+                     box_ind=op.inputs[2], name="CropAndResizeGradBoxes")
+    return [grad0, grad1, None, None]
+
+
+def crop_and_resize(image: Any, boxes: Any, box_ind: Any = None, crop_size: Any = None, method: str = "bilinear",
+                    extrapolation_value: float = 0, name: str | None = None, box_indices: Any = None) -> Tensor:
+    """[num_boxes, crop_height, crop_width, depth] float32 crops of `boxes` ((y1, x1, y2, x2)
+    in [0, 1], of images `box_ind`), resized to `crop_size`."""
+    if box_ind is None:
+        box_ind = box_indices
+    return apply_op("CropAndResize", image=image, boxes=boxes, box_ind=box_ind, crop_size=crop_size, method=method,
+                    extrapolation_value=extrapolation_value, name=name or "CropAndResize")

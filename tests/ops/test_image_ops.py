@@ -167,6 +167,25 @@ case("ssim", rtol=2e-5, atol=2e-6)(lambda tf: [
     tf.image.ssim(WIDE[:1, :, :, :3].repeat(2, 1), WIDE[1:, :, :, :3].repeat(2, 1), 1.0, filter_size=5),
     tf.image.ssim(BIG, BIG[::-1], 255)])
 
+CROP_BOXES = np.array([[0.1, 0.2, 0.8, 0.9], [-0.2, 0.3, 0.5, 1.3], [0.5, 0.5, 0.5, 0.5], [0.9, 0.8, 0.1, 0.2],
+                       [0.0, 0.0, 1.0, 1.0]], np.float32)
+CROP_IND = np.array([0, 1, 1, 0, 1], np.int32)
+CROP_W = RS.randn(5, 4, 6, 3).astype(np.float32)
+CROP_W1 = RS.randn(5, 1, 6, 3).astype(np.float32)
+
+
+@case("crop_and_resize")
+def _(tf):
+    x, bx = tf.constant(BATCH[:2]), tf.constant(CROP_BOXES)
+    out = []
+    for method in ("bilinear", "nearest"):
+        for size, w in (((4, 6), CROP_W), ((1, 6), CROP_W1)):
+            y = tf.image.crop_and_resize(x, bx, CROP_IND, size, method=method, extrapolation_value=0.5)
+            out += [y, *tf.gradients(tf.reduce_sum(y * w), [x, bx])]
+    out.append(tf.image.crop_and_resize(U8_BATCH.repeat(2, 0), CROP_BOXES, CROP_IND, [3, 3]))
+    return out
+
+
 # --- colour ------------------------------------------------------------------------------
 
 
@@ -490,3 +509,10 @@ def test_sample_distorted_bounding_box_errors(tf1: Any) -> None:
         want, got = _error(tf1, fn), _error(fl, fn)
         assert type(got).__name__ == type(want).__name__ == "InvalidArgumentError"
         assert fragment in str(want) and fragment in str(got)
+
+
+@grad_case("CropAndResize", RS.uniform(0, 1, (1, 4, 5, 1)), np.array([[0.13, 0.21, 0.77, 0.86]]),
+           eps=1e-3, rtol=1e-2, atol=1e-3)
+def _(tf, image, boxes):
+    # Sampling points stay clear of pixel boundaries within +-eps (the op is piecewise smooth).
+    return tf.image.crop_and_resize(image, tf.cast(boxes, tf.float32), [0], [3, 4])
