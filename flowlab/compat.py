@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import numbers as _numbers
+import sys
 from typing import Any
 
 import numpy as _np
@@ -89,7 +90,5 @@ def __getattr__(name: str) -> Any:
     # `tf.compat.v1` is flowlab itself; looked up lazily because flowlab imports this
     # module while it is itself being imported.
     if name == "v1":
-        import flowlab
-
-        return flowlab
+        return sys.modules["flowlab"]  # the package, always imported before its modules
     raise AttributeError(f"module 'flowlab.compat' has no attribute '{name}'")

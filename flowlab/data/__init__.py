@@ -19,8 +19,6 @@ from flowlab.data.iterator import (
     make_one_shot_iterator,
 )
 from flowlab.data.structure import TensorSpec
-from flowlab.kernels import dataset_kernels as _dataset_kernels  # noqa: F401  (registers kernels)
-from flowlab.kernels import parsing_kernels as _parsing_kernels  # noqa: F401
 
 experimental = _types.SimpleNamespace(AUTOTUNE=AUTOTUNE)
 

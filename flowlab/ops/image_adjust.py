@@ -19,7 +19,6 @@ import numpy as np
 
 from flowlab.graph import dtypes
 from flowlab.graph.tensor import Operation, Tensor
-from flowlab.kernels import image_adjust_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops import array_ops, check_ops, math_ops, random_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.core_ops import identity, with_dependencies

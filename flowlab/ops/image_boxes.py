@@ -14,7 +14,6 @@ from typing import Any
 
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
-from flowlab.kernels import image_boxes_kernels, image_sample_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops.builder import apply_op
 from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.op_def import op_def

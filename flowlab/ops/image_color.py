@@ -15,7 +15,6 @@ from typing import Any
 
 from flowlab.graph import dtypes
 from flowlab.graph.tensor import Operation, Tensor
-from flowlab.kernels import image_color_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops import array_ops, math_ops, random_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.gradient_registry import gradient, not_differentiable

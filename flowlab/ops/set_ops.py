@@ -16,7 +16,6 @@ from typing import Any
 from flowlab.graph import dtypes
 from flowlab.graph.tensor import Operation
 from flowlab.graph.tensor_shape import TensorShape
-from flowlab.kernels import set_kernels  # noqa: F401  (registers the kernels)
 from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.op_def import op_def

@@ -85,13 +85,9 @@ class SparseTensor:
         return self.shape
 
     def eval(self, feed_dict: Any = None, session: Any = None) -> SparseTensorValue:
-        from flowlab.runtime.session import get_default_session
+        from flowlab.graph.default_graph import _eval_hook  # the runtime's, as Tensor.eval
 
-        sess = session or get_default_session()
-        if sess is None:
-            raise ValueError("Cannot evaluate tensor using `eval()`: No default session is "
-                             "registered.")
-        return sess.run(self, feed_dict)  # type: ignore[no-any-return]
+        return _eval_hook(self, feed_dict, session)  # type: ignore[no-any-return]
 
     def _fetch_parts(self) -> tuple[list[Tensor], Any]:
         return [self._indices, self._values, self._dense_shape], SparseTensorValue

@@ -565,11 +565,11 @@ def _eval_with_default_session(element: Any, feed_dict: Any, session: Session | 
     if session is None:
         session = get_default_session()
         if session is None:
-            what = "Tensor.eval()" if isinstance(element, Tensor) else "Operation.run()"
+            what = "Tensor.eval()" if isinstance(element, Tensor) else "`eval(session=sess)`"
             raise ValueError(
                 f"Cannot evaluate tensor using `eval()`: No default session is registered. Use "
                 f"`with sess.as_default()` or pass an explicit session to {what}."
-                if isinstance(element, Tensor) else
+                if not isinstance(element, Operation) else
                 "Cannot execute operation using `run()`: No default session is registered. Use "
                 "`with sess.as_default():` or pass an explicit session to `run(session=sess)`"
             )

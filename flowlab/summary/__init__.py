@@ -11,7 +11,6 @@ package (`tf.Summary(value=[tf.Summary.Value(tag="x", simple_value=1.0)])`).
 from tensorboard.compat.proto.event_pb2 import Event, SessionLog, TaggedRunMetadata
 from tensorboard.compat.proto.summary_pb2 import Summary, SummaryDescription
 
-from flowlab.kernels import summary_kernels as _summary_kernels  # registers the kernels
 from flowlab.ops.summary_ops import (
     audio,
     get_summary_description,
