@@ -1,36 +1,20 @@
 """Netron, in a real Chromium, opens a GraphDef protobuf flowlab wrote with
 `tf.train.write_graph`: its ops are drawn with TensorFlow's op types and flowlab's
 node names.  Netron's page forbids `window.eval`, which Playwright's locators use, so
-the test reads the page through the DevTools protocol (DOM.*) and clicks by position.
-The server binds to 127.0.0.1 on a free port and is stopped by its PID."""
+the test reads the page through the DevTools protocol (DOM.*) and clicks by position
+(tests/browser_support.py: the server and the browser)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 import flowlab as fl
+from tests.browser_support import chromium, free_port, server
 
 pytestmark = pytest.mark.slow
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _html(cdp) -> str:
@@ -53,52 +37,27 @@ def _click_text(page, cdp, text: str) -> bool:
 
 def test_netron_draws_a_flowlab_graphdef(tmp_path):
     pytest.importorskip("netron")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("no system Chromium (scripts/test installs it with apt-get)")
     with fl.Graph().as_default() as g:
         with fl.name_scope("dense_layer"):
             x = fl.placeholder(fl.float32, [None, 3], name="x")
             w = fl.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], name="weights")
             fl.nn.relu(fl.matmul(x, w, name="product"), name="act")
         fl.train.write_graph(g, str(tmp_path), "model.pb", as_text=False)
-    port = _free_port()
-    log = open(tmp_path / "netron.log", "wb")
+    port = free_port()
     serve = (f"import netron, time; netron.serve({str(tmp_path / 'model.pb')!r}, None, "
              f"address=('127.0.0.1', {port}), browse=False); time.sleep(3600)")
-    proc = subprocess.Popen([sys.executable, "-c", serve], stdout=log, stderr=subprocess.STDOUT)
-    try:
+    with server([sys.executable, "-c", serve], tmp_path / "netron.log",
+                f"http://127.0.0.1:{port}/", timeout=60), chromium(tmp_path / "profile") as ctx:
+        page = ctx.new_page()
+        cdp = ctx.new_cdp_session(page)
+        page.goto(f"http://127.0.0.1:{port}/")
+        html = ""
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
-                break
-            except (urllib.error.URLError, ConnectionError):
-                time.sleep(0.5)
-        with sync_api.sync_playwright() as p:
-            ctx = p.chromium.launch_persistent_context(
-                str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=_ARGS)
-            try:
-                page = ctx.new_page()
-                cdp = ctx.new_cdp_session(page)
-                page.goto(f"http://127.0.0.1:{port}/")
-                html = ""
-                deadline = time.monotonic() + 60
-                while time.monotonic() < deadline and "MatMul" not in html:
-                    _click_text(page, cdp, "Accept")  # the usage-cookie notice, when shown
-                    page.wait_for_timeout(500)
-                    html = _html(cdp)
-                page.screenshot(path=str(tmp_path / "netron.png"))
-            finally:
-                ctx.close()
-        for op_type in ("Placeholder", "MatMul", "Relu"):
-            assert op_type in html, (op_type, (tmp_path / "netron.log").read_text()[-1000:])
-        assert "dense_layer/product" in html and "dense_layer/act" in html  # flowlab names
-    finally:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
+        while time.monotonic() < deadline and "MatMul" not in html:
+            _click_text(page, cdp, "Accept")  # the usage-cookie notice, when shown
+            page.wait_for_timeout(500)
+            html = _html(cdp)
+        page.screenshot(path=str(tmp_path / "netron.png"))
+    for op_type in ("Placeholder", "MatMul", "Relu"):
+        assert op_type in html, (op_type, (tmp_path / "netron.log").read_text()[-1000:])
+    assert "dense_layer/product" in html and "dense_layer/act" in html  # flowlab's names
