@@ -45,29 +45,12 @@ def _static_int(t: Tensor) -> int | None:
     return None if v is None else int(v)
 
 
-class Dataset:
+class Dataset(st.Structured):
     """A sequence of elements; each method returns a new dataset (a new op)."""
 
     def __init__(self, variant: Tensor, structure: Any) -> None:
         self._variant_tensor = variant
         self._structure = structure
-
-    # --- structure (TensorFlow 1.x names) ---------------------------------------
-    @property
-    def element_spec(self) -> Any:
-        return self._structure
-
-    @property
-    def output_types(self) -> Any:
-        return st.types_of(self._structure)
-
-    @property
-    def output_shapes(self) -> Any:
-        return st.shapes_of(self._structure)
-
-    @property
-    def output_classes(self) -> Any:
-        return st.classes_of(self._structure)
 
     def _out_attrs(self, structure: Any = None) -> dict[str, Any]:
         s = self._structure if structure is None else structure

@@ -25,7 +25,7 @@ __all__ = ["Iterator", "make_one_shot_iterator", "make_initializable_iterator",
            "get_output_types", "get_output_shapes", "get_output_classes"]
 
 
-class Iterator:
+class Iterator(st.Structured):
     """A handle to an iterator on a device and the structure of its elements."""
 
     def __init__(self, iterator_resource: Tensor, initializer: Any, structure: Any) -> None:
@@ -59,23 +59,6 @@ class Iterator:
                           output_types=st.type_attrs(structure),
                           output_shapes=st.shape_attrs(structure))
         return Iterator(handle, None, structure)
-
-    # --- structure ----------------------------------------------------------------
-    @property
-    def element_spec(self) -> Any:
-        return self._structure
-
-    @property
-    def output_types(self) -> Any:
-        return st.types_of(self._structure)
-
-    @property
-    def output_shapes(self) -> Any:
-        return st.shapes_of(self._structure)
-
-    @property
-    def output_classes(self) -> Any:
-        return st.classes_of(self._structure)
 
     @property
     def initializer(self) -> Any:

@@ -40,6 +40,29 @@ class TensorSpec:
         return f"TensorSpec(shape={self.shape}, dtype={self.dtype!r}, name={self.name!r})"
 
 
+class Structured:
+    """TensorFlow 1.x's structure properties of a Dataset or an Iterator, from its
+    `_structure` (a nest of TensorSpecs)."""
+
+    _structure: Any
+
+    @property
+    def element_spec(self) -> Any:
+        return self._structure
+
+    @property
+    def output_types(self) -> Any:
+        return types_of(self._structure)
+
+    @property
+    def output_shapes(self) -> Any:
+        return shapes_of(self._structure)
+
+    @property
+    def output_classes(self) -> Any:
+        return classes_of(self._structure)
+
+
 def flatten(structure: Any) -> list[Any]:
     return _nest.flatten(structure)
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
+from flowlab.kernels import dataset_order_values as order
 from flowlab.kernels import dataset_values as dv
 from flowlab.kernels.record_io import read_lines, read_tfrecords
 from flowlab.kernels.registry import CPU, kernel
@@ -203,28 +204,28 @@ def unbatch_dataset(ctx: Any, inp: dv.DatasetValue) -> dv.DatasetValue:
 @kernel("ShuffleDataset", devices=CPU)
 def shuffle_dataset(ctx: Any, inp: dv.DatasetValue, buffer_size: Any, seed: Any,
                     seed2: Any) -> dv.DatasetValue:
-    return dv.Shuffle(inp, _int(buffer_size), _int(seed), _int(seed2),
+    return order.Shuffle(inp, _int(buffer_size), _int(seed), _int(seed2),
                       ctx.attrs["reshuffle_each_iteration"])
 
 
 @kernel("RepeatDataset", devices=CPU)
 def repeat_dataset(ctx: Any, inp: dv.DatasetValue, count: Any) -> dv.DatasetValue:
-    return dv.Repeat(inp, _int(count))
+    return order.Repeat(inp, _int(count))
 
 
 @kernel("PrefetchDataset", devices=CPU)
 def prefetch_dataset(ctx: Any, inp: dv.DatasetValue, buffer_size: Any) -> dv.DatasetValue:
-    return dv.Prefetch(inp, _int(buffer_size))
+    return order.Prefetch(inp, _int(buffer_size))
 
 
 @kernel("TakeDataset", devices=CPU)
 def take_dataset(ctx: Any, inp: dv.DatasetValue, count: Any) -> dv.DatasetValue:
-    return dv.Take(inp, _int(count))
+    return order.Take(inp, _int(count))
 
 
 @kernel("SkipDataset", devices=CPU)
 def skip_dataset(ctx: Any, inp: dv.DatasetValue, count: Any) -> dv.DatasetValue:
-    return dv.Skip(inp, _int(count))
+    return order.Skip(inp, _int(count))
 
 
 @kernel("CacheDataset", devices=CPU)
@@ -233,7 +234,7 @@ def cache_dataset(ctx: Any, inp: dv.DatasetValue, filename: Any) -> dv.DatasetVa
         raise errors.UnimplementedError(
             None, None, "flowlab caches datasets in memory only: call cache() without a "
             "filename.")
-    return dv.Cache(inp)
+    return order.Cache(inp)
 
 
 # --- iterators --------------------------------------------------------------------

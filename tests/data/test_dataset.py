@@ -532,10 +532,11 @@ def test_parallel_map_error_comes_after_the_elements_before_it():
 def test_shuffled_rows_are_the_generic_shuffle(n, buffer_size):
     """The gather path's shuffle over row numbers equals the element shuffle, pass by
     pass (reshuffled seeds included)."""
+    from flowlab.kernels import dataset_order_values as order
     from flowlab.kernels import dataset_values as dv
 
-    a = dv.Shuffle(dv.Range(0, n, 1, np.int64), buffer_size, 5, 77, True)
-    b = dv.Shuffle(dv.Slices((np.arange(n),)), buffer_size, 5, 77, True)
+    a = order.Shuffle(dv.Range(0, n, 1, np.int64), buffer_size, 5, 77, True)
+    b = order.Shuffle(dv.Slices((np.arange(n),)), buffer_size, 5, 77, True)
     for _ in range(2):
         generic = [int(e[0]) for e in a.iterate()]
         rows = list(b.row_source()[1])
