@@ -30,7 +30,10 @@ def _click_text(page, cdp, text: str) -> bool:
         return False
     (node,) = cdp.send("DOM.getSearchResults", {"searchId": found["searchId"], "fromIndex": 0,
                                                 "toIndex": 1})["nodeIds"]
-    quad = cdp.send("DOM.getBoxModel", {"nodeId": node})["model"]["content"]
+    try:
+        quad = cdp.send("DOM.getBoxModel", {"nodeId": node})["model"]["content"]
+    except Exception:  # noqa: BLE001 - not laid out yet: the caller tries again
+        return False
     page.mouse.click(sum(quad[0::2]) / 4, sum(quad[1::2]) / 4)
     return True
 
