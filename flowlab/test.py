@@ -400,7 +400,7 @@ def gpu_device_name() -> str:
 
 def is_gpu_available(cuda_only: bool = False, min_cuda_compute_capability: Any = None) -> bool:
     """Whether a GPU device exists (CuPy finds CUDA)."""
-    from flowlab.runtime import gpu
+    from flowlab.runtime.task import gpu
 
     return gpu.gpu_count() > 0
 

@@ -30,6 +30,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from flowlab.graph.function_registry import register_function
 from flowlab.graph.graph import Graph, get_default_graph
 from flowlab.graph.tensor import Tensor
 from flowlab.ops import cond as _nest
@@ -96,6 +97,7 @@ class DatasetFunction:
         self.structure = structure  # what the Python function returned (tensors packed)
         self._lock = threading.Lock()
         self._run: Callable[..., Any] | None = None
+        register_function(self)  # a task importing a partition finds it by name
 
     @property
     def captured(self) -> list[Tensor]:

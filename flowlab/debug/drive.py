@@ -26,10 +26,10 @@ from collections.abc import Callable
 from typing import Any
 
 from flowlab import errors
-from flowlab.runtime.executor import Execution
-from flowlab.runtime.fetches import FetchMapper
-from flowlab.runtime.plan import PlanNode, fed_fetch_value
-from flowlab.runtime.step import Step
+from flowlab.runtime.task.executor import Execution
+from flowlab.runtime.client.fetches import FetchMapper
+from flowlab.runtime.task.plan import PlanNode, fed_fetch_value
+from flowlab.runtime.task.step import Step
 
 _RECVS = frozenset({"_Recv", "_HostRecv"})
 
@@ -75,7 +75,7 @@ class Drive:
     def per_partition(cls, sess: Any, fetches: Any, feed_dict: Any, listener: Any) -> Drive | None:
         """One Execution per partition of the step, or None when the step has one
         partition (then `one_queue` is the same thing)."""
-        from flowlab.runtime.partition import PartitionedPlan
+        from flowlab.runtime.task.partitioned_plan import PartitionedPlan
 
         sess._check_open()
         mapper = FetchMapper(sess.graph, fetches)

@@ -54,7 +54,7 @@ from flowlab.debug.stops import (
     tensor_name,
 )
 from flowlab.kernels.registry import DEAD
-from flowlab.runtime.fp_errors import enter_quiet, exit_quiet
+from flowlab.runtime.task.fp_errors import enter_quiet, exit_quiet
 
 __all__ = ["Stepper", "Stop", "Watch", "DEAD", "has_nan_or_inf"]
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from flowlab import errors
 from flowlab.kernels.resources import VariableState
-from flowlab.runtime.fp_errors import enter_quiet, exit_quiet
+from flowlab.runtime.task.fp_errors import enter_quiet, exit_quiet
 
 __all__ = ["Stop", "Breakpoint", "Watch", "has_nan_or_inf"]
 

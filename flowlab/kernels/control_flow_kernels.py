@@ -2,7 +2,7 @@
 
 Switch and Merge decide deadness; Enter, Exit, NextIteration and LoopCond only
 forward their input: which frame and iteration the value belongs to is the
-executor's business (`flowlab.runtime.frames`), done by op type.  Every kernel here
+executor's business (`flowlab.runtime.task.frames`), done by op type.  Every kernel here
 sees `DEAD` inputs (the ops are declared control_flow) and passes death on.
 """
 

@@ -1,6 +1,6 @@
 """NumPy's floating-point error state, as kernels and steps read and set it.
 
-Every step ignores floating-point errors (flowlab.runtime.fp_errors: TensorFlow's
+Every step ignores floating-point errors (flowlab.runtime.task.fp_errors: TensorFlow's
 kernels return inf/nan silently).  A kernel that also runs outside a step (constant
 folding, a direct call) keeps its own `np.errstate`, but that costs ~2.4 us a use
 (more with cold caches): `ignoring()` is a no-op context when the state already

@@ -1,7 +1,7 @@
 """Deferred optimizer updates written in place, with the logged update's values.
 
 A dense optimizer kernel on the straight-line path (`ctx.defers`,
-flowlab.runtime.deferred_updates) checks its inputs, then hands the step an
+flowlab.runtime.task.deferred_updates) checks its inputs, then hands the step an
 `InPlaceUpdate`: the variables, the gradient, the scalars and the optimizer's
 `Arithmetic`.  When the step commits, `prepare` decides:
 

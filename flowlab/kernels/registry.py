@@ -32,7 +32,7 @@ consumers and with variables), and raise `flowlab.errors` classes for bad input.
 The one exception is buffer forwarding (TensorFlow's
 `forward_input_or_allocate_output`).  A kernel registered with `forward=(i, ...)`
 names the inputs whose buffer could hold one of its outputs.  When compiling the
-straight-line function of a step, the plan (flowlab.runtime.forwarding) gives such a
+straight-line function of a step, the plan (flowlab.runtime.task.forwarding) gives such a
 node a context whose `ctx.forwardable` lists those of the positions whose value dies
 at this op: read by no later op, not fetched, not fed, not a variable or a constant,
 not passed twice.  `ctx.forwardable` is empty everywhere else (the dataflow executor,
@@ -51,7 +51,7 @@ the output has the input's shape and dtype.  Only then may it write into `x`:
 The other exception is a deferred variable update.  A kernel registered with
 `defer=True` (ApplyAdam) may, when its context says `ctx.defers` (set by the plan
 only where no later op of the straight-line step touches the update's variables and
-nothing reads its output, flowlab.runtime.deferred_updates), hand `step.defer` an
+nothing reads its output, flowlab.runtime.task.deferred_updates), hand `step.defer` an
 object whose `prepare(step)` runs after every op of the step has succeeded and
 returns the closure that writes: in place when the variables hold their arrays
 alone, as TensorFlow's kernels update a ref variable.  A step that fails before
@@ -59,7 +59,7 @@ then writes nothing.
 
 Placement reads `supported_device_types(op_type)` to know where an op can run;
 `host_memory_indices(kdef, op)` turns a kernel's `host_memory` argument names into
-input and output positions (flowlab.runtime.memory_types).
+input and output positions (flowlab.runtime.task.memory_types).
 """
 
 from __future__ import annotations

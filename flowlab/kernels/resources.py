@@ -69,7 +69,7 @@ def freeze(value: Any) -> Any:
 
 # Bumped whenever any resource is removed: the straight-line function of a step keeps
 # the VariableStates its VariableV2 ops returned while this number is unchanged
-# (flowlab.runtime.straight_line), instead of looking each up every step.
+# (flowlab.runtime.task.straight_line), instead of looking each up every step.
 GENERATION = [0]
 
 

@@ -17,11 +17,11 @@ receiver callback.  Invariants:
   iteration); a second send or receive of a key is an internal error.
 * Values are never copied here: between CPU devices of one process the receiver gets
   the very array that was sent (same host memory), or the very `VariableState` when
-  partitioning shares a variable's read (`flowlab.runtime.partition_refs`).
+  partitioning shares a variable's read (`flowlab.runtime.master.partition_refs`).
 
 The table is state the kernels use, so it lives in the kernels layer (as variable
 storage does); the session keeps one table per running step in a
-`flowlab.runtime.rendezvous.RendezvousManager` and gives it to the step
+`flowlab.runtime.task.rendezvous.RendezvousManager` and gives it to the step
 (`step.rendezvous`).  The kernels below also count each device's transfers
 (`Device.note_transfer`): bytes received and bytes copied, which is 0 between CPU
 devices of one process.

@@ -263,7 +263,7 @@ def _trunc_divide_at(a: Any, idx: Any, b: Any) -> None:
 
 
 def _xpx(ctx: Any) -> Any:
-    # cupyx on a CuPy GPU (flowlab.runtime.gpu.GpuDevice.xpx); None on a CPU.
+    # cupyx on a CuPy GPU (flowlab.runtime.task.gpu.GpuDevice.xpx); None on a CPU.
     return getattr(ctx.device, "xpx", None)
 
 

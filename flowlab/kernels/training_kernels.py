@@ -403,7 +403,7 @@ def apply_adam(ctx: Any, step: Any, var: Any, m: Any, v: Any, beta1_power: Any, 
             _LAST_ALPHA = (lr, beta1_power, beta2_power, alpha)
     nesterov = ctx.attrs["use_nesterov"]
     if ctx.defers and _ip.plain(ctx.attrs["use_locking"], (var, m, v), grad):
-        # Checked; written at the end of the step (flowlab.runtime.deferred_updates).
+        # Checked; written at the end of the step (flowlab.runtime.task.deferred_updates).
         mine = bool(ctx.forwardable) and can_forward(grad)
         f = _adam(xp, alpha, beta1, beta2, epsilon, nesterov)
         arith = _ip.ADAM_NESTEROV if nesterov else _ip.ADAM

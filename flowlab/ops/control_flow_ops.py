@@ -7,7 +7,7 @@ other *dead*; deadness propagates through ordinary ops, and Merge forwards which
 input is live.  Enter puts a value into a child frame (a loop's execution context,
 named by `frame_name`), NextIteration carries a value to the next iteration of its
 frame, Exit takes it out, and LoopCond's value decides whether the loop goes on.  The
-executor does the frame bookkeeping by op type (`flowlab.runtime.frames`); the kernels
+executor does the frame bookkeeping by op type (`flowlab.runtime.task.frames`); the kernels
 only forward values.
 
 The builders here are the low-level ones of TensorFlow's control_flow_ops.py

@@ -9,7 +9,7 @@ scatter-add (ScatterNd) into `dense_shape`.  As in TensorFlow, that conversion w
 only when the dense shape is unknown or the result would be very large.
 
 `sess.run(slices)` returns an `IndexedSlicesValue` (a namedtuple of NumPy arrays)
-through `_fetch_parts`, which flowlab.runtime.fetches understands.
+through `_fetch_parts`, which flowlab.runtime.client.fetches understands.
 """
 
 from __future__ import annotations

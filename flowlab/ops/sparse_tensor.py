@@ -3,7 +3,7 @@
 `indices` (int64, [N, rank]) holds the coordinates of the N stored values, `values`
 ([N]) the values, `dense_shape` (int64, [rank]) the shape of the dense tensor it
 stands for.  Fetching one from a session gives a `SparseTensorValue` (a namedtuple
-of the three arrays), through `_fetch_parts` (flowlab.runtime.fetches).
+of the three arrays), through `_fetch_parts` (flowlab.runtime.client.fetches).
 
     >>> st = SparseTensor(indices=[[0, 0], [1, 2]], values=[1, 2], dense_shape=[3, 4])
     >>> st.shape

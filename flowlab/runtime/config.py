@@ -125,8 +125,8 @@ class ConfigProto(_Message):
     `placement_strategy` is "first" (TensorFlow's choice: an unconstrained op goes to
     the first feasible device, so everything lands on /cpu:0 when only CPUs exist) or
     "greedy" (the white paper's simulated placement over the cost model, see
-    flowlab.runtime.placement); `cost_model` is the
-    `flowlab.runtime.cost_model.CostModel` the greedy strategy uses (None: defaults).
+    flowlab.runtime.master.placement); `cost_model` is the
+    `flowlab.runtime.master.cost_model.CostModel` the greedy strategy uses (None: defaults).
     """
 
     device_count: dict[str, int]

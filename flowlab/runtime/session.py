@@ -1,55 +1,48 @@
-"""The local Session: prune, place, compile, cache, execute (paper section 3.2).
+"""The local Session: a master and an in-process task (paper section 3.3).
 
-A Session owns its devices (and through them all variable and queue state), a cache
-of compiled plans keyed by (graph version, feeds, fetches, targets, path), and the set
-of running steps (so that `close()` can cancel them).  `run` is safe to call from
-many threads at once; a plan is read-only and each step has its own state.
+A Session is the client of TensorFlow's design.  It owns
 
-Paths: a plan whose ops are all plain kernels runs as a generated straight-line
-function; anything else (asynchronous or control-flow kernels, a listener, a full
-trace) runs on the dataflow executor.  Both give the same values.
+* a `Master` (flowlab.runtime.master): per step signature, prune, optimize, place,
+  partition and register, cached;
+* its task, a `LocalTask` (flowlab.runtime.task) holding the devices of
+  `device_count` and through them all variable and queue state, which compiles and
+  runs the partitions it is sent.  Master and task speak only the task interface
+  (flowlab.runtime.interface); in one process the calls pass arrays without copying.
+
+`run` maps the fetches, converts the feeds, asks the master for the step's plan and
+the task for one step of it, and rebuilds the fetch structure.  It is safe to call
+from many threads at once: a plan is read-only and each step has its own state.
+The Stepper's `start_execution` compiles the placed step in the client to drive it
+op by op (debugging runs here, next to the user).
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from flowlab import errors
 from flowlab.graph import graph as graph_mod
 from flowlab.graph.graph import Graph, get_default_graph
 from flowlab.graph.tensor import Operation, Tensor
-from flowlab.kernels.sendrecv_kernels import LocalRendezvous
+from flowlab.runtime.client.feeds import expand_feed, feed_converter
+from flowlab.runtime.client.fetches import FetchMapper
+from flowlab.runtime.client.run_metadata import fill_run_metadata, step_partitions, traced
+from flowlab.runtime.client.step_stats import StepStatsCollector, session_resolver
 from flowlab.runtime.config import ConfigProto, RunMetadata, RunOptions
-from flowlab.runtime.device import Device, local_devices
-from flowlab.runtime.executor import Execution, Listener, chain_listeners
-from flowlab.runtime.feeds import check_outside_loops, expand_feed, feed_converter
-from flowlab.runtime.fetches import FetchMapper
-from flowlab.runtime.optimize import Optimization
-from flowlab.runtime.partition import (
-    PartitionedPlan,
-    Partitions,
-    compile_partitions,
-    needs_unpartitioned,
-    partition,
-    run_partitioned,
-)
-from flowlab.runtime.placement import GraphPlacement, Placement, optimize_and_place
-from flowlab.runtime.plan import Plan, compile_plan, run_straight_line
-from flowlab.runtime.prune import prune
-from flowlab.runtime.rendezvous import RendezvousManager
-from flowlab.runtime.run_metadata import fill_run_metadata, step_partitions, traced
-from flowlab.runtime.step import Step
-from flowlab.runtime.step_stats import StepStatsCollector, session_resolver
-
-_MAX_CACHED_PLANS = 256
-
+from flowlab.runtime.master.master import Master, StepPlan
+from flowlab.runtime.master.optimize import Optimization
+from flowlab.runtime.master.partition import Partitions
+from flowlab.runtime.master.placement import Placement
+from flowlab.runtime.task.device import Device
+from flowlab.runtime.task.executor import Execution, Listener, chain_listeners
+from flowlab.runtime.task.partitioned_plan import PartitionedPlan
+from flowlab.runtime.task.plan import Plan, compile_plan, fed_fetch_value
+from flowlab.runtime.task.step import Step, next_step_id
+from flowlab.runtime.task.task import LocalTask
 
 class _DeviceAttributes:
     """What `Session.list_devices()` returns per device, as TensorFlow's."""
@@ -76,24 +69,17 @@ class Session:
             )
         self._graph = graph if graph is not None else get_default_graph()
         self._config = config if config is not None else ConfigProto()
-        self._devices: list[Device] = local_devices(self._config.device_count)
-        # Step signature -> compiled plan: a Plan (one device) or a PartitionedPlan.
-        self._plans: collections.OrderedDict[Any, Plan | PartitionedPlan] = collections.OrderedDict()
-        self._plans_lock = threading.Lock()
-        self._rendezvous = RendezvousManager()
+        self._task = LocalTask("localhost", 0, self._config.device_count,
+                               self._config.inter_op_parallelism_threads)
+        self._master = Master(self._graph, self._config, [self._task])
+        self._devices: list[Device] = list(self._task.devices)
         self._closed = False
-        self._active_steps: set[Step] = set()
         # Steps started by start_execution (driven op by op, e.g. by a Stepper).
         self._stepped: weakref.WeakSet[Step] = weakref.WeakSet()
         self._steps_lock = threading.Lock()
-        n_threads = self._config.inter_op_parallelism_threads
-        self._pool = ThreadPoolExecutor(n_threads, "flowlab-op") if n_threads > 1 else None
         self._listener: Listener | None = None
         self._default_ctx: list[Any] = []
         self._closed_reason = "Attempted to use a closed Session."
-        # The placement of the whole graph (per graph version) that every step's
-        # placement reads; made on the first step, only with several devices.
-        self._whole: GraphPlacement | None = None
 
     # --- properties -----------------------------------------------------------------
     @property
@@ -112,6 +98,21 @@ class Session:
     def devices(self) -> list[Device]:
         return list(self._devices)
 
+    @property
+    def _whole(self) -> Any:
+        """The master's placement of the whole graph (None until a step needs it)."""
+        return self._master.whole
+
+    @property
+    def _rendezvous(self) -> Any:
+        """The task's rendezvous tables (the Stepper drives partitions through them)."""
+        return self._task.rendezvous
+
+    @property
+    def _plans(self) -> dict[Any, Plan | PartitionedPlan]:
+        """The compiled plans of the cached step signatures (for finding ops by name)."""
+        return {k: self._compiled(sp) for k, sp in list(self._master.plans.items()) if sp.tasks}
+
     def list_devices(self) -> list[_DeviceAttributes]:
         """The session's devices (name, device_type, memory_limit_bytes, incarnation)."""
         return [_DeviceAttributes(d) for d in self._devices]
@@ -120,23 +121,23 @@ class Session:
         """The `Placement` (op name -> device, with reasons) of the step that runs
         `fetches` with the tensors of `feed_dict` fed (its keys, or a list of them;
         values are not needed).  The same cached plan as `run` uses."""
-        return self._plan_of(fetches, feed_dict).placement
+        return self._step_plan_of(fetches, feed_dict).placement
 
     def optimization(self, fetches: Any, feed_dict: Any = None) -> Optimization:
         """What the graph optimization pass did to the step that runs `fetches` with
         `feed_dict`'s keys fed: folded, merged and removed ops and the optimized
-        GraphDef (see `flowlab.runtime.optimize`)."""
-        return self._plan_of(fetches, feed_dict).optimization
+        GraphDef (see `flowlab.runtime.master.optimize`)."""
+        return self._step_plan_of(fetches, feed_dict).optimization  # type: ignore[return-value]
 
     def partitions(self, fetches: Any, feed_dict: Any = None) -> Partitions:
         """The per-device GraphDefs and Send/Recv pairs of the step that runs
-        `fetches` with `feed_dict`'s keys fed (see `flowlab.runtime.partition`).  A
-        step on one device has one partition and no pairs.  Each GraphDef is a JSON
+        `fetches` with `feed_dict`'s keys fed (see `flowlab.runtime.master.partition`).
+        A step on one device has one partition and no pairs.  Each GraphDef is a JSON
         dict that also reads as TensorFlow's proto (`gd.node[0].op`; see
-        `flowlab.runtime.run_metadata`)."""
+        `flowlab.runtime.client.run_metadata`)."""
         return step_partitions(self._plan_of(fetches, feed_dict), self._devices)
 
-    def _plan_of(self, fetches: Any, feed_dict: Any) -> Plan | PartitionedPlan:
+    def _step_plan_of(self, fetches: Any, feed_dict: Any) -> StepPlan:
         self._check_open()
         mapper = FetchMapper(self._graph, fetches)
         keys = list(feed_dict.keys() if isinstance(feed_dict, dict) else feed_dict or [])
@@ -146,7 +147,25 @@ class Session:
                 feeds.extend(k._feed_parts())
             else:
                 feeds.append(self._graph.as_graph_element(k, allow_tensor=True, allow_operation=False))
-        return self._plan_for(feeds, mapper.tensors, mapper.targets)
+        return self._master.plan_for(feeds, mapper.tensors, mapper.targets)
+
+    def _plan_of(self, fetches: Any, feed_dict: Any) -> Plan | PartitionedPlan:
+        return self._compiled(self._step_plan_of(fetches, feed_dict))
+
+    def _plan_for(self, feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation]) -> Plan | PartitionedPlan:
+        """The task's compiled plan of a signature, with the master's placement and
+        optimization attached (for inspection, pictures and the Stepper)."""
+        return self._compiled(self._master.plan_for(feeds, fetches, targets))
+
+    def _compiled(self, sp: StepPlan) -> Plan | PartitionedPlan:
+        if not sp.tasks:  # every fetch is fed: nothing was registered
+            plan = compile_plan([], {}, [], [], sp.graph_version)
+        else:
+            plan = self._task.compiled(sp.handle).plan
+        plan.placement, plan.optimization = sp.placement, sp.optimization
+        if isinstance(plan, PartitionedPlan):
+            plan.ops, plan.fed_fetches, plan.source = sp.ops, sp.fed_fetches, sp.partitioned
+        return plan
 
     def set_listener(self, listener: Listener | None) -> Listener | None:
         """Receive `ExecEvent`s of every step (the profiler and live views use this);
@@ -169,13 +188,10 @@ class Session:
             return
         self._closed = True
         with self._steps_lock:
-            steps = list(self._active_steps) + list(self._stepped)
+            steps = list(self._stepped)
         for s in steps:
             s.get_cancellation().cancel(errors.CancelledError(None, None, "Session has been closed."))
-        for d in self._devices:
-            d.resources.clear()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
+        self._task.close()
 
     def __enter__(self) -> Session:
         ctx = contextlib.ExitStack()
@@ -214,20 +230,19 @@ class Session:
         self._check_open()
         mapper = FetchMapper(self._graph, fetches)
         feed_tensors, feed_values = self._convert_feeds(feed_dict)
-        plan = self._plan_for(feed_tensors, mapper.tensors, mapper.targets)
+        sp = self._master.plan_for(feed_tensors, mapper.tensors, mapper.targets)
         if run_metadata is None:
-            return mapper.build(self._execute(plan, feed_values, options, None, self._listener))
-        return mapper.build(self._run_with_metadata(plan, feed_values, options, run_metadata))
+            return mapper.build(self._execute(sp, feed_values, options, None, self._listener))
+        return mapper.build(self._run_with_metadata(sp, feed_values, options, run_metadata))
 
     def _run_with_metadata(
-        self, plan: Plan | PartitionedPlan, feed_values: list[Any], options: RunOptions | None,
-        run_metadata: RunMetadata,
+        self, sp: StepPlan, feed_values: list[Any], options: RunOptions | None, run_metadata: RunMetadata,
     ) -> list[Any]:
         """A step given a RunMetadata: traced only when `options` ask for a trace; then
         the metadata TensorFlow leaves (partition graphs when asked, traced or not)."""
         trace = traced(options, run_metadata)
-        values = self._execute(plan, feed_values, options, run_metadata if trace else None, self._listener)
-        fill_run_metadata(run_metadata, options, plan, trace, self._devices)
+        values = self._execute(sp, feed_values, options, run_metadata if trace else None, self._listener)
+        fill_run_metadata(run_metadata, options, self._compiled(sp), trace, self._devices)
         return values
 
     def make_callable(
@@ -238,11 +253,10 @@ class Session:
         self._check_open()
         mapper = FetchMapper(self._graph, fetches)
         feed_tensors = [self._graph.as_graph_element(f, allow_tensor=True, allow_operation=False) for f in feed_list or []]
-        plan = self._plan_for(feed_tensors, mapper.tensors, mapper.targets)
+        sp = self._master.plan_for(feed_tensors, mapper.tensors, mapper.targets)
         converters = [feed_converter(t) for t in feed_tensors]
         build = mapper.build
         n = len(converters)
-        fn = plan.straight_line
 
         def call_general(*args: Any, options: RunOptions | None = None, run_metadata: RunMetadata | None = None) -> Any:
             self._check_open()
@@ -250,166 +264,67 @@ class Session:
                 raise TypeError(f"This callable takes {n} feed values, got {len(args)}.")
             vals = [c(a) for c, a in zip(converters, args)]
             if run_metadata is None:
-                return build(self._execute(plan, vals, options, None, self._listener))
-            return build(self._run_with_metadata(plan, vals, options, run_metadata))
+                return build(self._execute(sp, vals, options, None, self._listener))
+            return build(self._run_with_metadata(sp, vals, options, run_metadata))
 
-        # The fast callables below were chosen with no listener set; one set later
-        # sends the call to `call_general` (one attribute test per call).
-        if (fn is not None and isinstance(plan, Plan) and not accept_options and not plan.has_async
-                and self._straight(plan, self._listener, None)):
-            session, straight = self, plan
-            if n == 0:
-                def call0() -> Any:
-                    if session._closed:
-                        raise RuntimeError(session._closed_reason)
-                    if session._listener is not None:
-                        return call_general()
-                    return build(run_straight_line(straight, Step(session), []))
+        # The fast callable below was chosen with no listener set; one set later sends
+        # the call to `call_general` (one attribute test per call).
+        if accept_options or len(sp.tasks) != 1 or sp.fed_fetches or not self._task.compiled(sp.handle).fast:
+            return call_general
+        session, run, handle = self, self._task.run, sp.handle
 
-                return call0
+        def call(*args: Any) -> Any:
+            if session._closed:
+                raise RuntimeError(session._closed_reason)
+            if session._listener is not None:
+                return call_general(*args)
+            if len(args) != n:
+                raise TypeError(f"This callable takes {n} feed values, got {len(args)}.")
+            return build(run(handle, next_step_id(), [c(a) for c, a in zip(converters, args)]))
 
-            def call(*args: Any) -> Any:
-                if session._closed:
-                    raise RuntimeError(session._closed_reason)
-                if session._listener is not None:
-                    return call_general(*args)
-                if len(args) != n:
-                    raise TypeError(f"This callable takes {n} feed values, got {len(args)}.")
-                return build(run_straight_line(straight, Step(session), [c(a) for c, a in zip(converters, args)]))
-
-            return call
-
-        fused = plan.fused if type(plan) is PartitionedPlan else None
-        if fused is not None and not accept_options and self._straight(fused, self._listener, None):
-            session = self
-
-            def call_fused(*args: Any) -> Any:
-                if session._closed:
-                    raise RuntimeError(session._closed_reason)
-                if session._listener is not None:
-                    return call_general(*args)
-                if len(args) != n:
-                    raise TypeError(f"This callable takes {n} feed values, got {len(args)}.")
-                step = Step(session)
-                step.rendezvous = LocalRendezvous(step.step_id)
-                return build(run_straight_line(fused, step, [c(a) for c, a in zip(converters, args)]))
-
-            return call_fused
-
-        return call_general
+        return call
 
     def _execute(
         self,
-        plan: Plan | PartitionedPlan,
+        sp: StepPlan,
         feed_values: list[Any],
         options: RunOptions | None,
         run_metadata: RunMetadata | None,
         listener: Listener | None,
     ) -> list[Any]:
+        """One step: `run` on the step's task, then the fetches a feed answers."""
         timeout_ms = (options.timeout_in_ms if options is not None else 0) or self._config.operation_timeout_in_ms
-        if type(plan) is PartitionedPlan:
-            return self._execute_partitioned(plan, feed_values, options, run_metadata, listener, timeout_ms)
-        assert isinstance(plan, Plan)
-        straight = self._straight(plan, listener, run_metadata)
-        if straight and not plan.has_async:
-            return run_straight_line(plan, Step(self), feed_values)
-        deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
-        step = Step(self, deadline)
-        if straight:
-            # May wait (a queue): register the step so that close() can cancel it.
-            with self._steps_lock:
-                self._active_steps.add(step)
-            try:
-                if self._closed:
-                    raise errors.CancelledError(None, None, "Session has been closed.")
-                return run_straight_line(plan, step, feed_values)
-            finally:
-                with self._steps_lock:
-                    self._active_steps.discard(step)
-        collector = StepStatsCollector(session_resolver(self, plan)) if run_metadata is not None else None
-        if collector is not None:
-            listener = chain_listeners(collector.listen, listener)
-        with self._steps_lock:
-            self._active_steps.add(step)
-        try:
-            if self._closed:  # closed while this step was starting
-                raise errors.CancelledError(None, None, "Session has been closed.")
-            result = Execution(plan, step, feed_values, listener, self._pool, deadline).run()
-        finally:
-            with self._steps_lock:
-                self._active_steps.discard(step)
-        if collector is not None and run_metadata is not None:
-            collector.fill(run_metadata)
-        return result
-
-    def _execute_partitioned(
-        self,
-        plan: PartitionedPlan,
-        feed_values: list[Any],
-        options: RunOptions | None,
-        run_metadata: RunMetadata | None,
-        listener: Listener | None,
-        timeout_ms: int,
-    ) -> list[Any]:
-        """One step over several devices.  Unwatched, and when the plan has one, the
-        fused straight-line function (its Recvs never wait: the step's own table is
-        enough).  Otherwise every partition an Execution of one Step, whose table in
-        the session's rendezvous manager is dropped at the end."""
-        fused = plan.fused
-        if fused is not None and self._straight(fused, listener, run_metadata):
-            step = Step(self)
-            step.rendezvous = LocalRendezvous(step.step_id)
-            return run_straight_line(fused, step, feed_values)
-        deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
         collector = None
         if run_metadata is not None:
-            collector = StepStatsCollector(session_resolver(self, plan))
+            collector = StepStatsCollector(session_resolver(self, self._compiled(sp)))
             listener = chain_listeners(collector.listen, listener)
-        step = Step(self, deadline)
-        rdv = step.rendezvous = self._rendezvous.find_or_create(step.step_id)
-        cm = step.get_cancellation()
-        cm.register(lambda: rdv.abort(errors.CancelledError(
-            None, None, "A Recv was cancelled: the step was aborted (an op failed, the deadline "
-            "passed or the session was closed)."
-        )))
-        with self._steps_lock:
-            self._active_steps.add(step)
-        try:
-            if self._closed:
-                raise errors.CancelledError(None, None, "Session has been closed.")
-            result = run_partitioned(plan, step, feed_values, listener, self._pool, deadline)
-        finally:
-            with self._steps_lock:
-                self._active_steps.discard(step)
-            self._rendezvous.cleanup(step.step_id)
+        if sp.tasks:
+            values = self._task.run(sp.handle, next_step_id(), feed_values, timeout_ms or 0, listener,
+                                    traced=collector is not None)
+        else:
+            values = [None] * sp.num_fetches
+        if sp.fed_fetches:
+            for i, j in sp.fed_fetches:
+                values[i] = fed_fetch_value(feed_values[j])
         if collector is not None and run_metadata is not None:
             collector.fill(run_metadata)
-        return result
-
-    def _straight(self, plan: Plan, listener: Listener | None, run_metadata: RunMetadata | None) -> bool:
-        """Whether a step of `plan` may take the generated straight-line path: nobody
-        watches its ops, and no op pool should overlap its expensive kernels."""
-        return (
-            plan.straight_line is not None and listener is None and run_metadata is None
-            and not (self._pool is not None and plan.num_expensive >= 2)
-        )
+        return values
 
     def start_execution(
         self, fetches: Any, feed_dict: dict[Any, Any] | None = None, listener: Listener | None = None
     ) -> tuple[Execution, FetchMapper]:
         """Start a step on the dataflow executor without running it, for driving it one
-        op at a time (the Stepper).  Call `execution.start()`, then `run_one()`."""
+        op at a time (the Stepper).  Call `execution.start()`, then `run_one()`.  The
+        step's placed ops are compiled here, in the client, on the task's devices (in
+        one process the values are those of the partitioned step)."""
         self._check_open()
         mapper = FetchMapper(self._graph, fetches)
         feed_tensors, feed_values = self._convert_feeds(feed_dict)
-        plan = self._plan_for(feed_tensors, mapper.tensors, mapper.targets)
-        if isinstance(plan, PartitionedPlan):
-            # Stepping goes op by op in one Execution: the placed ops without the
-            # Send/Recv pairs (in one process the values are the same).
-            plan = compile_plan(
-                plan.ops, plan.placement.device_of, feed_tensors, mapper.tensors, plan.graph_version,
-                optimization=plan.optimization,
-            )
+        sp = self._master.plan_for(feed_tensors, mapper.tensors, mapper.targets)
+        plan = compile_plan(
+            sp.ops, sp.placement.device_of, feed_tensors, mapper.tensors, sp.graph_version,
+            optimization=sp.optimization,
+        )
         step = Step(self)
         with self._steps_lock:
             self._stepped.add(step)
@@ -433,87 +348,6 @@ class Session:
                 tensors.append(t)
                 values.append(feed_converter(t)(v))
         return tensors, values
-
-    # --- plans ----------------------------------------------------------------------
-    def _plan_for(
-        self, feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation]
-    ) -> Plan | PartitionedPlan:
-        g = self._graph
-        key = (
-            g.version,
-            tuple(t.name for t in feeds),
-            tuple(t.name for t in fetches),
-            tuple(op.name for op in targets),
-        )
-        plan = self._plans.get(key)
-        if plan is not None:
-            return plan
-        with self._plans_lock:
-            plan = self._plans.get(key)
-            if plan is not None:
-                return plan
-            for t in list(feeds) + list(fetches):
-                if t.graph is not g:
-                    raise ValueError(f"Tensor {t.name} is not an element of this session's graph.")
-            check_outside_loops(feeds, fetches, targets)
-            ops = prune(fetches, targets, feeds)
-            opt, placement = optimize_and_place(
-                ops, feeds, fetches, targets, self._devices, self._config, self._graph_placement()
-            )
-            plan = self._compile(opt.ops, placement, feeds, fetches, g.version, opt)
-            self._plans[key] = plan
-            while len(self._plans) > _MAX_CACHED_PLANS:
-                self._plans.popitem(last=False)
-            return plan
-
-    def _graph_placement(self) -> GraphPlacement | None:
-        """The placement of the whole graph as it is now (None with one device: every
-        op goes there, step by step -- unless `log_device_placement` asks to see it).
-        With `log_device_placement`, each new placement of the graph is printed as
-        TensorFlow prints it: every op, generators (constants, placeholders) last."""
-        cfg = self._config
-        if len(self._devices) <= 1 and not cfg.log_device_placement:
-            return None
-        if self._whole is None:
-            self._whole = GraphPlacement(
-                self._devices, cfg.allow_soft_placement, cfg.placement_strategy, cfg.cost_model
-            )
-        builds = self._whole.builds
-        whole = self._whole.update(self._graph)
-        if cfg.log_device_placement and whole.builds != builds:
-            ops = [op for op in self._graph.get_operations() if op.name in whole.device_of]
-            generator = [not op._inputs and len(op._outputs) == 1 and not op._outputs[0].dtype.is_ref_dtype
-                         for op in ops]
-            for op in [o for o, gen in zip(ops, generator) if not gen] + [o for o, gen in zip(ops, generator) if gen]:
-                print(f"{op.name}: ({op.type}): {whole.device_of[op.name].name}")
-        return whole
-
-    def _compile(
-        self, ops: list[Operation], placement: Placement, feeds: list[Tensor], fetches: list[Tensor],
-        version: int, opt: Optimization | None = None,
-    ) -> Plan | PartitionedPlan:
-        """A Plan when the step uses one device (keeping the straight-line and
-        make_callable fast paths), else one Plan per device joined by Send/Recv (loops
-        across devices get control-loop skeletons) -- except for a hand-built loop
-        without a LoopCond spanning devices, which runs as one placed Plan (see
-        `partition.needs_unpartitioned`)."""
-        used = {id(d) for d in placement.device_of.values()}
-        if len(used) <= 1 or needs_unpartitioned(ops, placement.device_of, opt):
-            plan = compile_plan(ops, placement.device_of, feeds, fetches, version, optimization=opt)
-            plan.placement = placement
-            plan.optimization = opt
-            return plan
-        pg = partition(ops, placement.device_of, feeds, fetches, self._devices, optimization=opt)
-        pplan = compile_partitions(pg, version, placement)
-        pplan.ops, pplan.optimization = ops, opt
-        return pplan
-
-    def __del__(self) -> None:
-        try:
-            if self._pool is not None:
-                self._pool.shutdown(wait=False)
-        except Exception:
-            pass
 
 
 # --- default session ---------------------------------------------------------------

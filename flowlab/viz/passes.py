@@ -99,8 +99,8 @@ def passes(sess: Any, fetches: Any, feed_dict: Any = None, **draw: Any) -> Passe
       A `Passes`: `passes[i]` or `passes["placed"]` is a graphviz Digraph; in a notebook
       the stages show side by side.
     """
-    from flowlab.runtime.fetches import FetchMapper
-    from flowlab.runtime.prune import prune
+    from flowlab.runtime.client.fetches import FetchMapper
+    from flowlab.runtime.master.prune import prune
 
     g = sess.graph
     mapper = FetchMapper(g, fetches)
@@ -142,12 +142,12 @@ def _call(sess: Any, names: tuple[str, ...], fetches: Any, feed_dict: Any) -> An
 
 def _optimization(sess: Any, fetches: Any, feed_dict: Any, feeds: list[Any], mapper: Any) -> Any:
     """The session's optimization of the step: `sess.optimization(...)`, or
-    `flowlab.runtime.optimize.optimization(sess, ...)`, or the cached plan's."""
+    `flowlab.runtime.master.optimize.optimization(sess, ...)`, or the cached plan's."""
     found = _call(sess, ("optimization",), fetches, feed_dict)
     if found is not None:
         return found
     try:
-        from flowlab.runtime import optimize as opt_mod
+        from flowlab.runtime.master import optimize as opt_mod
     except ImportError:
         return None
     fn = getattr(opt_mod, "optimization", None)

@@ -1,0 +1,102 @@
+"""What the master sends a task: its partitions of one step as GraphDef JSON.
+
+`registration_messages` turns the master's `PartitionedGraph` into one
+`register_partitions` message per task (fields in flowlab.runtime.interface).
+Each partition becomes a unit:
+
+* its nodes, written by `node_to_dict` with their static output shapes
+  (`_output_shapes`, so the task's graph has the shapes the client's has) and their
+  assigned device;
+* a fed tensor becomes a `Placeholder` node of its own, `<op>/_arg<i>`, that the
+  unit's consumers read (TensorFlow's partitions read feeds from `_Arg` nodes the
+  same way), so a unit never names a node it does not hold;
+* where each node was defined (`debug_info`), for the task's error messages.
+
+The message is plain data: JSON values and nothing else (tensor attrs are base64,
+as in every GraphDef), so it can cross a process boundary as it is.
+
+Invariant: a unit's inputs name only nodes of the same unit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from flowlab.graph import graph_def as gd
+from flowlab.graph.tensor import Operation, Tensor
+from flowlab.runtime.master.partition import DevicePartition, PartitionedGraph
+
+__all__ = ["registration_messages", "unit_message"]
+
+
+def registration_messages(
+    handle: str, graph_version: int, pg: PartitionedGraph, num_feeds: int, task_of_device: dict[str, Any],
+    node_device: dict[str, str] | None = None,
+) -> list[tuple[Any, dict[str, Any]]]:
+    """(task, message) per task holding a partition of `pg`.  `node_device`: op name
+    -> device for a unit whose nodes keep different devices (one unpartitioned unit)."""
+    by_task: dict[int, tuple[Any, list[DevicePartition]]] = {}
+    for part in pg.partitions:
+        task = task_of_device[part.device.name]
+        by_task.setdefault(id(task), (task, []))[1].append(part)
+    out = []
+    for task, parts in by_task.values():
+        names = {op.name for p in parts for op in p.ops}
+        debug: dict[str, Any] = {}
+        units = [unit_message(p, debug, node_device) for p in parts]
+        pairs = [{"send_op": pr.send_op, "recv_op": pr.recv_op, "key": pr.key}
+                 for pr in pg.pairs if pr.send_op in names and pr.recv_op in names]
+        sequence = [op.name for op in pg.sequence if op.name in names] if len(parts) > 1 else None
+        out.append((task, {
+            "handle": handle, "graph_version": graph_version, "units": units, "pairs": pairs,
+            "sequence": sequence, "num_feeds": num_feeds, "num_fetches": pg.num_fetches, "debug_info": debug,
+        }))
+    return out
+
+
+def unit_message(part: DevicePartition, debug: dict[str, Any], node_device: dict[str, str] | None = None
+                 ) -> dict[str, Any]:
+    """One partition as a unit (see the module docstring); adds to `debug`."""
+    taken = {op.name for op in part.ops}
+    arg_of: dict[tuple[int, int], str] = {}
+    nodes: list[dict[str, Any]] = []
+    device = part.device.name
+    for t in part.feeds:
+        name = _fresh(f"{t.op.name}/_arg{t.value_index}", taken)
+        arg_of[(id(t.op), t.value_index)] = name
+        nodes.append(_placeholder(name, t, device))
+    device_of: Callable[[Operation], str] = (
+        (lambda op: device) if node_device is None else (lambda op: node_device.get(op.name, device)))
+    for op in part.ops:
+        node = gd.node_to_dict(op, add_shapes=True)
+        node["input"] = [arg_of.get((id(t.op), t.value_index)) or gd._input_name(t) for t in op._inputs] + [
+            "^" + c.name for c in op._control_inputs]
+        node["device"] = device_of(op)
+        nodes.append(node)
+        if op._traceback:
+            debug[op.name] = [[f.filename, f.lineno, f.name] for f in op._traceback]
+    return {
+        "graph_def": {"format": gd.FORMAT, "version": gd.VERSION, "node": nodes, "library": {}},
+        "feeds": [arg_of[(id(t.op), t.value_index)] + ":0" for t in part.feeds],
+        "feed_index": list(part.feed_index),
+        "fetches": [t.name for t in part.fetches],
+        "fetch_index": list(part.fetch_index),
+    }
+
+
+def _placeholder(name: str, t: Tensor, device: str) -> dict[str, Any]:
+    return {
+        "name": name, "op": "Placeholder", "input": [], "device": device,
+        "attr": {"dtype": gd.attr_to_json(t.dtype.base_dtype, "type"),
+                 "shape": gd.attr_to_json(t.shape, "shape")},
+    }
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, i = base, 1
+    while name in taken:
+        name = f"{base}_{i}"
+        i += 1
+    taken.add(name)
+    return name

@@ -1,0 +1,1 @@
+"""A task: devices and their state, registered partitions compiled and run (flowlab.runtime.task.task)."""

@@ -1,0 +1,112 @@
+"""A registered partition: the GraphDef JSON a task is sent, imported into a graph of
+the task's own.
+
+A task never sees the client's Graph.  Each unit of a `register_partitions`
+message (flowlab.runtime.interface) is a GraphDef whose nodes carry their assigned
+device; `import_unit` re-creates its ops in a fresh Graph (never a default graph,
+and never the client's), gives each op the definition site the message's
+`debug_info` records (so errors quote the user's code, as they do for the client's
+ops), resolves `func` attrs by name (flowlab.graph.function_registry), and returns
+the ops in the message's order with the tensors the step feeds and fetches.
+
+Kernel state is found by name on a device (variables, queues, iterators, random
+generators), so ops imported here read and write the same state as the client's
+ops of the same names would: a task's devices, not its graphs, hold state.
+
+Invariant: the imported graph holds exactly the message's nodes, under the same
+names, in the same order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowlab import errors
+from flowlab.graph.function_registry import lookup_function
+from flowlab.graph.graph import Graph
+from flowlab.graph.tensor import Frame, Operation, Tensor
+from flowlab.ops.importer import import_graph_def
+from flowlab.runtime.task.device import Device
+
+
+@dataclass
+class ImportedUnit:
+    """One unit of a registration, as ops of the task's own graph."""
+
+    graph: Graph
+    ops: list[Operation]  # the message's node order (topological), without the feeds' nodes
+    device_of: dict[str, Device]  # op name -> this task's device
+    feeds: list[Tensor] = field(default_factory=list)
+    feed_index: list[int] = field(default_factory=list)
+    fetches: list[Tensor] = field(default_factory=list)
+    fetch_index: list[int] = field(default_factory=list)
+
+    @property
+    def device(self) -> Device:
+        """The unit's device (the first node's: a partition has one)."""
+        return next(iter(self.device_of.values()))
+
+
+def import_unit(unit: dict[str, Any], devices: dict[str, Device], debug_info: dict[str, Any]) -> ImportedUnit:
+    """Import one unit of a `register_partitions` message (see the module docstring).
+
+    Raises:
+      InvalidArgumentError: a node names a device this task does not have, or a feed
+        or fetch names no tensor of the unit.
+    """
+    gd = unit["graph_def"]
+    g = Graph()
+    with g.as_default():
+        import_graph_def(gd, name="")
+    ops: list[Operation] = []
+    device_of: dict[str, Device] = {}
+    # The feeds' Placeholder nodes stand for values the step is given: never run.
+    args = {name.rsplit(":", 1)[0] for name in unit.get("feeds", [])}
+    for node in gd["node"]:
+        if node["name"] in args:
+            continue
+        op = g.get_operation_by_name(node["name"])
+        dev = devices.get(node.get("device") or "")
+        if dev is None:
+            raise errors.InvalidArgumentError(
+                None, None,
+                f"Node '{node['name']}' was assigned to device '{node.get('device')}', which this task "
+                f"does not have; its devices are {sorted(devices)}.",
+            )
+        frames = debug_info.get(node["name"])
+        if frames:
+            op._traceback = tuple(Frame(str(f), int(ln), str(fn)) for f, ln, fn in frames)
+        _resolve_functions(op)
+        ops.append(op)
+        device_of[op.name] = dev
+    out = ImportedUnit(g, ops, device_of)
+    out.feeds = [_tensor(g, n) for n in unit.get("feeds", [])]
+    out.feed_index = [int(i) for i in unit.get("feed_index", [])]
+    out.fetches = [_tensor(g, n) for n in unit.get("fetches", [])]
+    out.fetch_index = [int(i) for i in unit.get("fetch_index", [])]
+    return out
+
+
+def _tensor(g: Graph, name: str) -> Tensor:
+    try:
+        return g.get_tensor_by_name(name)
+    except (KeyError, ValueError) as e:
+        raise errors.InvalidArgumentError(None, None, f"The registered partition has no tensor '{name}': {e}") from None
+
+
+def _resolve_functions(op: Operation) -> None:
+    """A `func` attr imports as its name: put the function object back."""
+    od = op.op_def
+    if od is None:
+        return
+    for key, adef in od.attrs.items():
+        if adef.kind == "func" and isinstance(op._attrs.get(key), str):
+            fn = lookup_function(op._attrs[key])
+            if fn is None:
+                raise errors.NotFoundError(
+                    None, None,
+                    f"Node '{op.name}' ({op.type}) calls function '{op._attrs[key]}', which is not "
+                    "defined in this process.",
+                )
+            op._attrs[key] = fn

@@ -1,0 +1,265 @@
+"""An in-process task: devices and their state, registered partitions, running steps.
+
+`LocalTask` answers the task interface (flowlab.runtime.interface) inside the
+client's process; the local Session is a master plus one of these.  What it keeps:
+
+* its devices (`local_devices`: the virtual CPUs of `device_count`, the GPUs CuPy
+  finds), whose resource managers hold every variable, queue and iterator of the
+  task -- state outlives steps and registrations, and goes with `close()`;
+* per registered handle, the compiled form of the partitions it was sent
+  (flowlab.runtime.task.partitioned_plan): imported from GraphDef JSON, compiled
+  once, read-only, shared by concurrent steps;
+* per running step (by the master's step id): its `Step` (undo log, cancellation,
+  deadline) and its rendezvous table, dropped when the step ends.
+
+Running a step picks a path as the session always did: a plan whose ops are all
+plain kernels runs as its generated straight-line function (several partitions of
+one task as one fused function); anything else (waiting kernels, control flow, a
+listener, a trace, a pool with two or more expensive kernels) on the dataflow
+executor.  Both give the same values.  A step that fails rolls back every write it
+made on this task before the error leaves `run`; `abort_step` cancels a running one.
+
+In-process calls pass arrays without copying and raise the kernels' own errors (with
+their op); listeners receive the executor's events directly.  Over a network the
+same calls carry the interface's messages (errors as `error_to_message`).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from flowlab import errors
+from flowlab.kernels.sendrecv_kernels import LocalRendezvous
+from flowlab.runtime.interface import DeviceAttributes
+from flowlab.runtime.task.device import Device, local_devices
+from flowlab.runtime.task.executor import Execution, Listener
+from flowlab.runtime.task.partitioned_plan import PartitionedPlan, compile_units, run_partitioned
+from flowlab.runtime.task.plan import Plan, run_straight_line
+from flowlab.runtime.task.registration import import_unit
+from flowlab.runtime.task.rendezvous import RendezvousManager
+from flowlab.runtime.task.step import Step
+
+__all__ = ["LocalTask", "Registered"]
+
+
+@dataclass
+class Registered:
+    """What a task keeps per handle: the compiled plan and how its feeds and fetches
+    map onto the step's lists (None: the identity, the common case)."""
+
+    plan: Plan | PartitionedPlan
+    num_fetches: int
+    feed_index: list[int] | None
+    fetch_index: list[int] | None
+    # An unwatched step may run a generated straight-line function: a single plan's
+    # (plain kernels only, none that waits) or the partitions' fused one.
+    fast: bool = False
+
+    def fetched(self, values: list[Any]) -> list[Any]:
+        """A single plan's fetch values at their positions in the step's fetch list."""
+        if self.fetch_index is None:
+            return values
+        out: list[Any] = [None] * self.num_fetches
+        for i, v in zip(self.fetch_index, values):
+            out[i] = v
+        return out
+
+
+class LocalTask:
+    """One task of this process (see the module docstring)."""
+
+    def __init__(self, job: str = "localhost", task_index: int = 0, device_count: dict[str, int] | None = None,
+                 inter_op_threads: int = 0) -> None:
+        self.name = f"/job:{job}/replica:0/task:{task_index}"
+        self.devices: list[Device] = local_devices(device_count, job, task_index)
+        self._device_of = {d.name: d for d in self.devices}
+        self.incarnation = random.getrandbits(63)
+        self._handles: dict[str, Registered] = {}
+        self._handles_lock = threading.Lock()
+        self.rendezvous = RendezvousManager()
+        self._active: dict[int, Step] = {}
+        self._active_lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(inter_op_threads, "flowlab-op") if inter_op_threads > 1 else None
+        self._closed = False
+
+    # --- the interface ------------------------------------------------------------
+    def register_partitions(self, message: dict[str, Any]) -> dict[str, Any]:
+        debug = message.get("debug_info") or {}
+        units = [import_unit(u, self._device_of, debug) for u in message["units"]]
+        num_fetches = int(message["num_fetches"])
+        plan = compile_units(units, int(message["graph_version"]), num_fetches,
+                             list(message.get("pairs") or []), message.get("sequence"))
+        if isinstance(plan, Plan):
+            u = units[0]
+            n_feeds = int(message.get("num_feeds", len(u.feed_index)))
+            feed_index = None if u.feed_index == list(range(n_feeds)) else u.feed_index
+            fetch_index = None if u.fetch_index == list(range(num_fetches)) else u.fetch_index
+            reg = Registered(plan, num_fetches, feed_index, fetch_index,
+                             self.straight(plan, None, False) and not plan.has_async)
+        else:
+            reg = Registered(plan, num_fetches, None, None,
+                             plan.fused is not None and self.straight(plan.fused, None, False))
+        with self._handles_lock:
+            self._handles[message["handle"]] = reg
+        return {"handle": message["handle"], "task": self.name, "incarnation": self.incarnation}
+
+    def run_step(self, message: dict[str, Any]) -> dict[str, Any]:
+        values = self.run(message["handle"], int(message["step_id"]), list(message.get("feeds") or []),
+                          int(message.get("timeout_ms") or 0), traced=bool(message.get("trace")))
+        return {"values": values}
+
+    def recv_tensor(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The value a Send of this task gave `key` in step `step_id`, waiting for it
+        up to `timeout_ms` (0: until the step ends)."""
+        table = self.rendezvous.find_or_create(int(message["step_id"]))
+        got: dict[str, Any] = {}
+        done = threading.Event()
+
+        def callback(value: Any, error: BaseException | None) -> None:
+            got["value"], got["error"] = value, error
+            done.set()
+
+        table.recv(str(message["key"]), callback)
+        timeout = int(message.get("timeout_ms") or 0)
+        if not done.wait(timeout / 1000.0 if timeout > 0 else None):
+            raise errors.DeadlineExceededError(
+                None, None, f"RecvTensor of '{message['key']}' on {self.name} timed out after {timeout} ms.")
+        if got["error"] is not None:
+            raise got["error"]
+        from flowlab.kernels.sendrecv_kernels import DEAD
+
+        dead = got["value"] is DEAD
+        return {"value": None if dead else got["value"], "is_dead": dead}
+
+    def abort_step(self, message: dict[str, Any]) -> dict[str, Any]:
+        with self._active_lock:
+            step = self._active.get(int(message["step_id"]))
+        if step is None:
+            return {"aborted": False}
+        step.get_cancellation().cancel(errors.AbortedError(None, None, str(message.get("reason") or "Step aborted.")))
+        return {"aborted": True}
+
+    def deregister_partitions(self, message: dict[str, Any]) -> dict[str, Any]:
+        with self._handles_lock:
+            return {"deregistered": self._handles.pop(message["handle"], None) is not None}
+
+    def status(self, message: dict[str, Any] | None = None) -> dict[str, Any]:
+        with self._active_lock:
+            running = len(self._active)
+        return {
+            "task": self.name, "incarnation": self.incarnation,
+            "devices": [self.device_attributes(d).to_message() for d in self.devices],
+            "handles": len(self._handles), "running_steps": running,
+        }
+
+    @staticmethod
+    def device_attributes(d: Device) -> DeviceAttributes:
+        return DeviceAttributes(d.name, d.device_type, d.memory_limit_bytes, d.incarnation)
+
+    # --- running (the in-process form of run_step) ----------------------------------
+    def compiled(self, handle: str) -> Registered:
+        return self._handles[handle]
+
+    def run(self, handle: str, step_id: int, feeds: list[Any], timeout_ms: int = 0,
+            listener: Listener | None = None, traced: bool = False) -> list[Any]:
+        """One step of `handle`: this task's fetch values at their positions in the
+        step's fetch list (None where a feed or another task answers)."""
+        if self._closed:
+            raise errors.CancelledError(None, None, "Session has been closed.")
+        reg = self._handles[handle]
+        plan = reg.plan
+        if reg.fast and listener is None and not traced and reg.feed_index is None and type(plan) is Plan:
+            return reg.fetched(run_straight_line(plan, Step(None, None, step_id), feeds))
+        if type(plan) is PartitionedPlan:
+            return self._run_partitioned(plan, step_id, feeds, timeout_ms, listener, traced)
+        if reg.feed_index is not None:
+            feeds = [feeds[j] for j in reg.feed_index]
+        straight = self.straight(plan, listener, traced)
+        if straight and not plan.has_async:
+            return reg.fetched(run_straight_line(plan, Step(None, None, step_id), feeds))
+        deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
+        step = Step(None, deadline, step_id)
+        self._enter(step)
+        try:
+            if straight:  # may wait (a queue): registered so that close() can cancel it
+                return reg.fetched(run_straight_line(plan, step, feeds))
+            return reg.fetched(Execution(plan, step, feeds, listener, self._pool, deadline).run())
+        finally:
+            self._leave(step)
+
+    def _run_partitioned(self, plan: PartitionedPlan, step_id: int, feeds: list[Any], timeout_ms: int,
+                         listener: Listener | None, traced: bool) -> list[Any]:
+        """Unwatched, and when the plan has one, the fused straight-line function (its
+        Recvs never wait: the step's own table is enough).  Otherwise every partition
+        an Execution of one Step, whose table in the task's rendezvous manager is
+        dropped at the end."""
+        fused = plan.fused
+        if fused is not None and self.straight(fused, listener, traced):
+            step = Step(None, None, step_id)
+            step.rendezvous = LocalRendezvous(step_id)
+            vals = run_straight_line(fused, step, [feeds[j] for j in plan.fused_feed_index])
+            out: list[Any] = [None] * plan.num_fetches
+            for i, v in zip(fused.fetch_positions, vals):  # type: ignore[attr-defined]
+                out[i] = v
+            return out
+        deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms and timeout_ms > 0 else None
+        step = Step(None, deadline, step_id)
+        rdv = step.rendezvous = self.rendezvous.find_or_create(step_id)
+        step.get_cancellation().register(lambda: rdv.abort(errors.CancelledError(
+            None, None, "A Recv was cancelled: the step was aborted (an op failed, the deadline "
+            "passed or the session was closed)."
+        )))
+        self._enter(step)
+        try:
+            return run_partitioned(plan, step, feeds, listener, self._pool, deadline)
+        finally:
+            self._leave(step)
+            self.rendezvous.cleanup(step_id)
+
+    def straight(self, plan: Plan, listener: Listener | None, traced: bool) -> bool:
+        """Whether a step of `plan` may take the generated straight-line path: nobody
+        watches its ops, and no op pool should overlap its expensive kernels."""
+        return (
+            plan.straight_line is not None and listener is None and not traced
+            and not (self._pool is not None and plan.num_expensive >= 2)
+        )
+
+    def _enter(self, step: Step) -> None:
+        with self._active_lock:
+            self._active[step.step_id] = step
+        if self._closed:  # closed while this step was starting
+            self._leave(step)
+            raise errors.CancelledError(None, None, "Session has been closed.")
+
+    def _leave(self, step: Step) -> None:
+        with self._active_lock:
+            self._active.pop(step.step_id, None)
+
+    # --- lifetime (in-process: the task lives as long as its session) --------------
+    def close(self) -> None:
+        """Cancel running steps and release all state (variables, queues)."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._active_lock:
+            steps = list(self._active.values())
+        for s in steps:
+            s.get_cancellation().cancel(errors.CancelledError(None, None, "Session has been closed."))
+        for d in self.devices:
+            d.resources.clear()
+        with self._handles_lock:
+            self._handles.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
+    def __del__(self) -> None:
+        try:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+        except Exception:
+            pass
