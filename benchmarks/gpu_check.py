@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _harness import emit  # noqa: E402
 
 import flowlab as fl  # noqa: E402
-from flowlab.runtime import gpu  # noqa: E402
+from flowlab.runtime.task import gpu  # noqa: E402
 
 SIZES = (784, 512, 512, 10)
 BATCH = 256

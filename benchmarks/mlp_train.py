@@ -95,7 +95,7 @@ def numpy_step() -> Callable[[], float]:
     """Adam on a hand-written step: GEMMs in BLAS-friendly layouts, every temporary
     reused in place, and the parameters and slots updated in place (flowlab does that
     too since session 5, but only after the step's last op, and only for arrays that
-    nothing else holds: flowlab/runtime/deferred_updates.py)."""
+    nothing else holds: flowlab/runtime/task/deferred_updates.py)."""
     x, y, ws0 = data()
     params = []
     for w0 in ws0:

@@ -95,8 +95,8 @@ def optimizer_figures(tf1, n: int, calls: int) -> dict[str, object]:
 def bench_dataflow(n: int, calls: int, listener: bool) -> dict[str, float]:
     """The same chain on flowlab's dataflow executor (the path taken by plans with
     control flow or several asynchronous ops), with or without an event listener."""
-    from flowlab.runtime.executor import Execution
-    from flowlab.runtime.step import Step
+    from flowlab.runtime.task.executor import Execution
+    from flowlab.runtime.task.step import Step
 
     g = fl.Graph()
     with g.as_default():

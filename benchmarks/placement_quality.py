@@ -10,7 +10,7 @@ Three placements of the same graph:
 * greedy: `ConfigProto(placement_strategy="greedy")`, the cost-model simulation.
 
 For each: the predicted step time (the placement replayed on the cost model,
-`flowlab.runtime.cost_model.simulate`), the measured step time, and how many
+`flowlab.runtime.master.cost_model.simulate`), the measured step time, and how many
 devices and cross-device edges it uses.  Measured times depend on the partitioned
 executor and on how many cores BLAS already uses per matmul.
 
@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import emit, per_call_us  # noqa: E402
 
 import flowlab as fl  # noqa: E402
-from flowlab.runtime.cost_model import CostModel, simulate  # noqa: E402
-from flowlab.runtime.optimize import optimization  # noqa: E402
+from flowlab.runtime.master.cost_model import CostModel, simulate  # noqa: E402
+from flowlab.runtime.master.optimize import optimization  # noqa: E402
 
 
 def build(towers: int, depth: int, size: int, cpus: int, round_robin: bool):
@@ -94,9 +94,9 @@ def measure(args: argparse.Namespace, strategy: str, round_robin: bool, cm: Cost
 def whole_graph_cost(n_ops: int, cpus: int) -> dict[str, dict[str, float]]:
     """CPU ms: the whole-graph placement of an `n_ops` chain, one step read from it, and
     the same step placed alone (the per-step placement of session 2)."""
-    from flowlab.runtime.device import local_devices
-    from flowlab.runtime.placement import GraphPlacement, place
-    from flowlab.runtime.prune import prune
+    from flowlab.runtime.task.device import local_devices
+    from flowlab.runtime.master.placement import GraphPlacement, place
+    from flowlab.runtime.master.prune import prune
 
     g = fl.Graph()
     with g.as_default():

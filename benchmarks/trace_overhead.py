@@ -39,7 +39,7 @@ from _rounds import interleaved_ms  # noqa: E402
 from mlp_train import build  # noqa: E402
 
 import flowlab as fl  # noqa: E402
-from flowlab.runtime.step_stats import StepStatsCollector  # noqa: E402
+from flowlab.runtime.client.step_stats import StepStatsCollector  # noqa: E402
 
 BASE = "untraced_run"
 
@@ -104,9 +104,9 @@ class _Capture:
 
 
 def bench_flowlab(steps: int, rounds: int, only: list[str] | None = None) -> dict[str, Any]:
-    from flowlab.runtime.executor import Execution
-    from flowlab.runtime.fetches import FetchMapper
-    from flowlab.runtime.step import Step
+    from flowlab.runtime.task.executor import Execution
+    from flowlab.runtime.client.fetches import FetchMapper
+    from flowlab.runtime.task.step import Step
 
     g, init, fetches, feed = build(fl)
     sess = fl.Session(graph=g)

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import emit, load_tf1, tf_session_config  # noqa: E402
 
 import flowlab as fl  # noqa: E402
-from flowlab.runtime import loop_fusion  # noqa: E402
+from flowlab.runtime.task import loop_fusion  # noqa: E402
 
 
 def build(tf):

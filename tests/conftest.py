@@ -62,3 +62,18 @@ def tf1():
         pytest.skip("tensorflow is not installed (pip install tensorflow-cpu)")
     tf.reset_default_graph()
     return tf
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--serialize-task-messages", action="store_true",
+        help="Every Session's task is a SerializingTask: each task-interface message and "
+             "reply crosses Dask's serialization (tests/runtime/serializing_task.py).")
+
+
+def pytest_configure(config):
+    if config.getoption("--serialize-task-messages"):
+        from flowlab.runtime import session as session_mod
+        from tests.runtime.serializing_task import SerializingTask
+
+        session_mod.LocalTask = SerializingTask  # type: ignore[misc]

@@ -53,6 +53,9 @@ class _ControlDependencies:
 class Graph:
     """A TensorFlow 1.x dataflow graph. Use `with g.as_default():` to build into it."""
 
+    # A task's graph of imported partitions also accepts the runtime's `_` names.
+    _internal_names = False
+
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._ops: list[Operation] = []
@@ -352,7 +355,7 @@ class Graph:
         do not fit never appears in it.
         """
         self._check_not_finalized()
-        if not _VALID_OP_NAME.match(name):
+        if not _VALID_OP_NAME.match(name) and not (self._internal_names and _INTERNAL_OP_NAME.match(name)):
             raise ValueError(
                 f"'{name}' is not a valid node name. Accepted names conform to Regex "
                 f"/{_VALID_OP_NAME.pattern}/"
@@ -574,6 +577,9 @@ class Graph:
 # TensorFlow's rules: an op name (and a root scope) starts with a letter, digit or
 # "."; a nested scope may also start with "_", "-", "/" or "\\".
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
+# Names the runtime gives the ops it adds (`_cloop...`, `_arg_x_0_0`), as TensorFlow's
+# partitions hold them; only a graph built from partitions accepts them.
+_INTERNAL_OP_NAME = re.compile(r"^_[A-Za-z0-9_.\\/>-]*$")
 _VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\\/>-]*$")
 
 

@@ -61,6 +61,7 @@ from flowlab import errors
 
 __all__ = [
     "DeviceAttributes", "Task", "check_plain", "error_from_message", "error_to_message",
+    "values_from_wire", "values_to_wire",
 ]
 
 
@@ -121,6 +122,18 @@ def check_plain(message: Any, where: str = "message") -> None:
             check_plain(v, f"{where}[{i}]")
         return
     raise TypeError(f"{where}: {type(message).__name__} is not plain data (dicts, lists, strings, numbers, arrays)")
+
+
+def values_to_wire(values: list[Any]) -> list[Any]:
+    """Feed or fetch values for a message: arrays as they are, a NumPy scalar (what a
+    step returns for a 0-d value) as `{"scalar": 0-d array}` so its type survives
+    transports that carry arrays but not NumPy scalars."""
+    return [{"scalar": np.asarray(v)} if isinstance(v, np.generic) else v for v in values]
+
+
+def values_from_wire(values: list[Any]) -> list[Any]:
+    """The inverse of `values_to_wire`."""
+    return [v["scalar"][()] if isinstance(v, dict) and "scalar" in v else v for v in values]
 
 
 def error_to_message(exc: BaseException) -> dict[str, Any]:

@@ -135,7 +135,7 @@ class Session:
         A step on one device has one partition and no pairs.  Each GraphDef is a JSON
         dict that also reads as TensorFlow's proto (`gd.node[0].op`; see
         `flowlab.runtime.client.run_metadata`)."""
-        return step_partitions(self._plan_of(fetches, feed_dict), self._devices)
+        return step_partitions(self._view_plan(self._step_plan_of(fetches, feed_dict)), self._devices)
 
     def _step_plan_of(self, fetches: Any, feed_dict: Any) -> StepPlan:
         self._check_open()
@@ -166,6 +166,19 @@ class Session:
         if isinstance(plan, PartitionedPlan):
             plan.ops, plan.fed_fetches, plan.source = sp.ops, sp.fed_fetches, sp.partitioned
         return plan
+
+    def _view_plan(self, sp: StepPlan) -> Plan | PartitionedPlan:
+        """What pictures and RunMetadata show of a step: the task's partitions with the
+        master's views, or for a step on one device, the placed step compiled here
+        from the client's ops (so names and inputs are the client's)."""
+        if sp.multi_device:
+            return self._compiled(sp)
+        if sp.view is None:
+            plan = compile_plan(sp.ops, sp.placement.device_of, sp.feeds, sp.fetches, sp.graph_version,
+                                straight_line=False, optimization=sp.optimization)
+            plan.placement, plan.optimization = sp.placement, sp.optimization
+            sp.view = plan
+        return sp.view
 
     def set_listener(self, listener: Listener | None) -> Listener | None:
         """Receive `ExecEvent`s of every step (the profiler and live views use this);
@@ -242,7 +255,7 @@ class Session:
         the metadata TensorFlow leaves (partition graphs when asked, traced or not)."""
         trace = traced(options, run_metadata)
         values = self._execute(sp, feed_values, options, run_metadata if trace else None, self._listener)
-        fill_run_metadata(run_metadata, options, self._compiled(sp), trace, self._devices)
+        fill_run_metadata(run_metadata, options, self._view_plan(sp), trace, self._devices)
         return values
 
     def make_callable(
@@ -280,7 +293,11 @@ class Session:
                 return call_general(*args)
             if len(args) != n:
                 raise TypeError(f"This callable takes {n} feed values, got {len(args)}.")
-            return build(run(handle, next_step_id(), [c(a) for c, a in zip(converters, args)]))
+            try:
+                return build(run(handle, next_step_id(), [c(a) for c, a in zip(converters, args)]))
+            except errors.OpError as e:
+                session._client_error(e)
+                raise
 
         return call
 
@@ -299,8 +316,12 @@ class Session:
             collector = StepStatsCollector(session_resolver(self, self._compiled(sp)))
             listener = chain_listeners(collector.listen, listener)
         if sp.tasks:
-            values = self._task.run(sp.handle, next_step_id(), feed_values, timeout_ms or 0, listener,
-                                    traced=collector is not None)
+            try:
+                values = self._task.run(sp.handle, next_step_id(), feed_values, timeout_ms or 0, listener,
+                                        traced=collector is not None)
+            except errors.OpError as e:
+                self._client_error(e)
+                raise
         else:
             values = [None] * sp.num_fetches
         if sp.fed_fetches:
@@ -309,6 +330,13 @@ class Session:
         if collector is not None and run_metadata is not None:
             collector.fill(run_metadata)
         return values
+
+    def _client_error(self, e: errors.OpError) -> None:
+        """A task's error names its own copy of an op: name the client's op of that
+        name instead, as TensorFlow's session does (`e.op` is an op of `sess.graph`)."""
+        op = getattr(e, "_op", None)
+        if op is not None and op.graph is not self._graph:
+            e._op = self._graph._by_name.get(op.name, op)
 
     def start_execution(
         self, fetches: Any, feed_dict: dict[Any, Any] | None = None, listener: Listener | None = None

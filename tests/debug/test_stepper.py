@@ -302,7 +302,7 @@ def test_a_nan_fed_in_stops_at_its_first_reader():
 
 
 def test_stepping_a_while_loop_reports_frame_and_iteration():
-    pytest.importorskip("flowlab.runtime.frames")
+    pytest.importorskip("flowlab.runtime.task.frames")
     from flowlab.ops.while_loop import while_loop
 
     g = fl.Graph()

@@ -7,7 +7,7 @@ import pytest
 
 import flowlab as fl
 from flowlab import errors
-from flowlab.runtime.step_stats import StepStatsCollector, task_of
+from flowlab.runtime.client.step_stats import StepStatsCollector, task_of
 from tests.runtime import testing_ops as T
 
 FULL = fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE)

@@ -1,6 +1,6 @@
 """A variable read consumed on another device of the same process sees the variable as
 of when the consumer runs: TensorFlow's in-process Send shares the variable's buffer,
-flowlab's partitioner sends the variable itself (flowlab/runtime/partition_refs.py).
+flowlab's partitioner sends the variable itself (flowlab/runtime/master/partition_refs.py).
 Programs pinned over four CPUs, compared with TensorFlow step after step."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import flowlab as fl
 from flowlab.debug import Stepper
-from flowlab.runtime import partition as partition_mod
+from flowlab.runtime.master import partition as partition_mod
 from flowlab.runtime import session as session_mod
 from tests.programs.test_device_programs import assert_same_on_devices, run_program
 
@@ -264,7 +264,7 @@ def _run_one_device(build, steps=1, stepper=False):
 
 @pytest.mark.parametrize("fused", [True, False])
 def test_reads_entering_loops_on_the_fused_and_the_general_frame_paths(monkeypatch, fused):
-    from flowlab.runtime import loop_fusion
+    from flowlab.runtime.task import loop_fusion
 
     monkeypatch.setattr(loop_fusion, "ENABLED", fused)
     assert _run_one_device(read_entering_a_nested_loop)[0][0][1] == 42.0

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from flowlab.graph.device_spec import DeviceSpec
-from flowlab.runtime.gpu import GpuDevice
+from flowlab.runtime.task.gpu import GpuDevice
 
 _ALLOW_HOST = frozenset({"asarray", "array", "asanyarray", "ascontiguousarray"})
 # The ufuncs whose `at` CuPy has (13 and later: its ufuncs with a scatter_op);

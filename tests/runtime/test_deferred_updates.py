@@ -1,4 +1,4 @@
-"""Deferred variable updates (flowlab.runtime.deferred_updates): an optimizer update at
+"""Deferred variable updates (flowlab.runtime.task.deferred_updates): an optimizer update at
 the end of its straight-line step, in place when its variables hold their arrays
 alone -- with the values of the logged update, nothing written by a step that fails,
 and no array anyone else holds ever changed."""
@@ -14,7 +14,7 @@ import pytest
 import flowlab as fl
 from flowlab.kernels.in_place_updates import InPlaceUpdate
 from flowlab.ops import training_ops
-from flowlab.runtime import deferred_updates
+from flowlab.runtime.task import deferred_updates
 
 
 @pytest.fixture
@@ -144,7 +144,7 @@ def test_a_read_after_the_update_in_the_same_step_sees_the_update(monkeypatch, w
         np.testing.assert_array_equal(got, sess.run(w))
         assert not np.array_equal(got, w0)
         plan = sess._plan_of(w_after, feed)
-        from flowlab.runtime.straight_line import _line_order
+        from flowlab.runtime.task.straight_line import _line_order
         order = _line_order(plan.nodes)
         names = {plan.nodes[i].op.name for i in deferred_updates.deferrable(order, plan.fetch_slots)}
         assert names == {"Adam/update_b/ApplyAdam"}  # b is read by nothing later
@@ -156,7 +156,7 @@ def test_deferrable_names_the_updates_whose_variables_nothing_later_uses():
         sess.run(fl.global_variables_initializer())
         sess.run(train, feed)
         plan = sess._plan_of(train, feed)
-        from flowlab.runtime.straight_line import _line_order
+        from flowlab.runtime.task.straight_line import _line_order
         order = _line_order(plan.nodes)
         names = {plan.nodes[i].op.name for i in deferred_updates.deferrable(order, plan.fetch_slots)}
         assert names == {"Adam/update_w/ApplyAdam", "Adam/update_b/ApplyAdam"}

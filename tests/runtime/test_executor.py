@@ -11,7 +11,7 @@ import pytest
 import flowlab as fl
 from flowlab import errors
 from flowlab.kernels.registry import DEAD
-from flowlab.runtime.prune import prune
+from flowlab.runtime.master.prune import prune
 from tests.runtime import testing_ops as T
 
 

@@ -1,4 +1,4 @@
-"""Buffer forwarding on the straight-line path (flowlab.runtime.forwarding and the
+"""Buffer forwarding on the straight-line path (flowlab.runtime.task.forwarding and the
 registry's `can_forward`): an elementwise kernel writes into an input that dies at it,
 values never change, and no value anyone can still see is ever overwritten."""
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import flowlab as fl
 from flowlab.kernels import math_kernels, nn_kernels, registry
-from flowlab.runtime import forwarding
+from flowlab.runtime.task import forwarding
 from flowlab.runtime.config import ConfigProto, GraphOptions, OptimizerOptions
 
 NO_OPTIMIZATION = ConfigProto(
@@ -340,7 +340,7 @@ def test_adam_computes_its_denominator_in_the_dying_gradient(monkeypatch):
                     assert nodes["Adam/update_Variable/ApplyAdam"] == (9,)
                 for _ in range(4):
                     # Fetching the variables keeps their updates in the step (not
-                    # deferred: flowlab.runtime.deferred_updates), so the logged path runs.
+                    # deferred: flowlab.runtime.task.deferred_updates), so the logged path runs.
                     sess.run([train] + variables, feed)
                 results.append(sess.run(variables))
     assert calls["into_grad"] >= 4  # the weight's update, every step with forwarding on

@@ -10,8 +10,8 @@ import pytest
 
 import flowlab as tf
 from flowlab import errors
-from flowlab.runtime.executor import Execution, run_executions
-from flowlab.runtime.step import Step
+from flowlab.runtime.task.executor import Execution, run_executions
+from flowlab.runtime.task.step import Step
 from tests.runtime import testing_ops as T
 
 
@@ -102,7 +102,7 @@ from flowlab.ops import control_flow_ops as cf  # noqa: E402
 from flowlab.ops.builder import apply_op  # noqa: E402
 from flowlab.ops.gradient_registry import not_differentiable  # noqa: E402
 from flowlab.ops.op_def import op_def  # noqa: E402
-from flowlab.runtime.frames import FrameExecution  # noqa: E402
+from flowlab.runtime.task.frames import FrameExecution  # noqa: E402
 
 
 def while_by_hand(cond, body, loop_vars, name="loop", parallel_iterations=10, invariants=()):

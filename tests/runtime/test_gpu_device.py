@@ -1,8 +1,8 @@
 """GPU devices: creation, host transfers, and whole steps placed on a (fake) GPU.
 
 Whole steps run on the fake GPU of tests/runtime/fake_gpu.py, added to a session's
-devices by patching `local_devices` in the session module.  The runtime moves
-feeds, fetches and constants across the host boundary (flowlab/runtime/plan.py).  With
+devices by patching `local_devices` in the task module.  The runtime moves
+feeds, fetches and constants across the host boundary (flowlab/runtime/task/plan.py).  With
 `FLOWLAB_REAL_GPU=1` the same steps run on the real CuPy GPU.
 """
 
@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 import flowlab as fl
-import flowlab.runtime.session as session_mod
+import flowlab.runtime.task.task as task_mod
 from flowlab.kernels.registry import find_kernel
-from flowlab.runtime import gpu
-from flowlab.runtime.device import local_devices
-from flowlab.runtime.plan import NodeContext
+from flowlab.runtime.task import gpu
+from flowlab.runtime.task.device import local_devices
+from flowlab.runtime.task.plan import NodeContext
 from tests.runtime.fake_gpu import FakeGpuArray, fake_gpu_device
 
 REAL = os.environ.get("FLOWLAB_REAL_GPU") == "1"
@@ -40,7 +40,7 @@ def gpu_session(monkeypatch: pytest.MonkeyPatch) -> Any:
         made.extend(out)
         return out
 
-    monkeypatch.setattr(session_mod, "local_devices", devices)
+    monkeypatch.setattr(task_mod, "local_devices", devices)
     return made
 
 

@@ -25,7 +25,7 @@ import flowlab as fl
 from flowlab.kernels.registry import find_kernel, registered_kernels
 from flowlab.ops.control_flow_context import context_of, output_context
 from flowlab.ops.gradients_impl import gradients
-from flowlab.runtime.plan import NodeContext
+from flowlab.runtime.task.plan import NodeContext
 from tests.ops.gradient_check import load_table
 from tests.runtime.fake_gpu import fake_gpu_device
 
@@ -35,7 +35,7 @@ REAL = os.environ.get("FLOWLAB_REAL_GPU") == "1"
 def _device() -> Any:
     if not REAL:
         return fake_gpu_device()
-    from flowlab.runtime.gpu import gpu_devices
+    from flowlab.runtime.task.gpu import gpu_devices
 
     devs = gpu_devices(1)
     if not devs:

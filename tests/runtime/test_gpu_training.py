@@ -24,14 +24,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flowlab as fl
-import flowlab.runtime.session as session_mod
+import flowlab.runtime.task.task as task_mod
 from flowlab import errors
 from flowlab.kernels import registry
 from flowlab.kernels.resources import VariableState
 from flowlab.kernels.state_kernels import occurrence_rounds, scatter_at
-from flowlab.runtime import gpu
-from flowlab.runtime.device import local_devices
-from flowlab.runtime.plan import NodeContext
+from flowlab.runtime.task import gpu
+from flowlab.runtime.task.device import local_devices
+from flowlab.runtime.task.plan import NodeContext
 from tests.runtime.fake_gpu import FakeGpuArray, fake_gpu_device
 
 REAL = os.environ.get("FLOWLAB_REAL_GPU") == "1"
@@ -48,11 +48,11 @@ def gpu_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[bool]]:
     if REAL:
         if gpu.gpu_count() == 0:
             pytest.skip("no CuPy GPU")
-        real = session_mod.local_devices
-        monkeypatch.setattr(session_mod, "local_devices",
+        real = task_mod.local_devices
+        monkeypatch.setattr(task_mod, "local_devices",
                             lambda count=None, job="localhost", task=0: real({**(count or {}), "GPU": 1}, job, task))
     else:
-        monkeypatch.setattr(session_mod, "local_devices", lambda count=None, job="localhost", task=0: [
+        monkeypatch.setattr(task_mod, "local_devices", lambda count=None, job="localhost", task=0: [
             *local_devices({**(count or {}), "GPU": 0}, job, task), fake_gpu_device(0, job, task)])
     calls: dict[str, list[bool]] = {}
     for op_type in UPDATES:

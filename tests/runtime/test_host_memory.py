@@ -1,4 +1,4 @@
-"""Host memory on an accelerator (flowlab.runtime.memory_types): shapes, axes and indices
+"""Host memory on an accelerator (flowlab.runtime.task.memory_types): shapes, axes and indices
 reach GPU kernels as host values, Shape's output is a host value, constants live where
 their readers want them, and values equal the CPU's.
 
@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 
 import flowlab as fl
-import flowlab.runtime.session as session_mod
+import flowlab.runtime.task.task as task_mod
 from flowlab.kernels import registry
-from flowlab.runtime import gpu
-from flowlab.runtime.device import local_devices
-from flowlab.runtime.memory_types import memory_types, to_host_any
-from flowlab.runtime.plan import compile_plan, run_straight_line
-from flowlab.runtime.prune import prune
-from flowlab.runtime.step import Step
+from flowlab.runtime.task import gpu
+from flowlab.runtime.task.device import local_devices
+from flowlab.runtime.task.memory_types import memory_types, to_host_any
+from flowlab.runtime.task.plan import compile_plan, run_straight_line
+from flowlab.runtime.master.prune import prune
+from flowlab.runtime.task.step import Step
 from tests.runtime.fake_gpu import fake_gpu_device
 
 REAL = os.environ.get("FLOWLAB_REAL_GPU") == "1"
@@ -38,14 +38,14 @@ def devices(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     if REAL:
         if gpu.gpu_count() == 0:
             pytest.skip("no CuPy GPU")
-        real = session_mod.local_devices
+        real = task_mod.local_devices
 
         def devs_real(count: Any = None, job: str = "localhost", task: int = 0) -> list[Any]:
             out = real({**(count or {}), "GPU": 1}, job, task)
             made.extend(out)
             return out
 
-        monkeypatch.setattr(session_mod, "local_devices", devs_real)
+        monkeypatch.setattr(task_mod, "local_devices", devs_real)
         return made
 
     def devs(count: Any = None, job: str = "localhost", task: int = 0) -> list[Any]:
@@ -53,7 +53,7 @@ def devices(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         made.extend(out)
         return out
 
-    monkeypatch.setattr(session_mod, "local_devices", devs)
+    monkeypatch.setattr(task_mod, "local_devices", devs)
     return made
 
 
@@ -360,7 +360,7 @@ def _cross_edges(tf: Any) -> tuple[list[Any], dict[str, Any]]:
 def test_send_recv_types_follow_tensorflows_partitions(tf1: Any) -> None:
     """TensorFlow's partition graphs (two CPUs): `_HostSend`/`_HostRecv` exactly where
     the sender's output / the receiver's input is declared host memory."""
-    from flowlab.runtime.memory_types import send_recv_types
+    from flowlab.runtime.task.memory_types import send_recv_types
 
     g = tf1.Graph()
     with g.as_default():

@@ -1,4 +1,4 @@
-"""Fused loops (`flowlab.runtime.loop_fusion`): which frames fuse, that a fused loop
+"""Fused loops (`flowlab.runtime.task.loop_fusion`): which frames fuse, that a fused loop
 gives what the general frame path gives (values, dtypes, dead-ness, errors), and that
 it keeps the frame path's guarantees (deadline, close, no growth, frame_of, undo)."""
 
@@ -19,11 +19,11 @@ from flowlab.ops import control_flow_ops as cf
 from flowlab.ops.builder import apply_op
 from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.op_def import op_def
-from flowlab.runtime.executor import Execution
-from flowlab.runtime.frame_analysis import analyze
-from flowlab.runtime.frames import FrameExecution
-from flowlab.runtime.loop_fusion import FusedLoop, fusion_for
-from flowlab.runtime.step import Step
+from flowlab.runtime.task.executor import Execution
+from flowlab.runtime.task.frame_analysis import analyze
+from flowlab.runtime.task.frames import FrameExecution
+from flowlab.runtime.task.loop_fusion import FusedLoop, fusion_for
+from flowlab.runtime.task.step import Step
 from tests.runtime import testing_ops as T
 
 
@@ -296,14 +296,14 @@ def test_ten_thousand_fused_iterations_make_no_iteration_and_leave_nothing():
     plan = sess._plan_for([n], [i], [])
     assert Execution(plan, Step(sess), [np.int32(3)]).run() == [3]
     made = []
-    real_init = __import__("flowlab.runtime.frame_state", fromlist=["_Iteration"])._Iteration.__init__
+    real_init = __import__("flowlab.runtime.task.frame_state", fromlist=["_Iteration"])._Iteration.__init__
 
     def counting_init(self, frame, num):
         made.append(num)
         real_init(self, frame, num)
 
     tracemalloc.start()
-    with mock.patch("flowlab.runtime.frame_state._Iteration.__init__", counting_init):
+    with mock.patch("flowlab.runtime.task.frame_state._Iteration.__init__", counting_init):
         ex = Execution(plan, Step(sess), [np.int32(10000)])
         assert ex.run() == [10000]
     _, peak = tracemalloc.get_traced_memory()

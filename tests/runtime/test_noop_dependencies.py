@@ -1,5 +1,5 @@
 """A converted NoOp keeps only the dependencies its others do not imply
-(flowlab.runtime.noop_dependencies): values and orderings stay, cross-device control
+(flowlab.runtime.master.noop_dependencies): values and orderings stay, cross-device control
 pairs TensorFlow does not have go."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 
 import flowlab as fl
 from flowlab.runtime.config import ConfigProto, GraphOptions, OptimizerOptions
-from flowlab.runtime.optimize import optimization
+from flowlab.runtime.master.optimize import optimization
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:"
 OFF = ConfigProto(graph_options=GraphOptions(optimizer_options=OptimizerOptions(opt_level=OptimizerOptions.L0)))

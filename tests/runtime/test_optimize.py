@@ -16,8 +16,8 @@ import flowlab as fl
 from flowlab.graph import graph_def as gd
 from flowlab.ops.builder import apply_op
 from flowlab.runtime.config import ConfigProto, GraphOptions, OptimizerOptions, RewriterConfig
-from flowlab.runtime.optimize import OptimizerSwitches, optimization, optimize
-from flowlab.runtime.prune import prune
+from flowlab.runtime.master.optimize import OptimizerSwitches, optimization, optimize
+from flowlab.runtime.master.prune import prune
 from tests.difftest import assert_same
 
 OFF = ConfigProto(graph_options=GraphOptions(optimizer_options=OptimizerOptions(opt_level=OptimizerOptions.L0)))

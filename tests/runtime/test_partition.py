@@ -12,8 +12,9 @@ from flowlab import errors
 from flowlab.graph.graph_def import validate_graph_def
 from flowlab.kernels.sendrecv_kernels import parse_key
 from flowlab.runtime import session as session_mod
-from flowlab.runtime.partition import PartitionedPlan, partition
-from flowlab.runtime.plan import Plan
+from flowlab.runtime.master.partition import partition
+from flowlab.runtime.task.partitioned_plan import PartitionedPlan
+from flowlab.runtime.task.plan import Plan
 from tests.runtime import testing_ops as T
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:%d"
@@ -210,8 +211,10 @@ def test_fetching_a_fed_tensor_of_a_multi_device_step():
 
 
 def test_partition_cache_skips_prune_place_and_partition(monkeypatch):
-    # Placement runs inside the optimization pass's entry point when the session has one.
-    place = "optimize_and_place" if hasattr(session_mod, "optimize_and_place") else "place"
+    from flowlab.runtime.master import master as master_mod
+
+    # The master plans a step: prune, then optimize and place, then partition.
+    place = "optimize_and_place"
     calls = {"prune": 0, place: 0, "partition": 0}
 
     def counting(name, fn):
@@ -221,7 +224,7 @@ def test_partition_cache_skips_prune_place_and_partition(monkeypatch):
         return wrapped
 
     for name in calls:
-        monkeypatch.setattr(session_mod, name, counting(name, getattr(session_mod, name)))
+        monkeypatch.setattr(master_mod, name, counting(name, getattr(master_mod, name)))
     x = fl.placeholder(fl.float32, [])
     with fl.device("/cpu:1"):
         y = x * 2.0

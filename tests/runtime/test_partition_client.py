@@ -1,4 +1,4 @@
-"""Feeds and fetches through the client device (flowlab/runtime/partition_client.py):
+"""Feeds and fetches through the client device (flowlab/runtime/master/partition_client.py):
 the partition GraphDefs show TensorFlow's `_Arg`/`_Retval` on CPU:0 and their Send/Recv
 pairs; the runtime still feeds and fetches in place (nothing of it runs)."""
 

@@ -1,4 +1,4 @@
-"""TensorFlow's ReplicateConstants (flowlab/runtime/partition_constants.py): a small
+"""TensorFlow's ReplicateConstants (flowlab/runtime/master/partition_constants.py): a small
 constant read on several CPUs is copied onto each as `<name>/replicate/_<n>`; large ones,
 ones with a control consumer, and ones read on one device are sent or kept."""
 

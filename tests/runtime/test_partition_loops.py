@@ -14,8 +14,9 @@ import flowlab as fl
 from flowlab import errors
 from flowlab.kernels import sendrecv_kernels
 from flowlab.ops import control_flow_ops as cf
-from flowlab.runtime import partition as partition_mod
-from flowlab.runtime.rendezvous import RendezvousManager
+from flowlab.runtime.master import partition as partition_mod
+from flowlab.runtime.task.rendezvous import RendezvousManager
+from flowlab.runtime.task.partitioned_plan import PartitionedPlan
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:{}"
 CONFIG = {"device_count": {"CPU": 4}}
@@ -313,5 +314,5 @@ def test_a_hand_built_loop_without_loop_cond_runs_unpartitioned():
         parts = s.partitions(out)
         assert parts.pairs == []
         plan = s._plan_for([], [out], [])
-        assert not isinstance(plan, partition_mod.PartitionedPlan)
+        assert not isinstance(plan, PartitionedPlan)
         assert len({d.name for d in plan.placement.device_of.values()}) == 2

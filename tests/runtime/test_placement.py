@@ -8,10 +8,10 @@ import pytest
 
 import flowlab as fl
 from flowlab.runtime.config import ConfigProto
-from flowlab.runtime.cost_model import CostModel, simulate
-from flowlab.runtime.device import local_devices
-from flowlab.runtime.placement import place
-from flowlab.runtime.prune import prune
+from flowlab.runtime.master.cost_model import CostModel, simulate
+from flowlab.runtime.task.device import local_devices
+from flowlab.runtime.master.placement import place
+from flowlab.runtime.master.prune import prune
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:"
 
@@ -352,7 +352,7 @@ def test_unplaceable_op_fails_every_step_as_in_tensorflow():
 
 
 def test_graph_placement_reasons_and_candidates_for_inspection():
-    from flowlab.runtime.placement import GraphPlacement
+    from flowlab.runtime.master.placement import GraphPlacement
 
     with fl.device("/cpu:1"):
         a = fl.constant(1.0, name="a")

@@ -14,7 +14,7 @@ from flowlab import errors
 from flowlab.kernels.registry import DEAD
 from flowlab.kernels.sendrecv_kernels import LocalRendezvous, make_key, parse_key
 from flowlab.ops import sendrecv_ops
-from flowlab.runtime.rendezvous import RendezvousManager
+from flowlab.runtime.task.rendezvous import RendezvousManager
 from tests.runtime import testing_ops as T
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"

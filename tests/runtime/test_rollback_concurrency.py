@@ -1,5 +1,5 @@
 """A failed step writes nothing, also beside concurrent steps (the rule of
-flowlab.runtime.step): its increments are taken back even after other steps added to
+flowlab.runtime.task.step): its increments are taken back even after other steps added to
 them, its overwrites are undone unless a later overwrite superseded them."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What the straight-line function of a step remembers between steps: shape memos
-(flowlab.runtime.shape_memo: ops computed from shapes alone run once per shape, with
+(flowlab.runtime.task.shape_memo: ops computed from shapes alone run once per shape, with
 the values of running them every step) and its variables' states (looked up once
 until a resource is removed)."""
 
@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import flowlab as fl
-from flowlab.runtime import plan as plan_module
-from flowlab.runtime import shape_memo
+from flowlab.runtime.task import plan as plan_module
+from flowlab.runtime.task import shape_memo
 
 
 def _count_kernels(monkeypatch, op_types):

@@ -169,9 +169,9 @@ def run_then_close(session: Any, fetch: Any, wait: float = 0.2) -> list[BaseExce
     th = threading.Thread(target=run)
     th.start()
     deadline = time.monotonic() + 60
-    while not session._active_steps and th.is_alive() and time.monotonic() < deadline:
+    while not session._task.status()["running_steps"] and th.is_alive() and time.monotonic() < deadline:
         time.sleep(0.005)
-    assert session._active_steps, "the step never started"
+    assert session._task.status()["running_steps"], "the step never started"
     time.sleep(wait)
     session.close()
     th.join(10)

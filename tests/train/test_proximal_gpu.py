@@ -14,7 +14,7 @@ import flowlab as fl
 import flowlab.runtime.session as session_mod
 from flowlab.kernels import registry
 from flowlab.kernels.resources import VariableState
-from flowlab.runtime.device import local_devices
+from flowlab.runtime.task.device import local_devices
 from tests.runtime.fake_gpu import fake_gpu_device
 
 UPDATES = ["ApplyFtrl", "ApplyFtrlV2", "ApplyProximalGradientDescent", "ApplyProximalAdagrad", "ApplyAdagradDA",

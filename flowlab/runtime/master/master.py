@@ -57,7 +57,10 @@ class StepPlan:
     ops: list[Operation]  # the step as placed, before partitioning
     partitioned: PartitionedGraph
     multi_device: bool  # Send/Recv pairs join partitions
+    feeds: list[Tensor] = field(default_factory=list)  # the client's fed and fetched tensors
+    fetches: list[Tensor] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)  # sent, for inspection
+    view: Any = None  # the step compiled in the client for pictures (made when asked)
 
 
 class Master:
@@ -128,7 +131,7 @@ class Master:
             task.register_partitions(message)
             tasks.append(task)
         return StepPlan(handle, version, tasks, len(feeds), len(fetches), list(pg.fed_fetches), placement, opt,
-                        ops, pg, multi, [m for _, m in messages])
+                        ops, pg, multi, list(feeds), list(fetches), [m for _, m in messages])
 
     def _graph_placement(self) -> GraphPlacement | None:
         """The placement of the whole graph as it is now (None with one device: every

@@ -73,6 +73,8 @@ def unit_message(part: DevicePartition, debug: dict[str, Any], node_device: dict
         node["input"] = [arg_of.get((id(t.op), t.value_index)) or gd._input_name(t) for t in op._inputs] + [
             "^" + c.name for c in op._control_inputs]
         node["device"] = device_of(op)
+        # Placement is done: colocation may name nodes of other partitions.
+        node["attr"].pop("_class", None)
         nodes.append(node)
         if op._traceback:
             debug[op.name] = [[f.filename, f.lineno, f.name] for f in op._traceback]

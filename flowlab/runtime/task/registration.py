@@ -57,6 +57,7 @@ def import_unit(unit: dict[str, Any], devices: dict[str, Device], debug_info: di
     """
     gd = unit["graph_def"]
     g = Graph()
+    g._internal_names = True  # the partitioner's `_cloop...` nodes
     with g.as_default():
         import_graph_def(gd, name="")
     ops: list[Operation] = []
