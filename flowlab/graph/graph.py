@@ -53,8 +53,9 @@ class _ControlDependencies:
 class Graph:
     """A TensorFlow 1.x dataflow graph. Use `with g.as_default():` to build into it."""
 
-    # A task's graph of imported partitions also accepts the runtime's `_` names.
-    _internal_names = False
+    # A task's graph of imported partitions: it accepts the runtime's `_` names, and the
+    # importer takes each node's `_output_shapes` as given (flowlab.runtime.task.registration).
+    _partition_graph = False
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -355,7 +356,7 @@ class Graph:
         do not fit never appears in it.
         """
         self._check_not_finalized()
-        if not _VALID_OP_NAME.match(name) and not (self._internal_names and _INTERNAL_OP_NAME.match(name)):
+        if not _VALID_OP_NAME.match(name) and not (self._partition_graph and _INTERNAL_OP_NAME.match(name)):
             raise ValueError(
                 f"'{name}' is not a valid node name. Accepted names conform to Regex "
                 f"/{_VALID_OP_NAME.pattern}/"

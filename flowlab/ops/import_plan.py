@@ -322,6 +322,10 @@ def _shape_fn(n: _Node) -> Any:
 
     def shapes(op: Operation) -> list[Any]:
         k = len(n.out_dtypes)
+        if n.output_shapes is not None and op.graph._partition_graph:
+            # A partition carries the client's shapes: inferring them again could only
+            # fail earlier than the client's step would (a bad shape fails at run time).
+            return [TensorShape(s) for s in n.output_shapes]
         if shape_fn is None:
             result = [TensorShape(None)] * k
         else:

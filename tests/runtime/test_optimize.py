@@ -292,12 +292,12 @@ def test_unused_gradient_of_a_gated_matmul_becomes_a_noop():
         opt = _opt(on, [train, loss], feed)
         plan = on._plan_of([train, loss], feed)
         for node in plan.nodes:
-            if node.op.type == "MatMul":
-                calls.append((node.op.name, node.kernel.defined_at))
+            calls.append((node.op.name, node.op.type))
     assert opt.noops == ["gradients/mm_grad/MatMul"]
     assert "converted 1 to NoOp" in opt.summary()
-    converted = dict(calls)["gradients/mm_grad/MatMul"]
-    assert converted.startswith("converted to NoOp")
+    # The task is sent the converted op as a NoOp node (as TensorFlow's partition
+    # graphs hold it): its MatMul kernel never runs.
+    assert dict(calls)["gradients/mm_grad/MatMul"] == "NoOp"
     assert not dict(calls)["gradients/mm_grad/MatMul_1"].startswith("converted")
     nodes = {n["name"]: n for n in opt.graph_def()["node"]}
     node = nodes["gradients/mm_grad/MatMul"]

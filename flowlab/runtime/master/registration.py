@@ -7,10 +7,13 @@ Each partition becomes a unit:
 * its nodes, written by `node_to_dict` with their static output shapes
   (`_output_shapes`, so the task's graph has the shapes the client's has) and their
   assigned device;
-* a fed tensor becomes a `Placeholder` node of its own, `<op>/_arg<i>`, that the
-  unit's consumers read (TensorFlow's partitions read feeds from `_Arg` nodes the
+* a fed tensor becomes a `Placeholder` node of its own (named as the fed op when
+  that keeps the tensor's name, else `<op>/_arg<i>`) that the unit's consumers read (TensorFlow's partitions read feeds from `_Arg` nodes the
   same way), so a unit never names a node it does not hold;
-* where each node was defined (`debug_info`), for the task's error messages.
+* where each node was defined (`debug_info`), for the task's error messages;
+* what a node's declaration says beyond its registered op's (`declarations`): the
+  partitioner's Send/Recv with or without dead values, and the references it passes
+  between CPUs of one process -- facts a NodeDef does not carry.
 
 The message is plain data: JSON values and nothing else (tensor attrs are base64,
 as in every GraphDef), so it can cross a process boundary as it is.
@@ -25,6 +28,7 @@ from typing import Any
 
 from flowlab.graph import graph_def as gd
 from flowlab.graph.tensor import Operation, Tensor
+from flowlab.ops.op_def import get_op_def
 from flowlab.runtime.master.partition import DevicePartition, PartitionedGraph
 
 __all__ = ["registration_messages", "unit_message"]
@@ -63,12 +67,19 @@ def unit_message(part: DevicePartition, debug: dict[str, Any], node_device: dict
     nodes: list[dict[str, Any]] = []
     device = part.device.name
     for t in part.feeds:
-        name = _fresh(f"{t.op.name}/_arg{t.value_index}", taken)
+        # Named as the fed op where that keeps the tensor's name (`x:0`), so events and
+        # step stats name the client's tensor; else `<op>/_arg<i>`.
+        base = t.op.name if t.value_index == 0 and t.op.name not in taken else f"{t.op.name}/_arg{t.value_index}"
+        name = _fresh(base, taken)
         arg_of[(id(t.op), t.value_index)] = name
         nodes.append(_placeholder(name, t, device))
     device_of: Callable[[Operation], str] = (
         (lambda op: device) if node_device is None else (lambda op: node_device.get(op.name, device)))
+    declarations: dict[str, Any] = {}
     for op in part.ops:
+        declared = _declaration(op)
+        if declared is not None:
+            declarations[op.name] = declared
         node = gd.node_to_dict(op, add_shapes=True)
         node["input"] = [arg_of.get((id(t.op), t.value_index)) or gd._input_name(t) for t in op._inputs] + [
             "^" + c.name for c in op._control_inputs]
@@ -84,7 +95,26 @@ def unit_message(part: DevicePartition, debug: dict[str, Any], node_device: dict
         "feed_index": list(part.feed_index),
         "fetches": [t.name for t in part.fetches],
         "fetch_index": list(part.fetch_index),
+        "declarations": declarations,
     }
+
+
+def _declaration(op: Operation) -> dict[str, Any] | None:
+    """What `op`'s declaration says beyond its registered one (None: nothing): the
+    partitioner's Send/Recv without or with dead values, and references it passes
+    between CPUs (flowlab.runtime.master.partition_refs)."""
+    od = op._op_def
+    if od is None:
+        return None
+    base = get_op_def(op.type)
+    if od is base:
+        return None
+    ref_in = [i for i, a in enumerate(od.inputs) if a.is_ref]
+    ref_out = [i for i, a in enumerate(od.outputs) if a.is_ref]
+    if (od.is_control_flow == base.is_control_flow and ref_in == [i for i, a in enumerate(base.inputs) if a.is_ref]
+            and ref_out == [i for i, a in enumerate(base.outputs) if a.is_ref]):
+        return None
+    return {"control_flow": od.is_control_flow, "ref_inputs": ref_in, "ref_outputs": ref_out}
 
 
 def _placeholder(name: str, t: Tensor, device: str) -> dict[str, Any]:

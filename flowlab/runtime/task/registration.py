@@ -19,7 +19,7 @@ names, in the same order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flowlab import errors
@@ -57,7 +57,7 @@ def import_unit(unit: dict[str, Any], devices: dict[str, Device], debug_info: di
     """
     gd = unit["graph_def"]
     g = Graph()
-    g._internal_names = True  # the partitioner's `_cloop...` nodes
+    g._partition_graph = True  # the partitioner's `_cloop...` names; shapes as sent
     with g.as_default():
         import_graph_def(gd, name="")
     ops: list[Operation] = []
@@ -79,6 +79,9 @@ def import_unit(unit: dict[str, Any], devices: dict[str, Device], debug_info: di
         if frames:
             op._traceback = tuple(Frame(str(f), int(ln), str(fn)) for f, ln, fn in frames)
         _resolve_functions(op)
+        declared = unit.get("declarations", {}).get(op.name)
+        if declared is not None:
+            _declare(op, declared)
         ops.append(op)
         device_of[op.name] = dev
     out = ImportedUnit(g, ops, device_of)
@@ -87,6 +90,25 @@ def import_unit(unit: dict[str, Any], devices: dict[str, Device], debug_info: di
     out.fetches = [_tensor(g, n) for n in unit.get("fetches", [])]
     out.fetch_index = [int(i) for i in unit.get("fetch_index", [])]
     return out
+
+
+def _declare(op: Operation, d: dict[str, Any]) -> None:
+    """Give `op` the declaration the partitioner chose for it, which a NodeDef does not
+    carry: whether it is control flow (a Send or Recv where dead values can or cannot
+    cross), and which inputs and outputs are references (a transfer that moves a
+    variable between CPUs of one process, an Identity forwarding one; see
+    flowlab.runtime.master.partition_refs)."""
+    od = op._op_def
+    ref_in, ref_out = set(d.get("ref_inputs", ())), set(d.get("ref_outputs", ()))
+    op._op_def = replace(
+        od, is_control_flow=bool(d.get("control_flow", od.is_control_flow)),
+        inputs=[replace(a, is_ref=i in ref_in) for i, a in enumerate(od.inputs)],
+        outputs=[replace(a, is_ref=i in ref_out) for i, a in enumerate(od.outputs)],
+    )
+    for i in ref_out:
+        t = op._outputs[i]
+        if not t._dtype.is_ref_dtype:
+            t._dtype = t._dtype._as_ref()
 
 
 def _tensor(g: Graph, name: str) -> Tensor:
