@@ -77,3 +77,10 @@ def pytest_configure(config):
         from tests.runtime.serializing_task import SerializingTask
 
         session_mod.LocalTask = SerializingTask  # type: ignore[misc]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if config.getoption("--serialize-task-messages"):
+        from tests.runtime.serializing_task import MESSAGES
+
+        terminalreporter.write_line(f"task messages serialized: {MESSAGES['count']}")

@@ -110,7 +110,7 @@ class Drive:
 
         return cls(execs, mapper, finish,
                    cleanup=lambda: sess._rendezvous.cleanup(step.step_id),
-                   send_of={pair.recv_op: pair.send_op for pair in pplan.pairs})
+                   send_of={pair["recv_op"]: pair["send_op"] for pair in pplan.pairs})
 
     # --- state --------------------------------------------------------------------
     def start(self) -> None:

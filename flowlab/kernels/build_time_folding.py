@@ -17,6 +17,16 @@ from flowlab.graph.tensor import Operation
 from flowlab.kernels.registry import find_kernel
 from flowlab.ops import array_shapes
 
+CONTROL_FLOW_OPS = frozenset({
+    "Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
+    "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger",
+})
+# Stateless in their declarations, but not values of their inputs alone: never folded
+# by the master's optimization pass, never memoized by a task's shape memos.
+NEVER_FOLD = frozenset({
+    "Const", "Placeholder", "PlaceholderWithDefault", "NoOp", "ReadFile", "MatchingFiles",
+}) | CONTROL_FLOW_OPS
+
 
 class _Known:
     """A stand-in NodeContext for running a CPU kernel on statically known inputs."""

@@ -60,7 +60,7 @@ import numpy as np
 from flowlab import errors
 
 __all__ = [
-    "DeviceAttributes", "Task", "check_plain", "error_from_message", "error_to_message",
+    "DeviceAttributes", "Task", "as_lists", "check_plain", "error_from_message", "error_to_message",
     "values_from_wire", "values_to_wire",
 ]
 
@@ -122,6 +122,16 @@ def check_plain(message: Any, where: str = "message") -> None:
             check_plain(v, f"{where}[{i}]")
         return
     raise TypeError(f"{where}: {type(message).__name__} is not plain data (dicts, lists, strings, numbers, arrays)")
+
+
+def as_lists(message: Any) -> Any:
+    """`message` with every tuple a list: transports may hand sequences back as tuples
+    (Dask's msgpack does), and GraphDef JSON holds lists."""
+    if isinstance(message, dict):
+        return {k: as_lists(v) for k, v in message.items()}
+    if isinstance(message, (list, tuple)):
+        return [as_lists(v) for v in message]
+    return message
 
 
 def values_to_wire(values: list[Any]) -> list[Any]:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import flowlab as fl
 from flowlab.debug import Stepper
 from flowlab.runtime.master import partition as partition_mod
-from flowlab.runtime import session as session_mod
+from flowlab.runtime.master import master as master_mod
 from tests.programs.test_device_programs import assert_same_on_devices, run_program
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:%d"
@@ -343,7 +343,7 @@ def test_partition_graphs_show_tensorflows_send_of_the_read():
 
 def test_share_references_false_sends_the_value_as_of_the_send(monkeypatch):
     # The path for partitions that will not share a process: the Send reads v/read.
-    monkeypatch.setattr(session_mod, "partition",
+    monkeypatch.setattr(master_mod, "partition",
                         functools.partial(partition_mod.partition, share_references=False))
     assert [r[0] for r in run_program(fl, update_then_read_elsewhere, steps=2)] == [6.0, 12.0]
 
@@ -437,9 +437,11 @@ def test_the_users_graph_is_untouched_and_the_partition_copies_carry_the_referen
             s.run(out)
             plan = s._plan_for([], [out], [])
     assert read.dtype == fl.float32 and not read.op.op_def.inputs[0].is_ref
-    ops = {op.name: op for part in plan.partitions for op in part.ops}
-    (pair,) = [p for p in plan.pairs if p.by_reference]
-    assert ops["v/read"]._outputs[0].dtype == fl.float32._as_ref() and ops["v/read"].op_def.inputs[0].is_ref
-    assert ops[pair.send_op].op_def.inputs[0].is_ref and ops[pair.send_op].get_attr("T") == fl.float32
-    assert ops[pair.recv_op]._outputs[0].dtype == fl.float32._as_ref()
-    assert ops[pair.recv_op].get_attr("tensor_type") == fl.float32
+    (pair,) = [p for p in plan.source.pairs if p.by_reference]
+    # The master's partition copies, and the task's ops imported from what it was sent.
+    for ops in ({op.name: op for part in plan.source.partitions for op in part.ops},
+                {op.name: op for part in plan.partitions for op in part.unit.ops}):
+        assert ops["v/read"]._outputs[0].dtype == fl.float32._as_ref() and ops["v/read"].op_def.inputs[0].is_ref
+        assert ops[pair.send_op].op_def.inputs[0].is_ref and ops[pair.send_op].get_attr("T") == fl.float32
+        assert ops[pair.recv_op]._outputs[0].dtype == fl.float32._as_ref()
+        assert ops[pair.recv_op].get_attr("tensor_type") == fl.float32

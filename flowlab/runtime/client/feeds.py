@@ -75,20 +75,3 @@ def check_feed_shape(t: Tensor, shape: tuple[int, ...]) -> None:
             f"Cannot feed value of shape {tuple(shape)} for Tensor {t.name}, which has shape "
             f"{t.shape}"
         )
-
-
-def check_outside_loops(feeds: list[Tensor], fetches: list[Tensor], targets: list[Any]) -> None:
-    """A tensor made inside a while loop's body has one value per iteration: it may
-    be neither fed nor fetched (as TensorFlow, which marks it so; its ValueErrors)."""
-    from flowlab.ops.control_flow_context import loop_of, output_context
-
-    for t in feeds:
-        if loop_of(output_context(t.op)) is not None:
-            raise ValueError(f"Tensor {t.name} may not be fed.")
-    for op in [t.op for t in fetches] + list(targets):
-        if loop_of(output_context(op)) is not None:
-            raise ValueError(
-                f"Operation {op.name} has been marked as not fetchable. Typically this happens "
-                "when it is defined in another function or code block. Use return values, "
-                "explicit Python locals or TensorFlow collections to access it."
-            )

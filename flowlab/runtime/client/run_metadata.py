@@ -56,7 +56,9 @@ def step_partitions(plan: Plan | PartitionedPlan, devices: list[Any] | None = No
     docstring); `devices`: the session's, for the feeds and fetches through the client
     device (partition_client)."""
     if isinstance(plan, PartitionedPlan):
-        view = plan.view()
+        pg = plan.source  # the master's partitions, which the task was sent
+        view = Partitions(pg.client.graph_defs({p.device.name: p.graph_def() for p in pg.partitions}),
+                          pg.pairs, plan.placement, pg.client.pairs)
         return Partitions(
             {d: as_graph_def(g) for d, g in view.items()}, view.pairs, view.placement, view.client_pairs
         )

@@ -29,11 +29,10 @@ from typing import Any
 
 from flowlab.graph.graph import Graph
 from flowlab.graph.tensor import Operation, Tensor
-from flowlab.runtime.client.feeds import check_outside_loops
 from flowlab.runtime.master.optimize import Optimization
 from flowlab.runtime.master.partition import PartitionedGraph, needs_unpartitioned, partition
 from flowlab.runtime.master.placement import GraphPlacement, Placement, optimize_and_place
-from flowlab.runtime.master.prune import prune
+from flowlab.runtime.master.prune import check_outside_loops, prune
 from flowlab.runtime.master.registration import registration_messages
 
 __all__ = ["Master", "StepPlan"]

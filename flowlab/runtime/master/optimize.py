@@ -85,20 +85,15 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.kernels.registry import KernelDef, find_kernel
 from flowlab.ops.const_fold import constant_value
 from flowlab.runtime.task.device import Device
+from flowlab.kernels.build_time_folding import CONTROL_FLOW_OPS, NEVER_FOLD as _NEVER_FOLD
 from flowlab.runtime.master.noop_dependencies import reduced_noop_inputs
 
 DEFAULT_MAX_FOLDED_BYTES = 10 * 1024 * 1024
 # Grappler skips graphs smaller than this (RewriterConfig.min_graph_nodes = 0 picks it).
 DEFAULT_MIN_GRAPH_NODES = 4
 
-CONTROL_FLOW_OPS = frozenset({
-    "Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit", "RefExit",
-    "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger",
-})
-# Stateless in their declarations, but not values of their inputs alone.
-_NEVER_FOLD = frozenset({
-    "Const", "Placeholder", "PlaceholderWithDefault", "NoOp", "ReadFile", "MatchingFiles",
-}) | CONTROL_FLOW_OPS
+# Control-flow op types, and the types never folded (shared with the task's shape
+# memos, which must skip the same ops): flowlab.kernels.build_time_folding.
 _NEVER_MERGE = frozenset({"Placeholder", "PlaceholderWithDefault", "NoOp", "ReadFile", "MatchingFiles"}) | CONTROL_FLOW_OPS
 _SHAPE_OPS = frozenset({"Shape", "Size", "Rank", "ShapeN"})
 # Grappler's do_not_rewrite_ops and IsFreeOfSideEffect exceptions, plus ops that are

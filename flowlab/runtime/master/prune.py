@@ -10,6 +10,7 @@ outside the loop machinery is an error naming an op on it.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from flowlab import errors
 from flowlab.graph.tensor import Operation, Tensor
@@ -86,3 +87,20 @@ def topological_order(ops: list[Operation], fed: set[int] | None = None) -> list
             "only while loops (NextIteration) may form cycles.",
         )
     return order
+
+
+def check_outside_loops(feeds: list[Tensor], fetches: list[Tensor], targets: list[Any]) -> None:
+    """A tensor made inside a while loop's body has one value per iteration: it may
+    be neither fed nor fetched (as TensorFlow, which marks it so; its ValueErrors)."""
+    from flowlab.ops.control_flow_context import loop_of, output_context
+
+    for t in feeds:
+        if loop_of(output_context(t.op)) is not None:
+            raise ValueError(f"Tensor {t.name} may not be fed.")
+    for op in [t.op for t in fetches] + list(targets):
+        if loop_of(output_context(op)) is not None:
+            raise ValueError(
+                f"Operation {op.name} has been marked as not fetchable. Typically this happens "
+                "when it is defined in another function or code block. Use return values, "
+                "explicit Python locals or TensorFlow collections to access it."
+            )

@@ -70,14 +70,6 @@ class PartitionedPlan:
     fed_fetches: list[tuple[int, int]] = field(default_factory=list)
     source: Any = None  # the master's PartitionedGraph
 
-    def view(self) -> Any:
-        """The master's `Partitions` view of this step (GraphDefs, pairs, client)."""
-        from flowlab.runtime.master.partition_view import Partitions  # inspection only
-
-        pg = self.source
-        defs = pg.client.graph_defs({p.device.name: p.graph_def() for p in pg.partitions})
-        return Partitions(defs, pg.pairs, self.placement, pg.client.pairs)
-
 
 def compile_units(units: list[ImportedUnit], graph_version: int, num_fetches: int,
                   pairs: list[dict[str, Any]], sequence: list[str] | None) -> Plan | PartitionedPlan:

@@ -35,7 +35,7 @@ from typing import Any
 
 from flowlab import errors
 from flowlab.kernels.sendrecv_kernels import LocalRendezvous
-from flowlab.runtime.interface import DeviceAttributes
+from flowlab.runtime.interface import DeviceAttributes, as_lists
 from flowlab.runtime.task.device import Device, local_devices
 from flowlab.runtime.task.executor import Execution, Listener
 from flowlab.runtime.task.partitioned_plan import PartitionedPlan, compile_units, run_partitioned
@@ -89,6 +89,7 @@ class LocalTask:
 
     # --- the interface ------------------------------------------------------------
     def register_partitions(self, message: dict[str, Any]) -> dict[str, Any]:
+        message = as_lists(message)
         debug = message.get("debug_info") or {}
         units = [import_unit(u, self._device_of, debug) for u in message["units"]]
         num_fetches = int(message["num_fetches"])
@@ -171,7 +172,11 @@ class LocalTask:
         step's fetch list (None where a feed or another task answers)."""
         if self._closed:
             raise errors.CancelledError(None, None, "Session has been closed.")
-        reg = self._handles[handle]
+        reg = self._handles.get(handle)
+        if reg is None:
+            raise errors.NotFoundError(
+                None, None, f"Partitions '{handle}' are not registered on {self.name} (deregistered, or "
+                "the task restarted): register them again.")
         plan = reg.plan
         if reg.fast and listener is None and not traced and reg.feed_index is None and type(plan) is Plan:
             return reg.fetched(run_straight_line(plan, Step(None, None, step_id), feeds))
