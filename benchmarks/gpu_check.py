@@ -4,7 +4,7 @@ Run on a machine with a CUDA GPU and `pip install -e .[gpu]`:
 
     python benchmarks/gpu_check.py [--steps 20] [--no-tests]
 
-It (1) runs tests/runtime/test_gpu_kernels.py, test_gpu_device.py, test_host_memory.py
+It (1) runs tests/runtime/task/test_gpu_kernels.py, test_gpu_device.py, test_host_memory.py
 and test_gpu_training.py with FLOWLAB_REAL_GPU=1, so that every GPU kernel runs on CuPy
 against the CPU session, the host-memory steps run against real CuPy arrays and the
 optimizers train on the device, and (2) runs an MLP training step (784-512-512-10,
@@ -95,8 +95,8 @@ def time_step(scope: str, steps: int, train_step: bool, optimizer: str = "sgd") 
 def run_tests() -> dict[str, Any]:
     env = dict(os.environ, FLOWLAB_REAL_GPU="1")
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           "tests/runtime/test_gpu_kernels.py", "tests/runtime/test_gpu_device.py",
-           "tests/runtime/test_host_memory.py", "tests/runtime/test_gpu_training.py"]
+           "tests/runtime/task/test_gpu_kernels.py", "tests/runtime/task/test_gpu_device.py",
+           "tests/runtime/task/test_host_memory.py", "tests/runtime/task/test_gpu_training.py"]
     r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     lines = r.stdout.strip().splitlines()
     failed = [ln for ln in lines if ln.startswith("FAILED")]

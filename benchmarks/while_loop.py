@@ -7,7 +7,7 @@ condition's compare).  TensorFlow runs its v1 control flow (Switch/Merge frames,
 `disable_v2_behavior`), with the graph optimizer off so that it really loops.
 Both sides run the same graph through a callable, n fed, in the same process.
 
-Peers: `flowlab` (loops fused into one generated function, `runtime/loop_fusion.py`),
+Peers: `flowlab` (loops fused into one generated function, `runtime/task/loop_fusion.py`),
 `flowlab_general` (the same loop on the general frame path, fusion switched off) and
 `tensorflow_v1`.  They are timed in interleaved rounds (each round times every peer
 in turn, so a burst of machine load is spread over all of them), by wall clock and by

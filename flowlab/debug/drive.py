@@ -26,8 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from flowlab import errors
-from flowlab.runtime.task.executor import Execution
 from flowlab.runtime.client.fetches import FetchMapper
+from flowlab.runtime.task.executor import Execution
 from flowlab.runtime.task.plan import PlanNode, fed_fetch_value
 from flowlab.runtime.task.step import Step
 

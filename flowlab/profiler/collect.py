@@ -14,8 +14,8 @@ from typing import Any
 
 from flowlab.profiler.summary import Summary, Table, summarize
 from flowlab.profiler.trace import Trace
-from flowlab.runtime.task.events import chain_listeners
 from flowlab.runtime.client.step_stats import StepStatsCollector, session_resolver
+from flowlab.runtime.task.events import chain_listeners
 
 __all__ = ["Profile", "profile"]
 

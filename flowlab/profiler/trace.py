@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowlab.kernels.registry import find_kernel
-from flowlab.runtime.config import RunMetadata, StepStats
 from flowlab.runtime.client.step_stats import TRANSFER_OP_TYPES, task_of
+from flowlab.runtime.config import RunMetadata, StepStats
 
 __all__ = ["MemorySample", "OpRecord", "OutputRecord", "Trace", "TransferRecord"]
 

@@ -44,6 +44,7 @@ from flowlab.runtime.task.plan import Plan, compile_plan, fed_fetch_value
 from flowlab.runtime.task.step import Step, next_step_id
 from flowlab.runtime.task.task import LocalTask
 
+
 class _DeviceAttributes:
     """What `Session.list_devices()` returns per device, as TensorFlow's."""
 
@@ -158,13 +159,14 @@ class Session:
         return self._compiled(self._master.plan_for(feeds, fetches, targets))
 
     def _compiled(self, sp: StepPlan) -> Plan | PartitionedPlan:
+        plan: Plan | PartitionedPlan
         if not sp.tasks:  # every fetch is fed: nothing was registered
             plan = compile_plan([], {}, [], [], sp.graph_version)
         else:
             plan = self._task.compiled(sp.handle).plan
         plan.placement, plan.optimization = sp.placement, sp.optimization
         if isinstance(plan, PartitionedPlan):
-            plan.ops, plan.fed_fetches, plan.source = sp.ops, sp.fed_fetches, sp.partitioned
+            plan.ops, plan.fed_fetches, plan.master_partitions = sp.ops, sp.fed_fetches, sp.partitioned
         return plan
 
     def _view_plan(self, sp: StepPlan) -> Plan | PartitionedPlan:
@@ -264,6 +266,17 @@ class Session:
         """A function running this step with the feeds as positional arguments, with as
         little per-call work as the runtime allows."""
         self._check_open()
+        if any(hasattr(f, "_feed_parts") for f in feed_list or []):
+            # A composite feed (a SparseTensor): each value splits into its parts as in `run`.
+            keys = list(feed_list or [])
+
+            def call_composite(*args: Any, options: RunOptions | None = None,
+                               run_metadata: RunMetadata | None = None) -> Any:
+                if len(args) != len(keys):
+                    raise TypeError(f"This callable takes {len(keys)} feed values, got {len(args)}.")
+                return self.run(fetches, dict(zip(keys, args)), options, run_metadata)
+
+            return call_composite
         mapper = FetchMapper(self._graph, fetches)
         feed_tensors = [self._graph.as_graph_element(f, allow_tensor=True, allow_operation=False) for f in feed_list or []]
         sp = self._master.plan_for(feed_tensors, mapper.tensors, mapper.targets)

@@ -188,7 +188,7 @@ def test_unpinned_variable_updated_by_a_pinned_op(tf1):
 def test_gradients_of_a_loop_spanning_devices(tf1):
     # (With colocate_gradients_with_ops TensorFlow 2.21 refuses these programs: a
     # gradient accumulator's Const is pinned to one device and colocated with another;
-    # tests/runtime/test_partition_loops.py checks flowlab's backward loop across devices.)
+    # tests/runtime/master/test_partition_loops.py checks flowlab's backward loop across devices.)
     def build(tf):
         x = tf.placeholder(tf.float32, [3])
         with tf.device("/cpu:0"):

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import flowlab as fl
 from flowlab.debug import Stepper
-from flowlab.runtime.master import partition as partition_mod
 from flowlab.runtime.master import master as master_mod
+from flowlab.runtime.master import partition as partition_mod
 from tests.programs.test_device_programs import assert_same_on_devices, run_program
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:%d"
@@ -437,9 +437,9 @@ def test_the_users_graph_is_untouched_and_the_partition_copies_carry_the_referen
             s.run(out)
             plan = s._plan_for([], [out], [])
     assert read.dtype == fl.float32 and not read.op.op_def.inputs[0].is_ref
-    (pair,) = [p for p in plan.source.pairs if p.by_reference]
+    (pair,) = [p for p in plan.master_partitions.pairs if p.by_reference]
     # The master's partition copies, and the task's ops imported from what it was sent.
-    for ops in ({op.name: op for part in plan.source.partitions for op in part.ops},
+    for ops in ({op.name: op for part in plan.master_partitions.partitions for op in part.ops},
                 {op.name: op for part in plan.partitions for op in part.unit.ops}):
         assert ops["v/read"]._outputs[0].dtype == fl.float32._as_ref() and ops["v/read"].op_def.inputs[0].is_ref
         assert ops[pair.send_op].op_def.inputs[0].is_ref and ops[pair.send_op].get_attr("T") == fl.float32

@@ -156,9 +156,9 @@ def test_the_partitioned_programs_give_the_same_values_through_dask_serializatio
     """The suite's partitioned programs, rerun with every task message and reply
     serialized by distributed.protocol ('dask' and 'msgpack' serializers only)."""
     modules = [
-        "tests/runtime/test_partition.py", "tests/runtime/test_partition_loops.py",
-        "tests/runtime/test_partition_client.py", "tests/runtime/test_partition_constants.py",
-        "tests/runtime/test_multi_device_property.py", "tests/programs/test_device_programs.py",
+        "tests/runtime/master/test_partition.py", "tests/runtime/master/test_partition_loops.py",
+        "tests/runtime/master/test_partition_client.py", "tests/runtime/master/test_partition_constants.py",
+        "tests/runtime/master/test_multi_device_property.py", "tests/programs/test_device_programs.py",
         "tests/programs/test_device_ref_reads.py",
     ]
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import flowlab as fl
-import flowlab.runtime.session as session_mod
+import flowlab.runtime.task.task as task_mod
 from flowlab.kernels import registry
 from flowlab.kernels.resources import VariableState
 from flowlab.runtime.task.device import local_devices
@@ -24,7 +24,7 @@ UPDATES = ["ApplyFtrl", "ApplyFtrlV2", "ApplyProximalGradientDescent", "ApplyPro
 
 @pytest.fixture
 def gpu_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[bool]]:
-    monkeypatch.setattr(session_mod, "local_devices", lambda count=None, job="localhost", task=0: [
+    monkeypatch.setattr(task_mod, "local_devices", lambda count=None, job="localhost", task=0: [
         *local_devices({**(count or {}), "GPU": 0}, job, task), fake_gpu_device(0, job, task)])
     calls: dict[str, list[bool]] = {}
     for op_type in UPDATES:

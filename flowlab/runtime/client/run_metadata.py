@@ -22,11 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 from flowlab.graph.graph_def import node_to_dict
-from flowlab.runtime.config import RunMetadata, RunOptions, StepStats
 from flowlab.runtime.client.graph_def_proto import GraphDef, as_graph_def
-from flowlab.runtime.task.partitioned_plan import PartitionedPlan
+from flowlab.runtime.config import RunMetadata, RunOptions, StepStats
 from flowlab.runtime.master.partition_client import plan_client_view
 from flowlab.runtime.master.partition_view import Partitions
+from flowlab.runtime.task.partitioned_plan import PartitionedPlan
 from flowlab.runtime.task.plan import Plan
 
 __all__ = ["fill_run_metadata", "step_partitions", "traced"]
@@ -56,7 +56,7 @@ def step_partitions(plan: Plan | PartitionedPlan, devices: list[Any] | None = No
     docstring); `devices`: the session's, for the feeds and fetches through the client
     device (partition_client)."""
     if isinstance(plan, PartitionedPlan):
-        pg = plan.source  # the master's partitions, which the task was sent
+        pg = plan.master_partitions  # the master's partitions, which the task was sent
         view = Partitions(pg.client.graph_defs({p.device.name: p.graph_def() for p in pg.partitions}),
                           pg.pairs, plan.placement, pg.client.pairs)
         return Partitions(

@@ -82,11 +82,12 @@ import numpy as np
 from flowlab.graph import graph_def as gd
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.tensor import Operation, Tensor
+from flowlab.kernels.build_time_folding import CONTROL_FLOW_OPS
+from flowlab.kernels.build_time_folding import NEVER_FOLD as _NEVER_FOLD
 from flowlab.kernels.registry import KernelDef, find_kernel
 from flowlab.ops.const_fold import constant_value
-from flowlab.runtime.task.device import Device
-from flowlab.kernels.build_time_folding import CONTROL_FLOW_OPS, NEVER_FOLD as _NEVER_FOLD
 from flowlab.runtime.master.noop_dependencies import reduced_noop_inputs
+from flowlab.runtime.task.device import Device
 
 DEFAULT_MAX_FOLDED_BYTES = 10 * 1024 * 1024
 # Grappler skips graphs smaller than this (RewriterConfig.min_graph_nodes = 0 picks it).

@@ -40,7 +40,6 @@ caches per step signature; `run_partitioned` runs one step of it, every partitio
 
 from __future__ import annotations
 
-import queue
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -57,9 +56,6 @@ from flowlab.kernels import sendrecv_kernels
 from flowlab.kernels.resources import freeze
 from flowlab.ops import sendrecv_ops
 from flowlab.ops.op_def import get_op_def
-from flowlab.runtime.task.device import Device, value_bytes
-from flowlab.runtime.task.executor import Execution, Listener, run_executions
-from flowlab.runtime.task.memory_types import declared_host_memory
 from flowlab.runtime.master.partition_client import ClientView, client_device, client_view
 from flowlab.runtime.master.partition_constants import Replicas, replicas
 from flowlab.runtime.master.partition_control_flow import (
@@ -71,11 +67,10 @@ from flowlab.runtime.master.partition_control_flow import (
 )
 from flowlab.runtime.master.partition_refs import Refs, by_reference
 from flowlab.runtime.master.partition_view import Partitions
+from flowlab.runtime.task.device import Device
+from flowlab.runtime.task.memory_types import declared_host_memory
 from flowlab.runtime.task.plan import (
     Plan,
-    compile_plan,
-    fed_fetch_value,
-    generate_straight_line,
     input_ref_flags,
     own_inputs,
 )

@@ -68,11 +68,15 @@ from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.graph import Graph
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.runtime.master.cost_model import CostModel
-from flowlab.runtime.task.device import Device
 from flowlab.runtime.master.optimize import Optimization, OptimizerSwitches, optimize
-from flowlab.runtime.master.placement_groups import colocation_groups, feasible_devices, merge_requests
+from flowlab.runtime.master.placement_groups import (
+    colocation_groups,
+    feasible_devices,
+    merge_requests,
+)
 from flowlab.runtime.master.placement_strategies import first_choice, greedy_choice
 from flowlab.runtime.master.placement_strategies import short_name as short_name  # re-exported
+from flowlab.runtime.task.device import Device
 from flowlab.runtime.task.plan import own_inputs
 
 STRATEGIES = ("first", "greedy")

@@ -13,7 +13,10 @@ Each partition becomes a unit:
 * where each node was defined (`debug_info`), for the task's error messages;
 * what a node's declaration says beyond its registered op's (`declarations`): the
   partitioner's Send/Recv with or without dead values, and the references it passes
-  between CPUs of one process -- facts a NodeDef does not carry.
+  between CPUs of one process -- facts a NodeDef does not carry;
+* which attrs name a traced function the task must call (`functions`: a `func` attr
+  that is only a name in the client's graph, as after importing a GraphDef without
+  bodies, stays a name there too).
 
 The message is plain data: JSON values and nothing else (tensor attrs are base64,
 as in every GraphDef), so it can cross a process boundary as it is.
@@ -76,7 +79,11 @@ def unit_message(part: DevicePartition, debug: dict[str, Any], node_device: dict
     device_of: Callable[[Operation], str] = (
         (lambda op: device) if node_device is None else (lambda op: node_device.get(op.name, device)))
     declarations: dict[str, Any] = {}
+    functions: dict[str, list[str]] = {}
     for op in part.ops:
+        called = [k for k, v in op._attrs.items() if hasattr(v, "name") and hasattr(v, "graph") and not isinstance(v, str)]
+        if called:
+            functions[op.name] = called
         declared = _declaration(op)
         if declared is not None:
             declarations[op.name] = declared
@@ -96,6 +103,7 @@ def unit_message(part: DevicePartition, debug: dict[str, Any], node_device: dict
         "fetches": [t.name for t in part.fetches],
         "fetch_index": list(part.fetch_index),
         "declarations": declarations,
+        "functions": functions,
     }
 
 

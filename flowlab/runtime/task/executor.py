@@ -14,7 +14,7 @@ Policy: small kernels run inline on the calling thread; kernels registered as
 work is ready.  Asynchronous kernels never park a thread here: they call `done`.
 
 The executor can also be driven one op at a time (`start`, `ready_nodes`,
-`run_one`), which the Stepper uses, and publishes `ExecEvent`s (`runtime/events.py`,
+`run_one`), which the Stepper uses, and publishes `ExecEvent`s (`runtime/task/events.py`,
 re-exported here) to a listener; with no
 listener attached, no event is built.  When every listener takes records (a
 `take_records` attribute, as the StepStats collector's), `run()` runs a plan that has
@@ -53,7 +53,14 @@ from flowlab import errors
 from flowlab.kernels.registry import DEAD
 from flowlab.runtime.task.events import ExecEvent, Listener, StepRecords, _now_us, chain_listeners
 from flowlab.runtime.task.fp_errors import enter_quiet, exit_quiet, quietly
-from flowlab.runtime.task.plan import Plan, PlanNode, TracedLine, fed_fetch_value, fetch_value, op_error
+from flowlab.runtime.task.plan import (
+    Plan,
+    PlanNode,
+    TracedLine,
+    fed_fetch_value,
+    fetch_value,
+    op_error,
+)
 from flowlab.runtime.task.step import Step
 
 __all__ = [

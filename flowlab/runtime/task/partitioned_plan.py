@@ -68,7 +68,7 @@ class PartitionedPlan:
     optimization: Any = None
     ops: list[Any] = field(default_factory=list)
     fed_fetches: list[tuple[int, int]] = field(default_factory=list)
-    source: Any = None  # the master's PartitionedGraph
+    master_partitions: Any = None  # the master's PartitionedGraph
 
 
 def compile_units(units: list[ImportedUnit], graph_version: int, num_fetches: int,

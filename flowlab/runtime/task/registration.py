@@ -78,7 +78,8 @@ def import_unit(unit: dict[str, Any], devices: dict[str, Device], debug_info: di
         frames = debug_info.get(node["name"])
         if frames:
             op._traceback = tuple(Frame(str(f), int(ln), str(fn)) for f, ln, fn in frames)
-        _resolve_functions(op)
+        for key in unit.get("functions", {}).get(op.name, ()):
+            _resolve_function(op, key)
         declared = unit.get("declarations", {}).get(op.name)
         if declared is not None:
             _declare(op, declared)
@@ -118,18 +119,13 @@ def _tensor(g: Graph, name: str) -> Tensor:
         raise errors.InvalidArgumentError(None, None, f"The registered partition has no tensor '{name}': {e}") from None
 
 
-def _resolve_functions(op: Operation) -> None:
+def _resolve_function(op: Operation, key: str) -> None:
     """A `func` attr imports as its name: put the function object back."""
-    od = op.op_def
-    if od is None:
-        return
-    for key, adef in od.attrs.items():
-        if adef.kind == "func" and isinstance(op._attrs.get(key), str):
-            fn = lookup_function(op._attrs[key])
-            if fn is None:
-                raise errors.NotFoundError(
-                    None, None,
-                    f"Node '{op.name}' ({op.type}) calls function '{op._attrs[key]}', which is not "
-                    "defined in this process.",
-                )
-            op._attrs[key] = fn
+    name = op._attrs.get(key)
+    fn = lookup_function(name) if isinstance(name, str) else None
+    if fn is None:
+        raise errors.NotFoundError(
+            None, None,
+            f"Node '{op.name}' ({op.type}) calls function '{name}', which is not defined in this process.",
+        )
+    op._attrs[key] = fn

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from flowlab.kernels.core_kernels import no_op as _no_op_fn
 from flowlab.kernels.build_time_folding import NEVER_FOLD as _NEVER_FOLD
+from flowlab.kernels.core_kernels import no_op as _no_op_fn
 
 _ROOTS = frozenset({"Shape", "Size", "Rank", "ShapeN"})
 # A memo holds its values for the session's life: only small ones (a [batch] vector

@@ -179,9 +179,11 @@ class LocalTask:
                 "the task restarted): register them again.")
         plan = reg.plan
         if reg.fast and listener is None and not traced and reg.feed_index is None and type(plan) is Plan:
-            return reg.fetched(run_straight_line(plan, Step(None, None, step_id), feeds))
+            values = run_straight_line(plan, Step(None, None, step_id), feeds)
+            return values if reg.fetch_index is None else reg.fetched(values)
         if type(plan) is PartitionedPlan:
             return self._run_partitioned(plan, step_id, feeds, timeout_ms, listener, traced)
+        assert isinstance(plan, Plan)
         if reg.feed_index is not None:
             feeds = [feeds[j] for j in reg.feed_index]
         straight = self.straight(plan, listener, traced)

@@ -10,7 +10,13 @@ import pytest
 
 import flowlab as fl
 from flowlab.graph import graph_def as gd
-from flowlab.runtime.client.graph_def_proto import PRODUCER, AttrValue, GraphDef, NodeDef, as_graph_def
+from flowlab.runtime.client.graph_def_proto import (
+    PRODUCER,
+    AttrValue,
+    GraphDef,
+    NodeDef,
+    as_graph_def,
+)
 from tests.programs.hidden_support import same_results
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:"

@@ -9,9 +9,9 @@ import pytest
 import flowlab as fl
 from flowlab.runtime.config import ConfigProto
 from flowlab.runtime.master.cost_model import CostModel, simulate
-from flowlab.runtime.task.device import local_devices
 from flowlab.runtime.master.placement import place
 from flowlab.runtime.master.prune import prune
+from flowlab.runtime.task.device import local_devices
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:"
 

@@ -9,7 +9,7 @@ import re
 import numpy as np
 
 from tests.programs.hidden_support import same_results
-from tests.runtime.test_partition_client import _nodes
+from tests.runtime.master.test_partition_client import _nodes
 
 
 def _program(size: int, control: bool = False):

@@ -19,11 +19,11 @@ import pytest
 import flowlab as fl
 import flowlab.runtime.task.task as task_mod
 from flowlab.kernels import registry
+from flowlab.runtime.master.prune import prune
 from flowlab.runtime.task import gpu
 from flowlab.runtime.task.device import local_devices
 from flowlab.runtime.task.memory_types import memory_types, to_host_any
 from flowlab.runtime.task.plan import compile_plan, run_straight_line
-from flowlab.runtime.master.prune import prune
 from flowlab.runtime.task.step import Step
 from tests.runtime.fake_gpu import fake_gpu_device
 

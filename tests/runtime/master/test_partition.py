@@ -11,7 +11,6 @@ import flowlab as fl
 from flowlab import errors
 from flowlab.graph.graph_def import validate_graph_def
 from flowlab.kernels.sendrecv_kernels import parse_key
-from flowlab.runtime import session as session_mod
 from flowlab.runtime.master.partition import partition
 from flowlab.runtime.task.partitioned_plan import PartitionedPlan
 from flowlab.runtime.task.plan import Plan

@@ -3,7 +3,7 @@
 inside the frame run once per iteration under keys with the frame and iteration, and
 the step's values equal one device's.  (Programs against TensorFlow:
 tests/programs/test_device_programs.py; random programs:
-tests/runtime/test_multi_device_property.py.)"""
+tests/runtime/master/test_multi_device_property.py.)"""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ import flowlab as fl
 from flowlab import errors
 from flowlab.kernels import sendrecv_kernels
 from flowlab.ops import control_flow_ops as cf
-from flowlab.runtime.master import partition as partition_mod
-from flowlab.runtime.task.rendezvous import RendezvousManager
 from flowlab.runtime.task.partitioned_plan import PartitionedPlan
+from flowlab.runtime.task.rendezvous import RendezvousManager
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:{}"
 CONFIG = {"device_count": {"CPU": 4}}

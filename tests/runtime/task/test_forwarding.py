@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import flowlab as fl
 from flowlab.kernels import math_kernels, nn_kernels, registry
-from flowlab.runtime.task import forwarding
 from flowlab.runtime.config import ConfigProto, GraphOptions, OptimizerOptions
+from flowlab.runtime.task import forwarding
 
 NO_OPTIMIZATION = ConfigProto(
     graph_options=GraphOptions(optimizer_options=OptimizerOptions(opt_level=OptimizerOptions.L0)))

@@ -9,10 +9,10 @@ import pytest
 
 import flowlab as fl
 from flowlab import errors
-from flowlab.runtime.task.executor import ExecEvent, Execution, chain_listeners
 from flowlab.runtime.client.fetches import FetchMapper
-from flowlab.runtime.task.step import Step
 from flowlab.runtime.client.step_stats import StepStatsCollector
+from flowlab.runtime.task.executor import ExecEvent, Execution, chain_listeners
+from flowlab.runtime.task.step import Step
 from tests.runtime import testing_ops as T
 
 FULL = fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE)
