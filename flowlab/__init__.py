@@ -81,6 +81,7 @@ from flowlab.ops.init_ops import *  # noqa: F401,F403
 from flowlab.ops.io_ops import *
 from flowlab.ops.linalg_ops import *  # noqa: F401,F403 - matrix_inverse, cholesky, svd, qr, matrix_diag, ...
 from flowlab.ops.math_ops import *  # noqa: F401,F403
+from flowlab.ops.partitioned_variables import *  # noqa: F401,F403 - PartitionedVariable, *_partitioner
 from flowlab.ops.random_ops import *  # noqa: F401,F403
 from flowlab.ops.script_ops import numpy_function, py_func
 from flowlab.ops.segment_ops import *  # noqa: F401,F403 - segment_sum, unsorted_segment_sum, ...

@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import flowlab.kernels.checkpoint_kernels  # noqa: F401  (registers the checkpoint kernels)
@@ -50,6 +50,8 @@ from flowlab.ops import io_checkpoint_ops as io
 from flowlab.ops.array_ops import stack
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import group, identity, placeholder_with_default
+from flowlab.ops.partitioned_variables import PartitionedVariable
+from flowlab.ops.slice_spec import SaveSliceInfo
 from flowlab.ops.state_ops import assign
 from flowlab.ops.variables import Variable
 from flowlab.train.checkpoint_management import *  # noqa: F403
@@ -83,23 +85,6 @@ class SaverDef:
 
 
 @dataclass
-class SaveSliceInfo:
-    """Where a variable sits in a larger (partitioned) tensor it is saved as part of
-    (`Variable.SaveSliceInfo`): set with `v._set_save_slice_info(...)`."""
-
-    full_name: str
-    full_shape: list[int]
-    var_offset: list[int]
-    var_shape: list[int]
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def spec(self) -> str:
-        dims = ":".join(f"{o},{s}" for o, s in zip(self.var_offset, self.var_shape))
-        return " ".join(str(d) for d in self.full_shape) + " " + dims
-
-
-@dataclass
 class _Saveable:
     name: str  # the tensor name in the checkpoint
     var: Any  # a Variable (or a VariableV2 ref tensor)
@@ -130,11 +115,14 @@ def _saveables(var_list: Any) -> list[_Saveable]:
     items: list[tuple[str, Any]] = []
     if isinstance(var_list, dict):
         for key, v in var_list.items():
-            for part in (v if isinstance(v, (list, tuple)) else [v]):
+            for part in (list(v) if isinstance(v, (list, tuple, PartitionedVariable)) else [v]):
                 items.append((key, part))
     else:
         if not isinstance(var_list, (list, tuple, set)):
             var_list = [var_list]
+        # A PartitionedVariable is its shards, saved as slices of one entry.
+        var_list = [s for v in var_list
+                    for s in (list(v) if isinstance(v, PartitionedVariable) else [v])]
         for v in var_list:
             info = v._get_save_slice_info() if isinstance(v, Variable) else None
             items.append((info.full_name if info is not None else _checked(v).op.name, v))
@@ -177,8 +165,9 @@ class Saver:
             saver.restore(sess, tf.train.latest_checkpoint("/tmp/run"))
 
     `var_list`: None (all global variables), a list of variables (saved under their
-    names) or a dict name -> variable (or -> list of slices of one partitioned
-    variable).  A checkpoint saved with one sharding restores into another.
+    names; a PartitionedVariable or a shard under its full name, one slice per
+    shard) or a dict name -> variable (or -> a PartitionedVariable or list of slices
+    of one).  A checkpoint saved with one sharding restores into another.
     """
 
     def __init__(
