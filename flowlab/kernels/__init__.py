@@ -46,6 +46,7 @@ from flowlab.kernels import (
     string_kernels,
     summary_kernels,
     tensor_array_kernels,
+    tensor_scatter_kernels,
     training_kernels,
     unicode_kernels,
 )
