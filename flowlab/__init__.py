@@ -66,11 +66,14 @@ from flowlab.ops.check_ops import *  # noqa: F401,F403 - Assert, Print, check_nu
 from flowlab.ops.clip_ops import *  # noqa: F401,F403 - norm, clip_by_norm, clip_by_global_norm, ...
 from flowlab.ops.cond import *  # noqa: F401,F403
 from flowlab.ops.confusion_matrix import confusion_matrix
+from flowlab.ops.complex_ops import *  # noqa: F401,F403 - complex, real, imag, angle, to_complex64/128
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import *  # noqa: F401,F403
 from flowlab.ops.custom_gradient import *
 from flowlab.ops.data_flow_ops import *
+from flowlab.ops.depth_space_ops import *  # noqa: F401,F403 - space_to_depth, depth_to_space, space_to_batch, ...
 from flowlab.ops.einsum_ops import *  # noqa: F401,F403 - einsum
+from flowlab.ops.fft_ops import *  # noqa: F401,F403 - fft, ifft, fft2d, ...
 from flowlab.ops.functional_ops import *  # map_fn, foldl, foldr, scan, TensorArray
 from flowlab.ops.gradients_impl import *
 from flowlab.ops.image_adjust import saturate_cast
@@ -174,12 +177,14 @@ def _namespace(name: str, *modules: _types.ModuleType, extra: dict | None = None
 # `tf.math.log`, `tf.math.equal`, ...: the math builders under TensorFlow's namespace.
 from flowlab.ops import math_ops as _math_ops  # noqa: E402
 from flowlab.ops import segment_ops as _segment_ops  # noqa: E402
+from flowlab.ops import complex_ops as _complex_ops  # noqa: E402
 from flowlab.ops import special_math_ops as _special_math_ops  # noqa: E402
 
 _NN_IN_MATH = ("softmax", "log_softmax", "softplus", "softsign", "l2_normalize", "in_top_k", "top_k")
 math = _namespace("math", _math_ops, _segment_ops, _special_math_ops,
                   extra={**{n: getattr(nn, n) for n in _NN_IN_MATH}, "invert_permutation": invert_permutation,  # noqa: F405
-                         "confusion_matrix": confusion_matrix})
+                         "confusion_matrix": confusion_matrix,
+                         **{n: getattr(_complex_ops, n) for n in ("real", "imag", "angle")}})
 
 from flowlab.ops import data_flow_ops as _data_flow_ops  # noqa: E402
 from flowlab.ops import image_codecs as _image_codecs  # noqa: E402
