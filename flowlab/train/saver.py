@@ -115,8 +115,10 @@ def _saveables(var_list: Any) -> list[_Saveable]:
     items: list[tuple[str, Any]] = []
     if isinstance(var_list, dict):
         for key, v in var_list.items():
-            for part in (list(v) if isinstance(v, (list, tuple, PartitionedVariable)) else [v]):
-                items.append((key, part))
+            if isinstance(v, (list, tuple, PartitionedVariable)):
+                items.extend((key, part) for part in _checked_slices(list(v)))
+            else:
+                items.append((key, v))
     else:
         if not isinstance(var_list, (list, tuple, set)):
             var_list = [var_list]
@@ -142,6 +144,22 @@ def _saveables(var_list: Any) -> list[_Saveable]:
         out.append(_Saveable(name, v, info.spec if sliced else ""))
     out.sort(key=lambda s: s.name)
     return out
+
+
+def _checked_slices(parts: list[Any]) -> list[Any]:
+    """The shards of one saved tensor, checked as TensorFlow checks a dict value."""
+    full_name = None
+    for v in parts:
+        if not isinstance(v, Variable):
+            raise ValueError(f"Slices must all be Variables: {v}")
+        info = v._get_save_slice_info()
+        if not info:
+            raise ValueError(f"Slices must all be slices: {v}")
+        if full_name is None:
+            full_name = info.full_name
+        elif full_name != info.full_name:
+            raise ValueError(f"Slices must all be from the same tensor: {full_name} != {info.full_name}")
+    return parts
 
 
 def _checked(v: Any) -> Any:
