@@ -7,6 +7,8 @@ comparisons are of what the programs see."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -196,3 +198,52 @@ def test_restore_into_a_different_full_shape_fails_and_changes_nothing(tf1, tmp_
     (want_err, want_val), (got_err, got_val) = out
     assert got_err == want_err
     np.testing.assert_array_equal(got_val, np.ones((12, 4), np.float32))
+
+
+@pytest.mark.parametrize("scope", [None, "imported"])
+def test_meta_graph_keeps_the_shards_slice_info(tf1, tmp_path, scope):
+    out = []
+    for tf in (tf1, fl):
+        d = str(tmp_path / tf.__name__)
+        path = _save_table(tf, d, 3)
+        with tf.Graph().as_default():
+            saver = tf.train.import_meta_graph(path + ".meta", import_scope=scope)
+            shards = tf.global_variables()
+            infos = [(v.name, v._get_save_slice_info().full_name, v._get_save_slice_info().spec)
+                     for v in shards]
+            with tf.Session() as sess:
+                if scope is None:
+                    saver.restore(sess, path)
+                else:  # the imported Saver's names are the scope's; restore by full names
+                    tf.train.Saver({"emb": shards}).restore(sess, path)
+                values = sess.run(shards)
+                again = tf.train.Saver().save(sess, d + "/again/t")
+        out.append((infos, values, tf.train.list_variables(d + "/again")))
+        del again
+    (w_infos, w_values, w_list), (g_infos, g_values, g_list) = out
+    assert g_infos == w_infos and g_list == w_list
+    for a, b in zip(g_values, w_values):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(np.concatenate(g_values), FULL)
+
+
+def _damage_slice_info(info):
+    info["var_offset"] = [10, 0]  # rows 10..13 of an 11-row tensor
+
+
+@pytest.mark.parametrize("damage", [
+    _damage_slice_info, lambda i: i.pop("full_name"), lambda i: i.update(var_shape=[4]),
+    lambda i: i.update(full_shape=[11, -4]), lambda i: i.update(full_name=3),
+])
+def test_malformed_slice_info_in_a_meta_graph_is_data_loss(tmp_path, damage):
+    path = _save_table(fl, str(tmp_path), 2) + ".meta"
+    with open(path) as f:
+        meta = json.load(f)
+    variables = next(c for c in meta["collection_def"].values() if c["kind"] == "variables")
+    damage(variables["value"][0]["save_slice_info_def"])
+    with open(path, "w") as f:
+        json.dump(meta, f)
+    with fl.Graph().as_default() as g:
+        with pytest.raises(fl.errors.DataLossError, match="save_slice_info_def"):
+            fl.train.import_meta_graph(path)
+        assert g.get_operations() == []
