@@ -61,12 +61,13 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import Dimension, TensorShape, dimension_value
 from flowlab.ops import losses  # kernels: importing registers every kernel
 from flowlab.ops.array_ops import *  # noqa: F401,F403
+from flowlab.ops.broadcast_shapes import *  # noqa: F401,F403 - broadcast_dynamic_shape, broadcast_static_shape
 from flowlab.ops.builder import convert_to_tensor, register_tensor_conversion_function
 from flowlab.ops.check_ops import *  # noqa: F401,F403 - Assert, Print, check_numerics, assert_*
 from flowlab.ops.clip_ops import *  # noqa: F401,F403 - norm, clip_by_norm, clip_by_global_norm, ...
+from flowlab.ops.complex_ops import *  # noqa: F401,F403 - complex, real, imag, angle, to_complex64/128
 from flowlab.ops.cond import *  # noqa: F401,F403
 from flowlab.ops.confusion_matrix import confusion_matrix
-from flowlab.ops.complex_ops import *  # noqa: F401,F403 - complex, real, imag, angle, to_complex64/128
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import *  # noqa: F401,F403
 from flowlab.ops.custom_gradient import *
@@ -79,6 +80,7 @@ from flowlab.ops.gradients_impl import *
 from flowlab.ops.image_adjust import saturate_cast
 from flowlab.ops.image_ops import random_crop
 from flowlab.ops.importer import *
+from flowlab.ops.index_ops import *  # noqa: F401,F403 - unravel_index, batch_gather, repeat
 from flowlab.ops.indexed_slices import *
 from flowlab.ops.init_ops import *  # noqa: F401,F403
 from flowlab.ops.io_ops import *
@@ -91,11 +93,18 @@ from flowlab.ops.segment_ops import *  # noqa: F401,F403 - segment_sum, unsorted
 from flowlab.ops.sequence_ops import *  # noqa: F401,F403 - reverse_sequence
 from flowlab.ops.sort_ops import *  # noqa: F401,F403 - sort, argsort, roll, bincount, searchsorted, ...
 from flowlab.ops.space_to_batch_ops import batch_to_space_nd, space_to_batch_nd
-from flowlab.ops.sparse_ops import sparse_to_dense
+from flowlab.ops.sparse_mask_ops import sparse_mask
+from flowlab.ops.sparse_math_ops import *  # noqa: F401,F403 - sparse_tensor_dense_matmul, sparse_add, ...
+from flowlab.ops.sparse_ops import *  # noqa: F401,F403 - sparse_to_dense, sparse_tensor_to_dense, ...
+from flowlab.ops.sparse_segment_ops import *  # noqa: F401,F403 - sparse_segment_sum, ...
+from flowlab.ops.sparse_structure_ops import *  # noqa: F401,F403 - sparse_reorder, sparse_concat, ...
+from flowlab.ops.sparse_tensor import sparse_placeholder
 from flowlab.ops.special_math_ops import *  # noqa: F401,F403 - asinh, xlogy, divide_no_nan, reduce_std, ...
 from flowlab.ops.state_ops import *  # noqa: F401,F403
 from flowlab.ops.tensor_scatter_ops import *  # noqa: F401,F403 - tensor_scatter_nd_update, ...
+from flowlab.ops.tensor_views import *  # noqa: F401,F403 - ensure_shape, bitcast, identity_n
 from flowlab.ops.tensordot_ops import *  # noqa: F401,F403 - tensordot, eye, meshgrid
+from flowlab.ops.unique_ops import *  # noqa: F401,F403 - unique_with_counts
 from flowlab.ops.variable_scope import *  # noqa: F401,F403
 from flowlab.ops.variables import *  # noqa: F401,F403
 from flowlab.ops.while_loop import *  # noqa: F401,F403
@@ -175,9 +184,9 @@ def _namespace(name: str, *modules: _types.ModuleType, extra: dict | None = None
 
 
 # `tf.math.log`, `tf.math.equal`, ...: the math builders under TensorFlow's namespace.
+from flowlab.ops import complex_ops as _complex_ops  # noqa: E402
 from flowlab.ops import math_ops as _math_ops  # noqa: E402
 from flowlab.ops import segment_ops as _segment_ops  # noqa: E402
-from flowlab.ops import complex_ops as _complex_ops  # noqa: E402
 from flowlab.ops import special_math_ops as _special_math_ops  # noqa: E402
 
 _NN_IN_MATH = ("softmax", "log_softmax", "softplus", "softsign", "l2_normalize", "in_top_k", "top_k")
@@ -246,7 +255,10 @@ graph_util = _namespace("graph_util", _graph_util, extra={"import_graph_def": im
 
 # `tf.data`, `tf.SparseTensor`, TFRecord files and Example parsing (`tf.io`,
 # `tf.python_io`, and TensorFlow 1.x's top-level `tf.parse_example`, `tf.FixedLenFeature`).
-from flowlab import data  # noqa: E402
+from flowlab import (
+    data,  # noqa: E402
+    sparse,  # noqa: E402 - `tf.sparse`
+)
 from flowlab.data import tf_record as _tf_record  # noqa: E402
 from flowlab.ops import parsing_ops as _parsing_ops  # noqa: E402
 from flowlab.ops.parsing_ops import (  # noqa: E402

@@ -18,6 +18,7 @@ from flowlab.ops.convolution_ops import *  # noqa: F401,F403,E402  (convolution,
 from flowlab.ops.depth_space_ops import depth_to_space, space_to_batch, space_to_depth  # noqa: F401,E402
 from flowlab.ops.depthwise_conv_ops import *  # noqa: F401,F403,E402  (depthwise_conv2d, separable_conv2d)
 from flowlab.ops.embedding_ops import *  # noqa: F401,F403,E402  (embedding_lookup)
+from flowlab.ops.embedding_sparse import *  # noqa: F401,F403,E402  (embedding_lookup_sparse, safe_...)
 from flowlab.ops.lrn_ops import *  # noqa: F401,F403,E402  (lrn, local_response_normalization)
 from flowlab.ops.math_ops import sigmoid, tanh  # noqa: F401
 from flowlab.ops.nn_impl import *  # noqa: F401,F403
