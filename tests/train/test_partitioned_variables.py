@@ -296,3 +296,72 @@ def test_errors_match_tensorflow(tf1, case):
             got = e
     assert got[0] == want[0], (got, want)
     assert got[1] == want[1].replace("tf.compat.v1.", "tf."), (got, want)
+
+
+def test_initializer_partition_info_regularizer_getter_and_local_match_tensorflow(tf1):
+    def build(tf):
+        seen = []
+
+        def init(shape, dtype=None, partition_info=None):
+            seen.append((list(shape), list(partition_info.full_shape), list(partition_info.var_offset),
+                         partition_info.single_offset(shape), partition_info.single_slice_dim(shape)))
+            return tf.ones(shape, dtype) * float(partition_info.single_offset(shape))
+
+        w = tf.get_variable("w", [5, 2], initializer=init, partitioner=tf.fixed_size_partitioner(2),
+                            regularizer=lambda t: tf.reduce_sum(t) * 0.5)
+        calls = []
+
+        def getter(getter, name, *args, **kwargs):
+            calls.append((name, kwargs.get("partitioner") is not None))
+            return getter(name, *args, **kwargs)
+
+        with tf.variable_scope("c", custom_getter=getter, partitioner=tf.fixed_size_partitioner(3)):
+            c = tf.get_variable("x", [6, 1])
+        loc = tf.get_local_variable("loc", [4, 1], partitioner=tf.fixed_size_partitioner(2),
+                                    initializer=tf.constant_initializer(2.0))
+        frozen = tf.get_variable("frozen", [4, 1], partitioner=tf.fixed_size_partitioner(2), trainable=False)
+        losses = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
+        names = (seen, calls, [v.name for v in c], [t.name for t in losses],
+                 [v.name for v in tf.local_variables()], [v.name for v in tf.trainable_variables()],
+                 [v.name for v in frozen])
+        return names, tf.convert_to_tensor(w), losses, tf.add_n(losses), list(loc)
+
+    out = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default():
+            names, *fetches = build(tf)
+            with tf.Session() as sess:
+                sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+                out.append((names, sess.run(fetches)))
+    (w_names, w_vals), (g_names, g_vals) = out
+    assert g_names == w_names
+    assert w_names[0] == [([3, 2], [5, 2], [0, 0], 0, 0), ([2, 2], [5, 2], [3, 0], 3, 0)]
+    np.testing.assert_array_equal(g_vals[0], w_vals[0])
+    for a, b in zip(g_vals[1:], w_vals[1:]):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_partition_info_checks_match_tensorflow(tf1):
+    from tensorflow.python.ops.variable_scope import _PartitionInfo
+
+    from flowlab.ops.partitioned_variables import PartitionInfo
+
+    cases = [((4, 2), [0, 0]), ([4, 2], (0,)), ([4, 2], [4, 0]), ([4, 2], [-1, 0])]
+    for full, off in cases:
+        errs = []
+        for cls in (_PartitionInfo, PartitionInfo):
+            try:
+                cls(full_shape=full, var_offset=off) if isinstance(full, list) else cls(full, 3)
+            except Exception as e:  # noqa: BLE001 - compared below
+                errs.append((type(e).__name__, str(e)))
+        assert len(errs) == 2 and errs[0] == errs[1], errs
+    calls = [([2, 2], None), ((2, 2), "type"), ([2], "len"), ([3, 3], "exceed"), ([1, 1], "two dims")]
+    for shape, _ in calls:
+        res = []
+        for cls in (_PartitionInfo, PartitionInfo):
+            p = cls(full_shape=[4, 2], var_offset=[1, 0])
+            try:
+                res.append(("ok", p.single_slice_dim(shape), p.single_offset(shape)))
+            except Exception as e:  # noqa: BLE001 - compared below
+                res.append((type(e).__name__, str(e)))
+        assert res[0] == res[1], res
