@@ -2,8 +2,8 @@
 with TensorFlow's checks in its order and its messages.
 
 Orders, as TensorFlow's kernels leave them: SparseReorder sorts row-major (stable);
-SparseConcat offsets each input along the concat dimension and sorts the result
-unless that dimension is 0; SparseSlice and SparseSplit keep the input order;
+SparseConcat offsets each input along the concat dimension and sorts the result;
+SparseSlice and SparseSplit keep the input order;
 SparseFillEmptyRows emits rows in order, a row's entries in input order.  SparseSlice's
 output dimension is `size` while the box ends inside the input, else what is left
 of it (never negative) -- TensorFlow's rule, also for a negative start.
@@ -110,9 +110,8 @@ def sparse_concat(ctx: Any, *args: Any) -> Any:
         parts.append(moved)
     out_ind = np.concatenate(parts, axis=0)
     out_val = np.concatenate(vals)
-    if axis != 0:
-        perm = order(out_ind)
-        out_ind, out_val = out_ind[perm], out_val[perm]
+    perm = order(out_ind)  # TensorFlow reorders the result, whatever the axis
+    out_ind, out_val = out_ind[perm], out_val[perm]
     out_shape = shapes[0].astype(np.int64, copy=True)
     out_shape[axis] = offset
     return out_ind, out_val, out_shape

@@ -4,8 +4,8 @@
 (SparseFillEmptyRows) and the composite `sparse_transpose` (a gather of the index
 columns, then SparseReorder, as TensorFlow builds it).
 
-Order contracts kept from TensorFlow: SparseReorder sorts row-major; SparseConcat
-keeps its inputs' order along dimension 0 and sorts otherwise; SparseSlice and
+Order contracts kept from TensorFlow: SparseReorder and SparseConcat sort row-major
+(stable); SparseSlice and
 SparseSplit keep the input order; SparseFillEmptyRows groups by row (input order
 within a row) and reports where each input value went (`reverse_index_map`), which
 its gradient uses.  Kernels: flowlab.kernels.sparse_structure_kernels; gradients:
@@ -130,8 +130,8 @@ def sparse_concat(axis: Any, sp_inputs: Any, name: str | None = None, expand_non
                   concat_dim: Any = None, expand_nonconcat_dims: Any = None) -> SparseTensor:
     """The SparseTensors `sp_inputs` joined along `axis` (`tf.sparse.concat`); with
     `expand_nonconcat_dim` the other dimensions grow to the largest input's."""
-    if expand_nonconcat_dims is not None:
-        expand_nonconcat_dim = expand_nonconcat_dims
+    if expand_nonconcat_dims is not None:  # TF1's default False counts as given: always refused
+        raise ValueError("Cannot specify both 'expand_nonconcat_dim' and 'expand_nonconcat_dims'.")
     axis = concat_dim if axis is None else axis
     if not isinstance(sp_inputs, (list, tuple)):
         raise TypeError("Inputs must be a list or tuple.")
@@ -195,8 +195,7 @@ def sparse_split(keyword_required: Any = _KeywordRequired(), sp_input: Any = Non
         raise ValueError("sp_input is required")
     if num_split is None:
         raise ValueError("num_split is required")
-    axis = split_dim if axis is None else axis
-    if axis is None:
+    if axis is None:  # checked before `split_dim` is looked at, as TensorFlow does
         raise ValueError("axis is required")
     sp = convert_to_sparse_tensor(sp_input)
     inds, vals, shapes = apply_op("SparseSplit", name=name or "SparseSplit",
