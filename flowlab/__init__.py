@@ -61,12 +61,13 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import Dimension, TensorShape, dimension_value
 from flowlab.ops import losses  # kernels: importing registers every kernel
 from flowlab.ops.array_ops import *  # noqa: F401,F403
+from flowlab.ops.broadcast_shapes import *  # noqa: F401,F403 - broadcast_dynamic_shape, broadcast_static_shape
 from flowlab.ops.builder import convert_to_tensor, register_tensor_conversion_function
 from flowlab.ops.check_ops import *  # noqa: F401,F403 - Assert, Print, check_numerics, assert_*
 from flowlab.ops.clip_ops import *  # noqa: F401,F403 - norm, clip_by_norm, clip_by_global_norm, ...
+from flowlab.ops.complex_ops import *  # noqa: F401,F403 - complex, real, imag, angle, to_complex64/128
 from flowlab.ops.cond import *  # noqa: F401,F403
 from flowlab.ops.confusion_matrix import confusion_matrix
-from flowlab.ops.complex_ops import *  # noqa: F401,F403 - complex, real, imag, angle, to_complex64/128
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import *  # noqa: F401,F403
 from flowlab.ops.custom_gradient import *
@@ -79,6 +80,7 @@ from flowlab.ops.gradients_impl import *
 from flowlab.ops.image_adjust import saturate_cast
 from flowlab.ops.image_ops import random_crop
 from flowlab.ops.importer import *
+from flowlab.ops.index_ops import *  # noqa: F401,F403 - unravel_index, batch_gather, repeat
 from flowlab.ops.indexed_slices import *
 from flowlab.ops.init_ops import *  # noqa: F401,F403
 from flowlab.ops.io_ops import *
@@ -100,7 +102,9 @@ from flowlab.ops.sparse_tensor import sparse_placeholder
 from flowlab.ops.special_math_ops import *  # noqa: F401,F403 - asinh, xlogy, divide_no_nan, reduce_std, ...
 from flowlab.ops.state_ops import *  # noqa: F401,F403
 from flowlab.ops.tensor_scatter_ops import *  # noqa: F401,F403 - tensor_scatter_nd_update, ...
+from flowlab.ops.tensor_views import *  # noqa: F401,F403 - ensure_shape, bitcast, identity_n
 from flowlab.ops.tensordot_ops import *  # noqa: F401,F403 - tensordot, eye, meshgrid
+from flowlab.ops.unique_ops import *  # noqa: F401,F403 - unique_with_counts, setdiff1d
 from flowlab.ops.variable_scope import *  # noqa: F401,F403
 from flowlab.ops.variables import *  # noqa: F401,F403
 from flowlab.ops.while_loop import *  # noqa: F401,F403
@@ -180,9 +184,9 @@ def _namespace(name: str, *modules: _types.ModuleType, extra: dict | None = None
 
 
 # `tf.math.log`, `tf.math.equal`, ...: the math builders under TensorFlow's namespace.
+from flowlab.ops import complex_ops as _complex_ops  # noqa: E402
 from flowlab.ops import math_ops as _math_ops  # noqa: E402
 from flowlab.ops import segment_ops as _segment_ops  # noqa: E402
-from flowlab.ops import complex_ops as _complex_ops  # noqa: E402
 from flowlab.ops import special_math_ops as _special_math_ops  # noqa: E402
 
 _NN_IN_MATH = ("softmax", "log_softmax", "softplus", "softsign", "l2_normalize", "in_top_k", "top_k")
