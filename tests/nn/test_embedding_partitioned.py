@@ -194,3 +194,27 @@ def test_only_looked_up_rows_change(tf1):
     untouched = [0, 2, 3, 4, 5, 7, 8, 9, 10]
     np.testing.assert_array_equal(out[untouched], TABLE[untouched])
     assert not np.allclose(out[[1, 6]], TABLE[[1, 6]])
+
+
+_UPDATES = ("Sparse", "Scatter", "Apply", "Assign")
+
+
+@pytest.mark.parametrize("opt", sorted(OPTIMIZERS))
+def test_sparse_updates_are_tensorflows_ops_on_each_shard(tf1, opt):
+    got = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default() as g:
+            pv = _table(tf, 3)
+            e = tf.nn.embedding_lookup(pv, IDS, partition_strategy="div")
+            before = set(g.get_operations())
+            OPTIMIZERS[opt](tf).minimize(tf.reduce_sum(e * e))
+            updates = sorted(
+                (op.type, [i.op.name for i in op.inputs[:1]], op.colocation_groups())
+                for op in g.get_operations()
+                if op not in before and op.type.startswith(_UPDATES) and op.type != "AssignVariableOp")
+        got.append(updates)
+    want, mine = got
+    assert mine == want
+    # one sparse update per shard, colocated with it
+    kinds = [t for t, _, _ in mine if t.startswith(("Sparse", "Scatter"))]
+    assert kinds and len(kinds) % 3 == 0

@@ -8,6 +8,7 @@ comparisons are of what the programs see."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -247,3 +248,29 @@ def test_malformed_slice_info_in_a_meta_graph_is_data_loss(tmp_path, damage):
         with pytest.raises(fl.errors.DataLossError, match="save_slice_info_def"):
             fl.train.import_meta_graph(path)
         assert g.get_operations() == []
+
+
+def test_sharded_save_of_shards_on_two_devices_matches_tensorflow(tf1, tmp_path):
+    out = []
+    for tf in (tf1, fl):
+        d = str(tmp_path / tf.__name__)
+        os.makedirs(d)  # TensorFlow's sharded save wants the directory
+        with tf.Graph().as_default() as g:
+            def shard_device(op):  # part_i on cpu:(i % 2)
+                i = op.name.split("/part_")[1][0] if "/part_" in op.name else "0"
+                return f"/cpu:{int(i) % 2}"
+
+            with tf.device(shard_device):
+                pv = _table(tf, 3)
+            saver = tf.train.Saver(sharded=True)
+            # (TensorFlow places every SaveV2 on its task's CPU:0, flowlab on the
+            # variables' device: tests/train/test_saver.py; the count is the same)
+            saves = len([op for op in g.get_operations() if op.type == "SaveV2"])
+            with tf.Session(config=tf.ConfigProto(device_count={"CPU": 2})) as sess:
+                sess.run(tf.global_variables_initializer())
+                sess.run(tf.assign(pv, FULL))
+                path = saver.save(sess, d + "/t")
+        out.append((saves, sorted(os.listdir(d)), tf.train.list_variables(d), path.replace(d, "")))
+        np.testing.assert_array_equal(_restore_table(tf, path, 4)[0], FULL)
+    assert out[1] == out[0]
+    assert out[0][0] == 2 and "t.data-00001-of-00002" in out[0][1]
