@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from flowlab import errors
+import numpy as np
+
 from flowlab.kernels.registry import ALL, kernel
 from flowlab.ops import sparse_ops  # noqa: F401  (declares SparseToDense)
 
@@ -56,7 +58,7 @@ def sparse_to_dense(ctx: Any, indices: Any, output_shape: Any, values: Any, defa
     if not (values.ndim == 0 or (values.ndim == 1 and values.size == num_elems)):
         _fail(f"sparse_values has incorrect shape {_dims(values.shape)}, should be [] or "
               f"[{num_elems}]")
-    if default.ndim != 0:
+    if np.ndim(default) != 0:
         _fail("default_value should be a scalar.")
     shape = [int(d) for d in output_shape.tolist()]
     ix = [[int(v) for v in row] for row in indices.reshape(num_elems, num_dims).tolist()]
