@@ -365,3 +365,33 @@ def test_partition_info_checks_match_tensorflow(tf1):
             except Exception as e:  # noqa: BLE001 - compared below
                 res.append((type(e).__name__, str(e)))
         assert res[0] == res[1], res
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_dense_use_and_training_of_a_partitioned_weight_match_tensorflow(tf1, axis):
+    """A partitioned weight used as a tensor (matmul): the concat's gradient slices
+    back into one dense gradient per shard, and the optimizer updates each shard."""
+    x = np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(3, 4)
+
+    def build(tf):
+        w = tf.get_variable("w", [4, 5], partitioner=tf.fixed_size_partitioner(3, axis=axis),
+                            initializer=tf.random_normal_initializer(seed=2))
+        loss = tf.reduce_sum(tf.square(tf.matmul(x, w) - 0.5))
+        grads = tf.gradients(loss, list(w))
+        step = tf.train.MomentumOptimizer(0.05, 0.9).minimize(loss)
+        return [loss, step, grads, tf.convert_to_tensor(w)]
+
+    for tf in (tf1, fl):
+        with tf.Graph().as_default():
+            loss, step, grads, whole = build(tf)
+            assert not any(isinstance(g, tf.IndexedSlices) for g in grads)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                runs = [sess.run([loss, grads]) + [sess.run(step), sess.run(whole)] for _ in range(3)]
+        if tf is tf1:
+            want = runs
+    for w_run, g_run in zip(want, runs):
+        np.testing.assert_allclose(g_run[0], w_run[0], rtol=1e-5)
+        for a, b in zip(g_run[1], w_run[1]):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(g_run[3], w_run[3], rtol=1e-5, atol=1e-6)
