@@ -216,6 +216,8 @@ def sparse_tensor_dense_add(ctx: Any, ind: Any, vals: Any, shape: Any, b: Any) -
                   f"{dims(vals.shape)} and {dims(shape.shape)}")
     if shape.size != b.ndim:
         raise bad(f"Two operands have different ranks; received: {shape.size} and {b.ndim}")
+    if not 1 <= b.ndim <= 5:
+        raise bad(f"Only tensors with ranks between 1 and 5 are currently supported.  Tensor rank: {b.ndim}")
     for d in range(b.ndim):
         if shape[d] != b.shape[d]:
             raise bad(f"Dimension {d} does not equal (no broadcasting is supported): sparse side "
