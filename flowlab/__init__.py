@@ -61,6 +61,7 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import Dimension, TensorShape, dimension_value
 from flowlab.ops import losses  # kernels: importing registers every kernel
 from flowlab.ops.array_ops import *  # noqa: F401,F403
+from flowlab.ops.assertions import *  # noqa: F401,F403 - assert_integer, assert_near, is_non_decreasing, ...
 from flowlab.ops.broadcast_shapes import *  # noqa: F401,F403 - broadcast_dynamic_shape, broadcast_static_shape
 from flowlab.ops.builder import convert_to_tensor, register_tensor_conversion_function
 from flowlab.ops.check_ops import *  # noqa: F401,F403 - Assert, Print, check_numerics, assert_*
@@ -85,6 +86,7 @@ from flowlab.ops.indexed_slices import *
 from flowlab.ops.init_ops import *  # noqa: F401,F403
 from flowlab.ops.io_ops import *
 from flowlab.ops.linalg_ops import *  # noqa: F401,F403 - matrix_inverse, cholesky, svd, qr, matrix_diag, ...
+from flowlab.ops.math_composites import accumulate_n, lbeta
 from flowlab.ops.math_ops import *  # noqa: F401,F403
 from flowlab.ops.partitioned_variables import *  # noqa: F401,F403 - PartitionedVariable, *_partitioner
 from flowlab.ops.random_ops import *  # noqa: F401,F403
@@ -102,6 +104,7 @@ from flowlab.ops.sparse_tensor import sparse_placeholder
 from flowlab.ops.special_math_ops import *  # noqa: F401,F403 - asinh, xlogy, divide_no_nan, reduce_std, ...
 from flowlab.ops.state_ops import *  # noqa: F401,F403
 from flowlab.ops.tensor_scatter_ops import *  # noqa: F401,F403 - tensor_scatter_nd_update, ...
+from flowlab.ops.tensor_util import *  # noqa: F401,F403 - is_tensor, get_static_value, make_tensor_proto, ...
 from flowlab.ops.tensor_views import *  # noqa: F401,F403 - ensure_shape, bitcast, identity_n
 from flowlab.ops.tensordot_ops import *  # noqa: F401,F403 - tensordot, eye, meshgrid
 from flowlab.ops.unique_ops import *  # noqa: F401,F403 - unique_with_counts, setdiff1d
@@ -119,6 +122,7 @@ from flowlab.runtime.config import (
 )
 from flowlab.runtime.session import InteractiveSession, Session, get_default_session
 from flowlab.summary import Event, SessionLog, Summary
+from flowlab.versions import *  # noqa: F401,F403 - VERSION, GRAPH_DEF_VERSION, ...
 from flowlab.viz.show import show
 
 __version__ = "0.1.0"
@@ -184,7 +188,9 @@ def _namespace(name: str, *modules: _types.ModuleType, extra: dict | None = None
 
 
 # `tf.math.log`, `tf.math.equal`, ...: the math builders under TensorFlow's namespace.
+from flowlab.ops import assertions as _assertions  # noqa: E402
 from flowlab.ops import complex_ops as _complex_ops  # noqa: E402
+from flowlab.ops import math_composites as _math_composites  # noqa: E402
 from flowlab.ops import math_ops as _math_ops  # noqa: E402
 from flowlab.ops import segment_ops as _segment_ops  # noqa: E402
 from flowlab.ops import special_math_ops as _special_math_ops  # noqa: E402
@@ -193,7 +199,9 @@ _NN_IN_MATH = ("softmax", "log_softmax", "softplus", "softsign", "l2_normalize",
 math = _namespace("math", _math_ops, _segment_ops, _special_math_ops,
                   extra={**{n: getattr(nn, n) for n in _NN_IN_MATH}, "invert_permutation": invert_permutation,  # noqa: F405
                          "confusion_matrix": confusion_matrix,
-                         **{n: getattr(_complex_ops, n) for n in ("real", "imag", "angle")}})
+                         **{n: getattr(_complex_ops, n) for n in ("real", "imag", "angle")},
+                         **{n: getattr(_math_composites, n) for n in _math_composites.__all__},
+                         **{n: getattr(_assertions, n) for n in ("is_non_decreasing", "is_strictly_increasing")}})
 
 from flowlab.ops import data_flow_ops as _data_flow_ops  # noqa: E402
 from flowlab.ops import image_codecs as _image_codecs  # noqa: E402

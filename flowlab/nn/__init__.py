@@ -20,6 +20,7 @@ from flowlab.ops.depthwise_conv_ops import *  # noqa: F401,F403,E402  (depthwise
 from flowlab.ops.embedding_ops import *  # noqa: F401,F403,E402  (embedding_lookup)
 from flowlab.ops.embedding_sparse import *  # noqa: F401,F403,E402  (embedding_lookup_sparse, safe_...)
 from flowlab.ops.lrn_ops import *  # noqa: F401,F403,E402  (lrn, local_response_normalization)
+from flowlab.ops.math_composites import zero_fraction  # noqa: F401,E402
 from flowlab.ops.math_ops import sigmoid, tanh  # noqa: F401
 from flowlab.ops.nn_impl import *  # noqa: F401,F403
 from flowlab.ops.nn_moments import *  # noqa: F401,F403,E402  (sufficient_statistics, weighted_moments)
