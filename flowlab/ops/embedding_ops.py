@@ -85,7 +85,7 @@ def _sharded(g: Any, params: list[Tensor], ids: Tensor, strategy: str, scope: st
         assignments = math_ops.maximum(flat_ids // (per + 1), (flat_ids - extras) // per)
         new_ids = array_ops.where(assignments < extras, flat_ids % (per + 1), (flat_ids - extras) % per)
     else:
-        raise ValueError(f"Unrecognized partition strategy: {strategy}. Must be one of either `mod` or `div`.")
+        raise ValueError(f"Unrecognized partition strategy: {strategy}.Must be one of either `mod` or `div`.")  # TF: no space
     assignments = math_ops.cast(assignments, dtypes.int32)
     gather_ids = slicing.dynamic_partition(new_ids, assignments, n)
     pindices = slicing.dynamic_partition(original_indices, assignments, n)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import flowlab as fl
-from tests.difftest import assert_same
+from tests.difftest import assert_same, assert_same_error
 
 TABLE = (np.arange(44, dtype=np.float32).reshape(11, 4) - 20.0) / 10.0
 IDS = np.array([[0, 10, 4], [4, 5, 1], [7, 7, 2]], np.int32)
@@ -218,3 +218,22 @@ def test_sparse_updates_are_tensorflows_ops_on_each_shard(tf1, opt):
     # one sparse update per shard, colocated with it
     kinds = [t for t, _, _ in mine if t.startswith(("Sparse", "Scatter"))]
     assert kinds and len(kinds) % 3 == 0
+
+
+@pytest.mark.parametrize("strategy,ids", [("mod", [0, 14]), ("div", [3, 11]), ("div", [-1])])
+def test_out_of_range_ids_fail_as_in_tensorflow(tf1, strategy, ids):
+    def build(tf):
+        return tf.nn.embedding_lookup(_table(tf, 3), ids, partition_strategy=strategy)
+
+    want, got = assert_same_error(tf1, build)
+    assert type(got).__name__ == "InvalidArgumentError"
+
+
+def test_unknown_strategy_is_tensorflows_error(tf1):
+    out = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default():
+            with pytest.raises(ValueError) as e:
+                tf.nn.embedding_lookup(_table(tf, 2), [1], partition_strategy="stripe")
+            out.append(str(e.value))
+    assert out[1] == out[0]
