@@ -34,6 +34,25 @@ def tfl(tf1: Any) -> Any:
     return shim
 
 
+# Literal references, so that every name is visibly run under both libraries.
+_LAYERS = {
+    "Conv1D": lambda tf: tf.layers.Conv1D, "Conv2D": lambda tf: tf.layers.Conv2D,
+    "Conv3D": lambda tf: tf.layers.Conv3D, "Conv2DTranspose": lambda tf: tf.layers.Conv2DTranspose,
+    "Conv3DTranspose": lambda tf: tf.layers.Conv3DTranspose,
+    "MaxPooling1D": lambda tf: tf.layers.MaxPooling1D, "MaxPooling2D": lambda tf: tf.layers.MaxPooling2D,
+    "MaxPooling3D": lambda tf: tf.layers.MaxPooling3D, "AveragePooling1D": lambda tf: tf.layers.AveragePooling1D,
+    "AveragePooling2D": lambda tf: tf.layers.AveragePooling2D,
+    "AveragePooling3D": lambda tf: tf.layers.AveragePooling3D,
+    "conv1d": lambda tf: tf.layers.conv1d, "conv3d": lambda tf: tf.layers.conv3d,
+    "conv3d_transpose": lambda tf: tf.layers.conv3d_transpose,
+    "separable_conv1d": lambda tf: tf.layers.separable_conv1d,
+    "separable_conv2d": lambda tf: tf.layers.separable_conv2d,
+    "max_pooling1d": lambda tf: tf.layers.max_pooling1d, "max_pooling3d": lambda tf: tf.layers.max_pooling3d,
+    "average_pooling1d": lambda tf: tf.layers.average_pooling1d,
+    "average_pooling3d": lambda tf: tf.layers.average_pooling3d,
+}
+
+
 def _init(shape: list[int], scale: float = 0.3) -> Any:
     return RS.randn(*shape).astype(np.float32) * scale
 
@@ -77,7 +96,7 @@ def test_conv_classes(tfl: Any, cls: str, shape: list[int], kw: dict) -> None:
                    bias_initializer=tf.constant_initializer(0.2))
         if kw2.get("activation") == "relu":
             kw2["activation"] = tf.nn.relu
-        layer = getattr(tf.layers, cls)(**kw2)
+        layer = _LAYERS[cls](tf)(**kw2)
         y = layer(tf.constant(x))
         g = tf.gradients(tf.reduce_sum(y * y), [layer.kernel])
         return [y, g, _names(tf), tf.constant(str(y.shape))]
@@ -101,8 +120,8 @@ def test_functional_conv_layers(tfl: Any, fn: str, shape: list[int], kw: dict) -
                   "pointwise_initializer": tf.glorot_uniform_initializer(seed=2)}
                  if fn.startswith("separable") else {"kernel_initializer": tf.glorot_uniform_initializer(seed=1)})
         xt = tf.constant(x)
-        y = getattr(tf.layers, fn)(xt, **kw, **inits, bias_initializer=tf.constant_initializer(-0.1))
-        y2 = getattr(tf.layers, fn)(xt, **kw, **inits, name="again")
+        y = _LAYERS[fn](tf)(xt, **kw, **inits, bias_initializer=tf.constant_initializer(-0.1))
+        y2 = _LAYERS[fn](tf)(xt, **kw, **inits, name="again")
         return [y, y2, tf.gradients(tf.reduce_sum(y), xt), _names(tf)]
 
     assert_same(tfl, build, rtol=1e-4, atol=1e-5)
@@ -139,7 +158,7 @@ def test_pooling_classes(tfl: Any, cls: str, shape: list[int], kw: dict) -> None
 
     def build(tf: Any) -> Any:
         xt = tf.constant(x)
-        y = getattr(tf.layers, cls)(**kw)(xt)
+        y = _LAYERS[cls](tf)(**kw)(xt)
         return [y, tf.gradients(tf.reduce_sum(y * y), xt), tf.constant(str(y.shape))]
 
     assert_same(tfl, build)
@@ -149,7 +168,7 @@ def test_pooling_classes(tfl: Any, cls: str, shape: list[int], kw: dict) -> None
                                       ("max_pooling3d", [1, 4, 4, 4, 2]), ("average_pooling3d", [1, 4, 4, 4, 2])])
 def test_functional_pooling(tfl: Any, fn: str, shape: list[int]) -> None:
     x = _init(shape, 1)
-    assert_same(tfl, lambda tf: getattr(tf.layers, fn)(tf.constant(x), 2, 2, padding="same"))
+    assert_same(tfl, lambda tf: _LAYERS[fn](tf)(tf.constant(x), 2, 2, padding="same"))
 
 
 def test_channels_first_pooling_and_conv1d(tfl: Any) -> None:
