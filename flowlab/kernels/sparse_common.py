@@ -16,7 +16,7 @@ import numpy as np
 from flowlab import errors
 
 
-def bad(message: str) -> errors.InvalidArgumentError:
+def bad(message: str) -> errors.OpError:
     return errors.InvalidArgumentError(None, None, message)
 
 

@@ -185,7 +185,10 @@ class _KeywordRequired:
         return "KeywordRequired()"
 
 
-def sparse_split(keyword_required: Any = _KeywordRequired(), sp_input: Any = None, num_split: Any = None,
+_KEYWORD_REQUIRED = _KeywordRequired()
+
+
+def sparse_split(keyword_required: Any = _KEYWORD_REQUIRED, sp_input: Any = None, num_split: Any = None,
                  axis: Any = None, name: str | None = None, split_dim: Any = None) -> list[SparseTensor]:
     """`num_split` SparseTensors along `axis`; the first `size % num_split` get one more
     slot (`tf.sparse.split`, keyword arguments only)."""

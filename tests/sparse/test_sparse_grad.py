@@ -13,7 +13,6 @@ import pytest
 
 from tests.difftest import assert_same, assert_same_error
 from tests.ops.gradient_check import TABLE, check_case, grad_case
-from tests.sparse.helpers import IND, SHAPE, VAL
 
 F64 = np.float64
 IND3 = np.array([[0, 0], [0, 2], [1, 1], [2, 0], [2, 2]], np.int64)
