@@ -26,6 +26,7 @@ from flowlab import (
     train,
     viz,
 )
+from flowlab.data.structure import TensorSpec  # tf.TensorSpec
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.dtypes import (  # noqa: F401
     DType,
@@ -88,6 +89,7 @@ from flowlab.ops.io_ops import *
 from flowlab.ops.linalg_ops import *  # noqa: F401,F403 - matrix_inverse, cholesky, svd, qr, matrix_diag, ...
 from flowlab.ops.math_composites import accumulate_n, lbeta
 from flowlab.ops.math_ops import *  # noqa: F401,F403
+from flowlab.ops.partitioned_scope import create_partitioned_variables
 from flowlab.ops.partitioned_variables import *  # noqa: F401,F403 - PartitionedVariable, *_partitioner
 from flowlab.ops.random_ops import *  # noqa: F401,F403
 from flowlab.ops.script_ops import numpy_function, py_func
@@ -217,6 +219,10 @@ sets = _namespace("sets", _set_ops, extra={"intersection": _set_ops.set_intersec
 from flowlab import platform as _platform  # noqa: E402
 
 io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph, "gfile": _platform.gfile,
+                                       # the same queue classes and input helper as tf.* / tf.train.*
+                                       "PaddingFIFOQueue": PaddingFIFOQueue, "PriorityQueue": PriorityQueue,  # noqa: F405
+                                       "QueueBase": QueueBase, "RandomShuffleQueue": RandomShuffleQueue,  # noqa: F405
+                                       "match_filenames_once": train.match_filenames_once,
                                        **{n: getattr(image, n) for n in _image_codecs.__all__}})
 
 # `tf.strings` and TensorFlow 1.x's top-level string builders.

@@ -16,8 +16,8 @@ inherited by sub-scopes and cannot be switched off inside a reusing scope.
 
 A `partitioner` (argument or scope default) makes `get_variable` return a
 `PartitionedVariable` (flowlab/ops/partitioned_variables.py): shards
-"<name>/part_0", ... created by the store; `create_partitioned_variables` is the
-older spelling that returns the shard list.
+"<name>/part_0", ... created by the store (`create_partitioned_variables`, the older
+spelling that returns the shard list, is flowlab/ops/partitioned_scope.py).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from flowlab.ops.variables import Variable
 
 __all__ = [
     "AUTO_REUSE", "VariableScope", "variable_scope", "get_variable", "get_local_variable",
-    "get_variable_scope", "no_regularizer", "create_partitioned_variables",
+    "get_variable_scope", "no_regularizer",
 ]
 
 
@@ -206,37 +206,6 @@ class VariableScope:
                 custom_getter=custom_getter, constraint=constraint,
             )
 
-    def _get_partitioned_variable(
-        self, var_store: _VariableStore, name: str | None, shape: Any = None, dtype: Any = None,
-        initializer: Any = None, regularizer: Any = None, trainable: bool | None = None,
-        collections: Any = None, caching_device: Any = None, partitioner: Any = None,
-        validate_shape: bool = True, constraint: Any = None,
-    ) -> PartitionedVariable:
-        """A partitioned variable named by this scope (plus `name` if given), with its
-        defaults; no custom getter (TensorFlow's private path under
-        `create_partitioned_variables`)."""
-        initializer = self._initializer if initializer is None else initializer
-        regularizer = self._regularizer if regularizer is None else regularizer
-        constraint = self._constraint if constraint is None else constraint
-        caching_device = self._caching_device if caching_device is None else caching_device
-        partitioner = self._partitioner if partitioner is None else partitioner
-        dtype = self._dtype if dtype is None else dtype
-        if self._custom_getter is not None:
-            raise ValueError(
-                "Private access to _get_partitioned_variable is not allowed when a custom "
-                f"getter is set.  Current custom getter: {self._custom_getter}.  It is likely "
-                "that you're using create_partitioned_variables.  If so, consider instead using "
-                "get_variable with a non-empty partitioner parameter instead."
-            )
-        if partitioner is None:
-            raise ValueError("No partitioner was specified")
-        full_name = "/".join(n for n in (self.name, name) if n)
-        with get_default_graph().name_scope(None):
-            return var_store._get_partitioned_variable(
-                full_name, partitioner, shape, dtype, initializer, regularizer, self.reuse,
-                trainable, collections, caching_device, validate_shape, constraint,
-            )
-
     def __repr__(self) -> str:
         return f"<VariableScope '{self._name}' reuse={self._reuse}>"
 
@@ -323,38 +292,6 @@ def get_local_variable(
         custom_getter=custom_getter, constraint=constraint,
     )
 
-
-def create_partitioned_variables(
-    shape: Any, slicing: Any, initializer: Any, dtype: Any = dtypes.float32,
-    trainable: bool = True, collections: Any = None, name: str | None = None, reuse: Any = None,
-) -> list[Variable]:
-    """The shards of a variable of `shape` cut as `slicing` says (one count per
-    dimension, at most one > 1), `tf.create_partitioned_variables`:
-
-        parts = tf.create_partitioned_variables([10, 4], [2, 1], tf.zeros_initializer())
-        [p.name for p in parts]   # ['PartitionedVariable/part_0:0', '.../part_1:0']
-
-    `initializer` is a value of the full shape (sliced) or an initializer (called per
-    shard).  Prefer `get_variable(..., partitioner=...)`.
-    """
-    if len(shape) != len(slicing):
-        raise ValueError(
-            "The 'shape' and 'slicing' of a partitioned Variable must have the length: "
-            f"shape: {shape}, slicing: {slicing}"
-        )
-    if len(shape) < 1:
-        raise ValueError(f"A partitioned Variable must have rank at least 1: shape: {shape}")
-
-    def partitioner(**unused_kwargs: Any) -> Any:
-        return slicing
-
-    with variable_scope(name, "PartitionedVariable", reuse=reuse):
-        scope = get_variable_scope()
-        pv = scope._get_partitioned_variable(
-            _variable_store(), None, shape=shape, dtype=dtype, initializer=initializer,
-            trainable=trainable, partitioner=partitioner, collections=collections,
-        )
-        return list(pv)
 
 def _wrap_custom_getter(custom_getter: Any, old_getter: Any) -> Any:
     if old_getter is None:
