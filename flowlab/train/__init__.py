@@ -53,6 +53,8 @@ __all__ += ["AdadeltaOptimizer", "AdagradOptimizer", "AdamOptimizer", "Exponenti
 from flowlab.train.lbfgs import LBFGSOptimizer  # noqa: E402,F401  (flowlab's graph L-BFGS)
 
 __all__ += ["LBFGSOptimizer"]
+piecewise_constant_decay = piecewise_constant  # noqa: F405 - TensorFlow exports this one function under both names
+__all__ += ["piecewise_constant_decay"]
 
 # The proximal family (FTRL, proximal GD/Adagrad, Adagrad dual averaging).
 from flowlab.kernels import proximal_kernels as _proximal_kernels  # noqa: E402,F401
