@@ -23,10 +23,15 @@ from flowlab.graph.tensor_shape import TensorShape
 from flowlab.ops import array_ops, math_ops
 from flowlab.ops.builder import convert_to_tensor, graph_of
 from flowlab.ops.embedding_ops import embedding_lookup
+from flowlab.ops.partitioned_variables import PartitionedVariable
 from flowlab.ops.segment_ops import segment_sum
 from flowlab.ops.slicing import gather, slice
 from flowlab.ops.sparse_ops import sparse_retain
-from flowlab.ops.sparse_segment_ops import sparse_segment_mean, sparse_segment_sqrt_n, sparse_segment_sum
+from flowlab.ops.sparse_segment_ops import (
+    sparse_segment_mean,
+    sparse_segment_sqrt_n,
+    sparse_segment_sum,
+)
 from flowlab.ops.sparse_structure_ops import sparse_fill_empty_rows, sparse_reshape
 from flowlab.ops.sparse_tensor import SparseTensor
 from flowlab.ops.special_math_ops import div_no_nan
@@ -37,7 +42,7 @@ _SEGMENT = {"sum": sparse_segment_sum, "mean": sparse_segment_mean, "sqrtn": spa
 
 
 def _tables(params: Any) -> list[Any]:
-    if hasattr(params, "_get_variable_list"):  # a PartitionedVariable: its shards
+    if isinstance(params, PartitionedVariable):  # its shards
         return list(params)
     return list(params) if isinstance(params, (list, tuple)) else [params]
 

@@ -118,3 +118,16 @@ def test_training_step_on_a_variable(tf1):
                 acc.append(s.run(table))
     for a, b in zip(g1, g2):
         np.testing.assert_allclose(b, a, rtol=2e-6)
+
+
+@pytest.mark.parametrize("strategy", ["mod", "div"])
+def test_partitioned_variable_table(tf1, strategy):
+    def build(tf):
+        with tf.variable_scope("emb", partitioner=tf.fixed_size_partitioner(2)):
+            table = tf.get_variable("table", initializer=tf.constant(TABLE))
+        out = tf.nn.embedding_lookup_sparse(table, _ids(tf), _wts(tf), combiner="sqrtn",
+                                            partition_strategy=strategy)
+        safe = tf.nn.safe_embedding_lookup_sparse(table, _ids(tf, SAFE_IDS), partition_strategy=strategy)
+        g = tf.gradients(tf.reduce_sum(out * out) + tf.reduce_sum(safe), list(table))
+        return [out, safe] + [tf.convert_to_tensor(x) for x in g]
+    assert_same(tf1, build, rtol=2e-6)
