@@ -105,6 +105,7 @@ from flowlab.ops.sparse_structure_ops import *  # noqa: F401,F403 - sparse_reord
 from flowlab.ops.sparse_tensor import sparse_placeholder
 from flowlab.ops.special_math_ops import *  # noqa: F401,F403 - asinh, xlogy, divide_no_nan, reduce_std, ...
 from flowlab.ops.state_ops import *  # noqa: F401,F403
+from flowlab.ops.string_codec_ops import *  # noqa: F401,F403 - encode_base64, string_to_hash_bucket, ...
 from flowlab.ops.tensor_scatter_ops import *  # noqa: F401,F403 - tensor_scatter_nd_update, ...
 from flowlab.ops.tensor_util import *  # noqa: F401,F403 - is_tensor, get_static_value, make_tensor_proto, ...
 from flowlab.ops.tensor_views import *  # noqa: F401,F403 - ensure_shape, bitcast, identity_n
@@ -223,6 +224,7 @@ io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph, "gfile":
                                        "PaddingFIFOQueue": PaddingFIFOQueue, "PriorityQueue": PriorityQueue,  # noqa: F405
                                        "QueueBase": QueueBase, "RandomShuffleQueue": RandomShuffleQueue,  # noqa: F405
                                        "match_filenames_once": train.match_filenames_once,
+                                       "encode_base64": encode_base64, "decode_base64": decode_base64,  # noqa: F405
                                        **{n: getattr(image, n) for n in _image_codecs.__all__}})
 
 # `tf.strings` and TensorFlow 1.x's top-level string builders.
@@ -243,7 +245,8 @@ from flowlab.ops.string_ops import (  # noqa: E402
 strings = _types.SimpleNamespace(
     as_string=as_string, format=_string_ops.string_format, join=string_join, length=_string_ops.string_length,
     unicode_encode=_unicode_ops.unicode_encode, unicode_transcode=_unicode_ops.unicode_transcode,
-    to_hash_bucket_fast=string_to_hash_bucket_fast,
+    to_hash_bucket_fast=string_to_hash_bucket_fast, to_hash_bucket=string_to_hash_bucket,  # noqa: F405
+    to_hash_bucket_strong=string_to_hash_bucket_strong,  # noqa: F405
     lower=_string_ops.string_lower, upper=_string_ops.string_upper, reduce_join=reduce_join,
     regex_full_match=_string_ops.regex_full_match, regex_replace=regex_replace,
     split=_string_ops.strings_split, strip=string_strip, substr=substr, to_number=string_to_number,

@@ -51,6 +51,7 @@ from flowlab.kernels import (
     special_math_kernels,
     stack_kernels,
     state_kernels,
+    string_codec_kernels,
     string_kernels,
     summary_kernels,
     tensor_array_kernels,
