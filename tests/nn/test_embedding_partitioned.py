@@ -237,3 +237,18 @@ def test_unknown_strategy_is_tensorflows_error(tf1):
                 tf.nn.embedding_lookup(_table(tf, 2), [1], partition_strategy="stripe")
             out.append(str(e.value))
     assert out[1] == out[0]
+
+
+@pytest.mark.parametrize("strategy", ["mod", "div"])
+def test_sparse_lookups_of_a_partitioned_variable_match_tensorflow(tf1, strategy):
+    def build(tf):
+        pv = _table(tf, 3)
+        sp = tf.SparseTensor([[0, 0], [0, 1], [1, 0], [2, 2]], tf.constant([1, 10, 5, 7], tf.int64), [3, 3])
+        w = tf.SparseTensor([[0, 0], [0, 1], [1, 0], [2, 2]], [1.0, 2.0, 0.5, 3.0], [3, 3])
+        a = tf.nn.embedding_lookup_sparse(pv, sp, None, partition_strategy=strategy, combiner="sum")
+        b = tf.nn.embedding_lookup_sparse(pv, sp, w, partition_strategy=strategy, combiner="sqrtn")
+        c = tf.nn.safe_embedding_lookup_sparse(pv, sp, w, partition_strategy=strategy, combiner="mean")
+        grads = tf.gradients(tf.reduce_sum(a * b) + tf.reduce_sum(c), list(pv))
+        return [a, b, c, [[g.values, g.indices] for g in grads]]
+
+    assert_same(tf1, build, rtol=1e-5)
