@@ -82,7 +82,7 @@ def _reduce_shape(op: Operation) -> list[Any]:
 
 
 def _reduce_sparse_shape(op: Operation) -> list[Any]:
-    return [TensorShape([None, None]), TensorShape([None]), TensorShape([None])]
+    return [TensorShape(None), TensorShape(None), TensorShape(None)]  # TensorFlow infers nothing
 
 
 def _values_shape(op: Operation) -> list[Any]:
@@ -95,7 +95,7 @@ def _sparse_sum_shape(op: Operation) -> list[Any]:
 
 
 def _sparse_minmax_shape(op: Operation) -> list[Any]:
-    return [TensorShape([None, _rank(op, 0)]), TensorShape([None])]
+    return [TensorShape([None, None]), TensorShape([None])]  # TensorFlow's: rank not inferred
 
 
 op_def("SparseTensorDenseMatMul",

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from flowlab.graph import dtypes
+from flowlab.graph.graph import get_default_graph
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
 from flowlab.ops import array_ops, check_ops, math_ops
@@ -27,7 +28,6 @@ from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.const_fold import constant_value
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import identity, with_dependencies
-from flowlab.graph.graph import get_default_graph
 from flowlab.ops.gradient_registry import gradient
 from flowlab.ops.op_def import op_def
 from flowlab.ops.slicing import gather, gather_nd, slice
@@ -154,6 +154,7 @@ def sparse_expand_dims(sp_input: Any, axis: Any = None, name: str | None = None)
     if rank is None:
         rank = array_ops.shape(sp_input.dense_shape)[0]
     axis = -1 if axis is None else axis
+    given = axis if isinstance(axis, numbers.Integral) else None
     g = sp_input.graph
     with g.as_default(), g.name_scope(name or "expand_dims"):
         if isinstance(axis, numbers.Integral):
@@ -170,7 +171,18 @@ def sparse_expand_dims(sp_input: Any, axis: Any = None, name: str | None = None)
         shape_after = slice(sp_input.dense_shape, [axis], [-1])
         new_shape = convert_to_tensor([1], name="new_shape", dtype=dtypes.int64)
         shape = array_ops.concat([shape_before, new_shape, shape_after], axis=0)
-        return SparseTensor(indices, sp_input.values, shape)
+        rank_known = sp_input.dense_shape.shape[0].value if sp_input.dense_shape.shape.ndims else None
+        if rank_known is not None:  # the static shapes TensorFlow's ConcatV2 shape function finds
+            shape.set_shape([rank_known + 1])
+            indices.set_shape([sp_input.indices.shape[0].value if sp_input.indices.shape.ndims else None,
+                               rank_known + 1])
+        out = SparseTensor(indices, sp_input.values, shape)
+        if rank_known is not None and given is not None:
+            # What TensorFlow's constant_value_as_shape reads from this concat: the new 1.
+            dims: list[int | None] = [None] * (rank_known + 1)
+            dims[given % (rank_known + 1)] = 1
+            out.set_shape(dims)
+        return out
 
 
 def sparse_eye(num_rows: Any, num_columns: Any = None, dtype: Any = dtypes.float32,

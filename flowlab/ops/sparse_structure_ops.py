@@ -44,17 +44,37 @@ def _sparse_out(rank: int | None) -> list[TensorShape]:
     return [TensorShape([None, rank]), TensorShape([None]), TensorShape([rank])]
 
 
+def _rows(t: Tensor) -> int | None:
+    """The static number of rows of a matrix tensor (the stored values' count)."""
+    return t.shape[0].value if t.shape.ndims else None
+
+
+def _first(shape: Tensor) -> int | None:
+    """dense_shape[0] when the dense shape is a constant."""
+    v = constant_value(shape)
+    return int(v[0]) if v is not None and len(v) else None
+
+
+def _concat_shape(op: Operation) -> list[TensorShape]:
+    n = op.get_attr("N")
+    rows = [_rows(t) for t in op.inputs[:n]]
+    total = None if None in rows else sum(r for r in rows if r is not None)
+    rank = _rank_of(op, 0, 2 * n)
+    return [TensorShape([total, rank]), TensorShape([total]), TensorShape([rank])]
+
+
 op_def("SparseReorder", inputs=["input_indices: int64", "input_values: T", "input_shape: int64"],
        outputs=["output_indices: int64", "output_values: T"], attrs=["T: type"],
        shape_fn=lambda op: [op.inputs[0].shape, op.inputs[1].shape])
 op_def("SparseReshape", inputs=["input_indices: int64", "input_shape: int64", "new_shape: int64"],
        outputs=["output_indices: int64", "output_shape: int64"],
-       shape_fn=lambda op: [TensorShape([None, op.inputs[2].shape[0].value if op.inputs[2].shape.ndims else None]),
+       shape_fn=lambda op: [TensorShape([_rows(op.inputs[0]),
+                                         op.inputs[2].shape[0].value if op.inputs[2].shape.ndims else None]),
                             op.inputs[2].shape])
 op_def("SparseConcat", inputs=["indices: N * int64", "values: N * T", "shapes: N * int64"],
        outputs=["output_indices: int64", "output_values: T", "output_shape: int64"],
        attrs=["concat_dim: int", "N: int >= 2", "T: type"],
-       shape_fn=lambda op: _sparse_out(_rank_of(op, 0, 2 * op.get_attr("N"))))
+       shape_fn=lambda op: _concat_shape(op))
 op_def("SparseSlice", inputs=["indices: int64", "values: T", "shape: int64", "start: int64", "size: int64"],
        outputs=["output_indices: int64", "output_values: T", "output_shape: int64"],
        attrs=["T: type"], shape_fn=lambda op: _sparse_out(_rank_of(op, 0, 2)))
@@ -74,8 +94,8 @@ op_def("SparseFillEmptyRows",
        outputs=["output_indices: int64", "output_values: T", "empty_row_indicator: bool",
                 "reverse_index_map: int64"],
        attrs=["T: type"],
-       shape_fn=lambda op: [TensorShape([None, _rank_of(op, 0, 2)]), TensorShape([None]), TensorShape([None]),
-                            TensorShape([op.inputs[0].shape[0].value if op.inputs[0].shape.ndims else None])])
+       shape_fn=lambda op: [TensorShape([None, _rank_of(op, 0, 2)]), TensorShape([None]),
+                            TensorShape([_first(op.inputs[2])]), TensorShape([_rows(op.inputs[0])])])
 op_def("SparseFillEmptyRowsGrad", inputs=["reverse_index_map: int64", "grad_values: T"],
        outputs=["d_values: T", "d_default_value: T"], attrs=["T: type"],
        shape_fn=lambda op: [op.inputs[0].shape, TensorShape([])])
