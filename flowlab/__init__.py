@@ -106,6 +106,7 @@ from flowlab.ops.sparse_tensor import sparse_placeholder
 from flowlab.ops.special_math_ops import *  # noqa: F401,F403 - asinh, xlogy, divide_no_nan, reduce_std, ...
 from flowlab.ops.state_ops import *  # noqa: F401,F403
 from flowlab.ops.string_codec_ops import *  # noqa: F401,F403 - encode_base64, string_to_hash_bucket, ...
+from flowlab.ops.tensor_bytes_ops import *  # noqa: F401,F403 - serialize_tensor, parse_tensor, write_file, ...
 from flowlab.ops.tensor_scatter_ops import *  # noqa: F401,F403 - tensor_scatter_nd_update, ...
 from flowlab.ops.tensor_util import *  # noqa: F401,F403 - is_tensor, get_static_value, make_tensor_proto, ...
 from flowlab.ops.tensor_views import *  # noqa: F401,F403 - ensure_shape, bitcast, identity_n
@@ -225,6 +226,8 @@ io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph, "gfile":
                                        "QueueBase": QueueBase, "RandomShuffleQueue": RandomShuffleQueue,  # noqa: F405
                                        "match_filenames_once": train.match_filenames_once,
                                        "encode_base64": encode_base64, "decode_base64": decode_base64,  # noqa: F405
+                                       **{n: globals()[n] for n in ("serialize_tensor", "parse_tensor",
+                                                                    "decode_compressed", "write_file")},
                                        **{n: getattr(image, n) for n in _image_codecs.__all__}})
 
 # `tf.strings` and TensorFlow 1.x's top-level string builders.

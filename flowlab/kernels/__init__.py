@@ -55,6 +55,7 @@ from flowlab.kernels import (
     string_kernels,
     summary_kernels,
     tensor_array_kernels,
+    tensor_bytes_kernels,
     tensor_scatter_kernels,
     tensor_view_kernels,
     training_kernels,
