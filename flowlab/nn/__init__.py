@@ -26,5 +26,6 @@ from flowlab.ops.nn_impl import *  # noqa: F401,F403
 from flowlab.ops.nn_moments import *  # noqa: F401,F403,E402  (sufficient_statistics, weighted_moments)
 from flowlab.ops.nn_ops import *  # noqa: F401,F403
 from flowlab.ops.pool3d_ops import *  # noqa: F401,F403,E402  (max_pool3d, avg_pool3d)
+from flowlab.ops.pool_transpose_ops import *  # noqa: F401,F403,E402  (max_pool2d, conv3d_transpose, ...)
 from flowlab.ops.sampled_losses import *  # noqa: F401,F403,E402  (nce_loss, sampled_softmax_loss)
 from flowlab.ops.space_to_batch_ops import batch_to_space_nd, space_to_batch_nd, with_space_to_batch  # noqa: F401,E402
