@@ -88,11 +88,17 @@ class SaverDef:
 class _Saveable:
     name: str  # the tensor name in the checkpoint
     var: Any  # a Variable (or a VariableV2 ref tensor)
-    spec: str  # shape_and_slices entry
+    spec: str  # shape_and_slices entry ("": the whole tensor)
 
     @property
     def ref(self) -> Tensor:
         return self.var._ref() if isinstance(self.var, Variable) else self.var
+
+    @property
+    def saved(self) -> Tensor:
+        """What SaveV2 reads: as TensorFlow, a slice's snapshot ("<shard>/read"), a
+        whole variable's reference."""
+        return self.var.value() if self.spec and isinstance(self.var, Variable) else self.ref
 
     @property
     def device(self) -> str:
@@ -112,36 +118,40 @@ def _saveables(var_list: Any) -> list[_Saveable]:
         var_list = g.get_collection(GraphKeys.GLOBAL_VARIABLES) + g.get_collection(
             GraphKeys.SAVEABLE_OBJECTS if hasattr(GraphKeys, "SAVEABLE_OBJECTS") else "saveable_objects"
         )
-    items: list[tuple[str, Any]] = []
+    items: list[tuple[str, Any, bool]] = []  # (checkpoint name, variable, saved as a slice)
     if isinstance(var_list, dict):
         for key, v in var_list.items():
             if isinstance(v, (list, tuple, PartitionedVariable)):
-                items.extend((key, part) for part in _checked_slices(list(v)))
-            else:
-                items.append((key, v))
+                items.extend((key, part, True) for part in _checked_slices(list(v)))
+            else:  # one variable is saved whole under the key, slice info or not (as TF)
+                items.append((key, v, False))
     else:
         if not isinstance(var_list, (list, tuple, set)):
             var_list = [var_list]
-        # A PartitionedVariable is its shards, saved as slices of one entry.
-        var_list = [s for v in var_list
-                    for s in (list(v) if isinstance(v, PartitionedVariable) else [v])]
-        for v in var_list:
+        # As TensorFlow: by name (so shard part_10 comes before part_2), a
+        # PartitionedVariable as its shards in offset order, slices of one tensor
+        # under its full name.
+        for v in sorted(var_list, key=lambda x: str(getattr(x, "name", ""))):
+            if isinstance(v, PartitionedVariable):
+                items.extend((v.name, part, True) for part in v)
+                continue
             info = v._get_save_slice_info() if isinstance(v, Variable) else None
-            items.append((info.full_name if info is not None else _checked(v).op.name, v))
+            if info is not None:
+                items.append((info.full_name, v, True))
+            else:
+                items.append((_checked(v).op.name, v, False))
     out: list[_Saveable] = []
     seen: dict[str, bool] = {}
     seen_vars: set[int] = set()
-    for name, v in items:
+    for name, v, sliced in items:
         _checked(v)
         if id(v) in seen_vars and name not in seen:
             raise ValueError(f"The same saveable will be restored with two names: {name}")
         seen_vars.add(id(v))
-        info = v._get_save_slice_info() if isinstance(v, Variable) else None
-        sliced = info is not None
         if name in seen and not (seen[name] and sliced):
             raise ValueError(f"At least two variables have the same name: {name}")
         seen[name] = sliced
-        out.append(_Saveable(name, v, info.spec if sliced else ""))
+        out.append(_Saveable(name, v, v._get_save_slice_info().spec if sliced else ""))
     out.sort(key=lambda s: s.name)
     return out
 
@@ -250,7 +260,7 @@ class Saver:
                                for dev, ss in sorted(by_device.items())]
             else:
                 save = io.save_v2(fn, [s.name for s in saveables], [s.spec for s in saveables],
-                                  [s.ref for s in saveables])
+                                  [s.saved for s in saveables])
                 with g.control_dependencies([save]):
                     save_tensor = identity(fn, name="control_dependency")
                 restore_ops = self._assigns(fn, saveables)
@@ -275,7 +285,7 @@ class Saver:
             with g.device(dev):
                 part = io.sharded_filename(tmp, i, n)
                 saves.append(io.save_v2(part, [s.name for s in ss], [s.spec for s in ss],
-                                        [s.ref for s in ss]))
+                                        [s.saved for s in ss]))
                 parts.append(part)
         with g.control_dependencies(saves):
             merge = io.merge_v2_checkpoints(stack(parts), fn, delete_old_dirs=True)

@@ -274,3 +274,26 @@ def test_sharded_save_of_shards_on_two_devices_matches_tensorflow(tf1, tmp_path)
         np.testing.assert_array_equal(_restore_table(tf, path, 4)[0], FULL)
     assert out[1] == out[0]
     assert out[0][0] == 2 and "t.data-00001-of-00002" in out[0][1]
+
+
+def test_save_op_inputs_order_and_specs_match_tensorflow(tf1):
+    """Twelve shards: TF orders a var_list by name (part_10 before part_2) and keeps a
+    PartitionedVariable's shards in offset order; slices are saved from their
+    snapshot ("part_i/read"), whole variables from their reference; a single shard as
+    a dict value is saved whole under its key."""
+    out = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default() as g:
+            pv = tf.get_variable("emb", [13, 2], partitioner=tf.fixed_size_partitioner(12))
+            tf.get_variable("a", [1])
+            got = []
+            for var_list in (None, [pv], {"x": pv}, list(pv)[::-1], {"one": list(pv)[3]}):
+                tf.train.Saver(var_list)
+                save = [op for op in g.get_operations() if op.type == "SaveV2"][-1]
+                with tf.Session() as sess:
+                    names, specs = sess.run([save.inputs[1], save.inputs[2]])
+                got.append((list(names), list(specs), [t.op.name for t in save.inputs[3:]]))
+        out.append(got)
+    assert out[1] == out[0]
+    assert out[0][0][2][:4] == ["a", "emb/part_0/read", "emb/part_10/read", "emb/part_11/read"]
+    assert out[0][4] == ([b"one"], [b""], ["emb/part_3"])
