@@ -84,6 +84,7 @@ from flowlab.ops.image_ops import random_crop
 from flowlab.ops.importer import *
 from flowlab.ops.index_ops import *  # noqa: F401,F403 - unravel_index, batch_gather, repeat
 from flowlab.ops.indexed_slices import *
+from flowlab.ops.init_matrix_ops import orthogonal_initializer
 from flowlab.ops.init_ops import *  # noqa: F401,F403
 from flowlab.ops.io_ops import *
 from flowlab.ops.linalg_ops import *  # noqa: F401,F403 - matrix_inverse, cholesky, svd, qr, matrix_diag, ...
