@@ -261,7 +261,8 @@ class Saver:
             else:
                 save = io.save_v2(fn, [s.name for s in saveables], [s.spec for s in saveables],
                                   [s.saved for s in saveables])
-                with g.control_dependencies([save]):
+                # TF's with_dependencies: the Identity is colocated with the prefix.
+                with g.control_dependencies([save]), g.colocate_with(fn.op):
                     save_tensor = identity(fn, name="control_dependency")
                 restore_ops = self._assigns(fn, saveables)
             restore_all = group(*restore_ops, name="restore_all")

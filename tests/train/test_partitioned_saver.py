@@ -297,3 +297,17 @@ def test_save_op_inputs_order_and_specs_match_tensorflow(tf1):
     assert out[1] == out[0]
     assert out[0][0][2][:4] == ["a", "emb/part_0/read", "emb/part_10/read", "emb/part_11/read"]
     assert out[0][4] == ([b"one"], [b""], ["emb/part_3"])
+
+
+@pytest.mark.parametrize("restored_shards", [2, 3])
+def test_save_and_restore_ops_of_a_partitioned_model_are_tensorflows(tf1, restored_shards):
+    out = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default() as g:
+            tf.get_variable("emb", [5, 2], partitioner=tf.fixed_size_partitioner(restored_shards))
+            tf.get_variable("a", [1])
+            tf.train.Saver()
+            out.append([(op.name, op.type, [i.name for i in op.inputs], [c.name for c in op.control_inputs],
+                         op.colocation_groups())
+                        for op in g.get_operations() if op.name.startswith("save")])
+    assert out[1] == out[0]
