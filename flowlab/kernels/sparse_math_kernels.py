@@ -54,11 +54,12 @@ def sparse_tensor_dense_matmul(ctx: Any, ind: Any, vals: Any, a_shape: Any, b: A
                   f"{int(a_shape[1])}).  Dimensions of B: {dims(b.shape)}")
     m_col, k_col = (1, 0) if adj_a else (0, 1)
     m, k = ind[:, m_col].astype(np.int64), ind[:, k_col].astype(np.int64)
-    for i in range(ind.shape[0]):  # TensorFlow checks k, then m, row by row
+    wrong = np.flatnonzero((k < 0) | (k >= inner) | (m < 0) | (m >= rows))
+    if wrong.size:  # TensorFlow checks k, then m, row by row
+        i = int(wrong[0])
         if not 0 <= k[i] < inner:
             raise bad(f"k ({k[i]}) from index[{i},{k_col}] out of bounds (>={inner})")
-        if not 0 <= m[i] < rows:
-            raise bad(f"m ({m[i]}) from index[{i},{m_col}] out of bounds (>={rows})")
+        raise bad(f"m ({m[i]}) from index[{i},{m_col}] out of bounds (>={rows})")
     bb = np.conj(b).T if adj_b else b
     va = np.conj(vals) if adj_a else vals
     out = np.zeros((rows, cols), dtype=b.dtype)
@@ -222,11 +223,11 @@ def sparse_tensor_dense_add(ctx: Any, ind: Any, vals: Any, shape: Any, b: Any) -
         if shape[d] != b.shape[d]:
             raise bad(f"Dimension {d} does not equal (no broadcasting is supported): sparse side "
                       f"{int(shape[d])} vs dense side {b.shape[d]}")
-    for i in range(ind.shape[0]):
-        for d in range(ind.shape[1]):
-            if not 0 <= ind[i, d] < b.shape[d]:
-                raise bad(f"Sparse tensor has an invalid index on dimension {d}: a_indices({i},{d}) "
-                          f"= {int(ind[i, d])}, dense tensor shape: {' '.join(map(str, b.shape))}")
+    wrong = np.flatnonzero(((ind < 0) | (ind >= np.asarray(b.shape, np.int64))).reshape(-1))
+    if wrong.size:  # the first in row-major order
+        i, d = divmod(int(wrong[0]), ind.shape[1])
+        raise bad(f"Sparse tensor has an invalid index on dimension {d}: a_indices({i},{d}) "
+                  f"= {int(ind[i, d])}, dense tensor shape: {' '.join(map(str, b.shape))}")
     out = np.array(b, copy=True)
     if ind.shape[0]:
         np.add.at(out, tuple(ind.astype(np.int64).T), vals)

@@ -15,51 +15,65 @@ from typing import Any
 import numpy as np
 
 from flowlab.kernels.registry import CPU, kernel
-from flowlab.kernels.sparse_common import bad, groups
+from flowlab.kernels.sparse_common import bad as bad_
 from flowlab.ops import sparse_segment_ops  # noqa: F401  (declares the ops)
 
 
-def _scale(kind: str, n: int, dtype: Any) -> Any:
+def _scales(kind: str, counts: np.ndarray, dtype: Any) -> np.ndarray | None:
+    """Per segment: 1/n for mean, 1/sqrt(n) for sqrtn (in the data's dtype), None for sum."""
+    n = np.maximum(counts, 1).astype(np.float64)
     if kind == "mean":
-        return np.asarray(1.0 / n, dtype)
+        return (1.0 / n).astype(dtype)
     if kind == "sqrtn":
-        return np.asarray(1.0 / np.sqrt(n), dtype)
+        return (1.0 / np.sqrt(n)).astype(dtype)
     return None
+
+
+def _check_runs(ind: np.ndarray, seg: np.ndarray, rows: int, n_data: int) -> None:
+    """TensorFlow's per-run checks, reporting the first failing run: order, id range,
+    then its indices' bounds."""
+    starts = np.concatenate([[0], np.flatnonzero(seg[1:] != seg[:-1]) + 1])
+    ids = seg[starts]
+    bad = (ids < 0) | (ids >= rows)
+    bad[1:] |= ids[1:] < ids[:-1]
+    bad_pos = np.flatnonzero((ind < 0) | (ind >= n_data))
+    run_of_pos = np.searchsorted(starts, bad_pos, side="right") - 1
+    candidates = np.flatnonzero(bad).tolist() + run_of_pos[:1].tolist()
+    if not candidates:
+        return
+    k = min(candidates)
+    sid = int(ids[k])
+    if k and sid < ids[k - 1]:
+        raise bad_("segment ids are not increasing")
+    if not 0 <= sid < rows:
+        raise bad_(f"Segment id {sid} out of range [0, {rows}), possibly because "
+                   "'segment_ids' input is not sorted.")
+    i = int(bad_pos[run_of_pos == k][0])
+    raise bad_(f"Bad: indices[{i}] == {ind[i]} out of range [0, {n_data})")
 
 
 def _forward(kind: str, with_num: bool) -> Any:
     def run(ctx: Any, data: Any, indices: Any, segment_ids: Any, *num: Any) -> Any:
         if with_num and np.ndim(num[0]) != 0:
-            raise bad("num_segments should be a scalar, not shape " + str(list(np.shape(num[0]))))
+            raise bad_("num_segments should be a scalar, not shape " + str(list(np.shape(num[0]))))
         if np.ndim(indices) != 1:
-            raise bad("indices should be a vector.")
+            raise bad_("indices should be a vector.")
         if np.ndim(segment_ids) != 1:
-            raise bad("segment_ids should be a vector.")
+            raise bad_("segment_ids should be a vector.")
         ind, seg = np.asarray(indices).astype(np.int64), np.asarray(segment_ids).astype(np.int64)
         if ind.size != seg.size:
-            raise bad("segment_ids and indices should have same size.")
+            raise bad_("segment_ids and indices should have same size.")
         last = int(seg[-1]) if seg.size else -1
         rows = int(num[0]) if with_num else last + 1
         if with_num and last >= rows:
-            raise bad("segment ids must be < num_segments")
+            raise bad_("segment ids must be < num_segments")
         out = np.zeros((max(rows, 0),) + data.shape[1:], dtype=data.dtype)
-        prev = -1
-        for run_ in groups(seg.reshape(-1, 1)):
-            sid = int(seg[run_[0]])
-            if sid < prev:
-                raise bad("segment ids are not increasing")
-            if not 0 <= sid < rows:
-                raise bad(f"Segment id {sid} out of range [0, {rows}), possibly because "
-                          "'segment_ids' input is not sorted.")
-            for i in run_.tolist():
-                if not 0 <= ind[i] < data.shape[0]:
-                    raise bad(f"Bad: indices[{i}] == {ind[i]} out of range [0, {data.shape[0]})")
-            acc = np.zeros(data.shape[1:], data.dtype)
-            for i in run_.tolist():  # added row by row, in order
-                acc = acc + data[ind[i]]
-            s = _scale(kind, len(run_), data.dtype)
-            out[sid] = acc if s is None else acc * s
-            prev = sid
+        if seg.size:
+            _check_runs(ind, seg, rows, data.shape[0])
+            np.add.at(out, seg, data[ind])  # row by row, in input order
+            s = _scales(kind, np.bincount(seg, minlength=rows), data.dtype)
+            if s is not None:
+                out = out * s.reshape((-1,) + (1,) * (data.ndim - 1))
         return out
     return run
 
@@ -67,22 +81,23 @@ def _forward(kind: str, with_num: bool) -> Any:
 def _grad_rows(kind: str, grad: Any, indices: Any, segment_ids: Any, dim0: Any) -> tuple[np.ndarray, np.ndarray]:
     """Per input position: the destination row and the scaled gradient row."""
     if np.ndim(indices) != 1:
-        raise bad("indices should be a vector.")
+        raise bad_("indices should be a vector.")
     if np.ndim(segment_ids) != 1:
-        raise bad("segment_ids should be a vector.")
+        raise bad_("segment_ids should be a vector.")
     ind, seg = np.asarray(indices).astype(np.int64), np.asarray(segment_ids).astype(np.int64)
     if ind.size != seg.size:
-        raise bad("segment_ids and indices should have same size.")
-    n0 = int(dim0)
-    counts = np.bincount(seg, minlength=grad.shape[0]) if seg.size else np.zeros(grad.shape[0], np.int64)
-    rows = np.zeros((ind.size,) + grad.shape[1:], grad.dtype)
-    for i in range(ind.size):
-        if not 0 <= seg[i] < grad.shape[0]:
-            raise bad(f"Segment id {seg[i]} out of range [0, {grad.shape[0]}).")
-        if not 0 <= ind[i] < n0:
-            raise bad(f"Index {ind[i]} out of range [0, {n0}).")
-        s = _scale(kind, int(counts[seg[i]]), grad.dtype)
-        rows[i] = grad[seg[i]] if s is None else grad[seg[i]] * s
+        raise bad_("segment_ids and indices should have same size.")
+    n0, g0 = int(dim0), grad.shape[0]
+    wrong = np.flatnonzero((seg < 0) | (seg >= g0) | (ind < 0) | (ind >= n0))
+    if wrong.size:
+        i = int(wrong[0])
+        if not 0 <= seg[i] < g0:
+            raise bad_(f"Segment id {seg[i]} out of range [0, {g0}).")
+        raise bad_(f"Index {ind[i]} out of range [0, {n0}).")
+    rows = grad[seg]
+    s = _scales(kind, np.bincount(seg, minlength=g0), grad.dtype)
+    if s is not None:
+        rows = rows * s[seg].reshape((-1,) + (1,) * (grad.ndim - 1))
     return ind, rows
 
 

@@ -223,11 +223,12 @@ def sparse_fill_empty_rows(ctx: Any, ind: Any, vals: Any, shape: Any, default: A
     rows = int(shape[0]) if rank else 0
     if rows == 0 and n:
         raise bad(f"Received SparseTensor with dense_shape[0] = 0 but indices.shape[0] = {n}")
-    for i in range(n):
-        r = int(ind[i, 0])
-        if not 0 <= r < rows:
-            raise bad(f"indices({i}, 0) is invalid: {r} >= {rows}")
-    counts = np.bincount(ind[:, 0].astype(np.int64), minlength=rows) if n else np.zeros(rows, np.int64)
+    r = ind[:, 0].astype(np.int64)
+    wrong = np.flatnonzero((r < 0) | (r >= rows))
+    if wrong.size:
+        i = int(wrong[0])
+        raise bad(f"indices({i}, 0) is invalid: {r[i]} >= {rows}")
+    counts = np.bincount(r, minlength=rows) if n else np.zeros(rows, np.int64)
     empty = counts == 0
     per_row = np.where(empty, 1, counts)
     row_start = np.concatenate([[0], np.cumsum(per_row)[:-1]]).astype(np.int64)
@@ -237,15 +238,13 @@ def sparse_fill_empty_rows(ctx: Any, ind: Any, vals: Any, shape: Any, default: A
     empty_rows = np.flatnonzero(empty)
     out_ind[row_start[empty_rows], 0] = empty_rows
     out_val[row_start[empty_rows]] = default
-    reverse = np.zeros(n, np.int64)
-    filled = np.zeros(rows, np.int64)
-    for i in range(n):  # a row's entries in input order
-        r = int(ind[i, 0])
-        at = row_start[r] + filled[r]
-        filled[r] += 1
-        out_ind[at] = ind[i]
-        out_val[at] = vals[i]
-        reverse[i] = at
+    # A row's entries in input order: a stable sort by row, each at its row's start + rank.
+    by_row = np.argsort(r, kind="stable")
+    before = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    reverse = np.empty(n, np.int64)
+    reverse[by_row] = row_start[r[by_row]] + (np.arange(n) - before[r[by_row]])
+    out_ind[reverse] = ind
+    out_val[reverse] = vals
     return out_ind, out_val, empty, reverse
 
 
@@ -256,14 +255,14 @@ def sparse_fill_empty_rows_grad(ctx: Any, reverse: Any, grad: Any) -> Any:
     if grad.ndim != 1:
         raise bad(f"grad_values must be a vector, saw: {dims(grad.shape)}")
     full = grad.size
-    d_values = np.zeros(reverse.size, grad.dtype)
+    rev = reverse.astype(np.int64)
+    wrong = np.flatnonzero((rev < 0) | (rev >= full))
+    if wrong.size:
+        raise bad(f"Elements in reverse index must be in [0, {full}) but got {rev[wrong[0]]}")
+    d_values = grad[rev]
     visited = np.zeros(full, bool)
-    for i, r in enumerate(reverse.tolist()):
-        if not 0 <= r < full:
-            raise bad(f"Elements in reverse index must be in [0, {full}) but got {r}")
-        d_values[i] = grad[r]
-        visited[r] = True
-    d_default = np.zeros((), grad.dtype)
-    for j in np.flatnonzero(~visited).tolist():  # summed in order, as TensorFlow
-        d_default = d_default + grad[j]
+    visited[rev] = True
+    rest = grad[~visited]
+    # Summed in order, as TensorFlow's loop (cumsum is sequential).
+    d_default = np.cumsum(rest, dtype=grad.dtype)[-1] if rest.size else np.zeros((), grad.dtype)
     return d_values, np.asarray(d_default, grad.dtype)[()]
