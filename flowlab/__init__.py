@@ -199,6 +199,7 @@ from flowlab.ops import math_composites as _math_composites  # noqa: E402
 from flowlab.ops import math_ops as _math_ops  # noqa: E402
 from flowlab.ops import segment_ops as _segment_ops  # noqa: E402
 from flowlab.ops import special_math_ops as _special_math_ops  # noqa: E402
+from flowlab.ops import special_more_ops as _special_more_ops  # noqa: E402
 
 _NN_IN_MATH = ("softmax", "log_softmax", "softplus", "softsign", "l2_normalize", "in_top_k", "top_k")
 math = _namespace("math", _math_ops, _segment_ops, _special_math_ops,
@@ -206,6 +207,7 @@ math = _namespace("math", _math_ops, _segment_ops, _special_math_ops,
                          "confusion_matrix": confusion_matrix,
                          **{n: getattr(_complex_ops, n) for n in ("real", "imag", "angle")},
                          **{n: getattr(_math_composites, n) for n in _math_composites.__all__},
+                         **{n: getattr(_special_more_ops, n) for n in _special_more_ops.__all__},
                          **{n: getattr(_assertions, n) for n in ("is_non_decreasing", "is_strictly_increasing")}})
 
 from flowlab.ops import data_flow_ops as _data_flow_ops  # noqa: E402

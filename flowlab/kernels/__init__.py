@@ -49,6 +49,7 @@ from flowlab.kernels import (
     sparse_segment_kernels,
     sparse_structure_kernels,
     special_math_kernels,
+    special_more_kernels,
     stack_kernels,
     state_kernels,
     string_codec_kernels,
