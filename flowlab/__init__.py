@@ -81,6 +81,7 @@ from flowlab.ops.functional_ops import *  # map_fn, foldl, foldr, scan, TensorAr
 from flowlab.ops.gradients_impl import *
 from flowlab.ops.image_adjust import saturate_cast
 from flowlab.ops.image_ops import random_crop
+from flowlab.ops.image_patches import extract_image_patches
 from flowlab.ops.importer import *
 from flowlab.ops.index_ops import *  # noqa: F401,F403 - unravel_index, batch_gather, repeat
 from flowlab.ops.indexed_slices import *
