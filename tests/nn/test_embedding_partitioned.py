@@ -252,3 +252,24 @@ def test_sparse_lookups_of_a_partitioned_variable_match_tensorflow(tf1, strategy
         return [a, b, c, [[g.values, g.indices] for g in grads]]
 
     assert_same(tf1, build, rtol=1e-5)
+
+
+@pytest.mark.parametrize("opt", ["sgd", "momentum", "adagrad", "adam", "rmsprop", "ftrl", "adadelta",
+                                 "proximal_adagrad"])
+def test_training_graph_of_a_partitioned_lookup_is_tensorflows(tf1, opt):
+    """Op for op (names, types, inputs, control inputs) the graph TF builds: shards,
+    initializers, lookup, gradients, slots and updates.  (Colocation of initializer
+    ops and of gradient tuples is compared elsewhere; the stitch is DynamicStitch.)"""
+    out = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default() as g:
+            with tf.variable_scope("m", partitioner=tf.fixed_size_partitioner(3)):
+                pv = tf.get_variable("emb", [11, 4])
+            e = tf.nn.embedding_lookup(pv, tf.placeholder(tf.int32, [None]))
+            OPTIMIZERS[opt](tf).minimize(tf.reduce_sum(e))
+            out.append(sorted(
+                (op.name, op.type.replace("ParallelDynamicStitch", "DynamicStitch"),
+                 [i.name for i in op.inputs], sorted(c.name for c in op.control_inputs))
+                for op in g.get_operations()))
+    want, got = out
+    assert got == want
