@@ -57,6 +57,16 @@ def compare(a: np.ndarray, b: np.ndarray) -> int:
     return 0
 
 
+def group_starts(keys: np.ndarray) -> np.ndarray:
+    """Where each run of equal consecutive rows of `keys` ([n, k]) starts."""
+    n = keys.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64)
+    if keys.shape[1] == 0:
+        return np.zeros(1, np.int64)
+    return np.concatenate([[0], np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)) + 1]).astype(np.int64)
+
+
 def groups(keys: np.ndarray) -> list[np.ndarray]:
     """Runs of equal consecutive rows of `keys` ([n, k]): a list of position arrays."""
     n = keys.shape[0]

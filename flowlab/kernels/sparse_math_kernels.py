@@ -23,7 +23,7 @@ from flowlab.kernels.sparse_common import (
     compare,
     dims,
     first_out_of_bounds,
-    groups,
+    group_starts,
     order,
 )
 from flowlab.ops import sparse_math_ops  # noqa: F401  (declares the ops)
@@ -68,8 +68,8 @@ def sparse_tensor_dense_matmul(ctx: Any, ind: Any, vals: Any, a_shape: Any, b: A
     return out
 
 
-def _reduce_groups(ctx: Any, ind: Any, vals: Any, shape: Any, axes: Any) -> tuple[Any, ...]:
-    """Validate; the kept dims, the sorted group keys and each group's values."""
+def _reduce_groups(ind: Any, vals: Any, shape: Any, axes: Any) -> tuple[Any, ...]:
+    """Validate; the kept and dropped dims, each group's key and reduced value."""
     rank = shape.size
     for a in np.asarray(axes).reshape(-1).tolist():
         if not -rank <= a < rank:
@@ -78,29 +78,30 @@ def _reduce_groups(ctx: Any, ind: Any, vals: Any, shape: Any, axes: Any) -> tupl
     drop = sorted({a % rank for a in np.asarray(axes).reshape(-1).tolist()})
     keep = [d for d in range(rank) if d not in drop]
     perm = order(ind, keep + drop)
-    ind, vals = ind[perm], vals[perm]
-    keys = ind[:, keep]
-    return keep, drop, [(keys[g[0]], vals[g]) for g in groups(keys)]
+    keys, vals = ind[perm][:, keep], vals[perm]
+    return keep, drop, keys, vals, group_starts(keys)
 
 
-def _group_value(kind: str, v: np.ndarray) -> Any:
-    return v.max() if kind == "max" else v.sum(dtype=v.dtype)
+def _group_values(kind: str, vals: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    if not starts.size:
+        return np.zeros(0, vals.dtype)
+    return (np.maximum if kind == "max" else np.add).reduceat(vals, starts).astype(vals.dtype)
 
 
 def _reduce_dense(kind: str) -> Any:
     def run(ctx: Any, ind: Any, vals: Any, shape: Any, axes: Any) -> Any:
-        keep, drop, grouped = _reduce_groups(ctx, ind, vals, shape, axes)
+        keep, drop, keys, vals, starts = _reduce_groups(ind, vals, shape, axes)
         out_dims = [int(shape[d]) for d in keep]
         out = np.zeros(out_dims, dtype=vals.dtype)
         flat = out.reshape(-1)
-        strides = np.cumprod([1] + out_dims[::-1])[:-1][::-1] if out_dims else np.zeros(0, np.int64)
-        for key, v in grouped:
-            at = int(np.dot(key, strides)) if out_dims else 0
-            if not 0 <= at < flat.size:
-                raise errors.InternalError(
-                    None, None, f"Obtained a write index of {at} which is outside of bounds of "
-                                f"[0, {flat.size})")
-            flat[at] = _group_value(kind, v)
+        strides = (np.cumprod([1] + out_dims[::-1])[:-1][::-1] if out_dims else np.zeros(0)).astype(np.int64)
+        at = keys[starts].astype(np.int64) @ strides if starts.size else np.zeros(0, np.int64)
+        wrong = np.flatnonzero((at < 0) | (at >= flat.size))
+        if wrong.size:
+            raise errors.InternalError(
+                None, None, f"Obtained a write index of {int(at[wrong[0]])} which is outside of bounds of "
+                            f"[0, {flat.size})")
+        flat[at] = _group_values(kind, vals, starts)
         if ctx.attrs["keep_dims"]:
             out = out.reshape([1 if d in drop else int(shape[d]) for d in range(shape.size)])
         return out
@@ -109,16 +110,14 @@ def _reduce_dense(kind: str) -> Any:
 
 def _reduce_sparse(kind: str) -> Any:
     def run(ctx: Any, ind: Any, vals: Any, shape: Any, axes: Any) -> Any:
-        keep, drop, grouped = _reduce_groups(ctx, ind, vals, shape, axes)
+        keep, drop, keys, vals, starts = _reduce_groups(ind, vals, shape, axes)
         keep_dims = ctx.attrs["keep_dims"]
         width = shape.size if keep_dims else len(keep)
-        out_ind = np.zeros((len(grouped), width), np.int64)
-        for i, (key, _) in enumerate(grouped):
-            out_ind[i, keep if keep_dims else slice(None)] = key
-        out_vals = np.array([_group_value(kind, v) for _, v in grouped], dtype=vals.dtype)
+        out_ind = np.zeros((starts.size, width), np.int64)
+        out_ind[:, keep if keep_dims else slice(None)] = keys[starts]
         out_shape = np.array([1 if d in drop else int(shape[d]) for d in range(shape.size)
                               if keep_dims or d not in drop], np.int64)
-        return out_ind, out_vals, out_shape
+        return out_ind, _group_values(kind, vals, starts), out_shape
     return run
 
 
@@ -153,26 +152,44 @@ def _check_pair(a_ind: Any, a_vals: Any, a_shape: Any, b_ind: Any, b_vals: Any, 
                       f"{int(b_shape[d])} for dimension {d}")
 
 
-def _merge(a_ind: Any, b_ind: Any) -> list[tuple[int, int]]:
-    """TensorFlow's one-pass merge of two index lists: (i, -1), (-1, j) or (i, j)."""
-    out: list[tuple[int, int]] = []
-    i = j = 0
+def _strictly_ordered(ind: np.ndarray) -> bool:
+    if ind.shape[0] < 2:
+        return True
+    differs = ind[1:] != ind[:-1]
+    first = np.argmax(differs, axis=1)
+    rows = np.arange(ind.shape[0] - 1)
+    return bool(differs.any(axis=1).all() and np.all(ind[1:][rows, first] > ind[:-1][rows, first]))
+
+
+def _merge(a_ind: Any, b_ind: Any) -> tuple[np.ndarray, np.ndarray]:
+    """TensorFlow's one-pass merge of two index lists: per output entry, the row of `a`
+    and the row of `b` it comes from (-1: absent)."""
     na, nb = a_ind.shape[0], b_ind.shape[0]
+    if _strictly_ordered(a_ind) and _strictly_ordered(b_ind):
+        # Ordered operands (the usual case): a stable sort of both lists is the merge.
+        both = np.concatenate([a_ind, b_ind]).astype(np.int64)
+        perm = order(both)
+        keys = both[perm]
+        pair = np.zeros(perm.size, bool)
+        if perm.size > 1:
+            pair[1:] = np.all(keys[1:] == keys[:-1], axis=1)
+        first = ~pair
+        ia = np.where(perm < na, perm, -1)
+        ib = np.where(perm >= na, perm - na, -1)
+        ib_next = np.concatenate([ib[1:], [-1]])
+        ib = np.where(np.concatenate([pair[1:], [False]]), ib_next, ib)
+        return ia[first], ib[first]
+    out_a, out_b = [], []
+    i = j = 0
     while i < na and j < nb:
         c = compare(a_ind[i], b_ind[j])
-        if c < 0:
-            out.append((i, -1))
-            i += 1
-        elif c > 0:
-            out.append((-1, j))
-            j += 1
-        else:
-            out.append((i, j))
-            i += 1
-            j += 1
-    out.extend((x, -1) for x in range(i, na))
-    out.extend((-1, y) for y in range(j, nb))
-    return out
+        out_a.append(i if c <= 0 else -1)
+        out_b.append(j if c >= 0 else -1)
+        i += c <= 0
+        j += c >= 0
+    out_a += list(range(i, na)) + [-1] * (nb - j)
+    out_b += [-1] * (na - i) + list(range(j, nb))
+    return np.array(out_a, np.int64), np.array(out_b, np.int64)
 
 
 @kernel("SparseAdd", devices=CPU)
@@ -181,18 +198,16 @@ def sparse_add(ctx: Any, a_ind: Any, a_vals: Any, a_shape: Any, b_ind: Any, b_va
     _check_pair(a_ind, a_vals, a_shape, b_ind, b_vals, b_shape)
     if np.ndim(thresh) != 0:
         raise bad(f"The magnitude threshold must be a scalar: got shape {dims(np.shape(thresh))}")
-    rows, values = [], []
-    for i, j in _merge(a_ind, b_ind):
-        if i >= 0 and j >= 0:
-            s = a_vals[i] + b_vals[j]
-            if thresh <= np.abs(s):  # only sums are thresholded, as TensorFlow's kernel
-                rows.append(a_ind[i])
-                values.append(s)
-        else:
-            rows.append(a_ind[i] if i >= 0 else b_ind[j])
-            values.append(a_vals[i] if i >= 0 else b_vals[j])
-    out_ind = np.array(rows, np.int64).reshape(len(rows), a_ind.shape[1])
-    return out_ind, np.array(values, dtype=a_vals.dtype), a_shape.astype(np.int64)
+    ia, ib = _merge(a_ind, b_ind)
+    both = (ia >= 0) & (ib >= 0)
+    rows = np.where((ia >= 0)[:, None], a_ind[np.maximum(ia, 0)] if a_ind.shape[0] else 0,
+                    b_ind[np.maximum(ib, 0)] if b_ind.shape[0] else 0).astype(np.int64)
+    values = np.where(ia >= 0, a_vals[np.maximum(ia, 0)] if a_vals.size else 0,
+                      b_vals[np.maximum(ib, 0)] if b_vals.size else 0).astype(a_vals.dtype)
+    values[both] = a_vals[ia[both]] + b_vals[ib[both]]
+    keep = ~both | (thresh <= np.abs(values))  # only sums are thresholded, as TensorFlow's kernel
+    out_ind = rows[keep].reshape(-1, a_ind.shape[1])
+    return out_ind, values[keep], a_shape.astype(np.int64)
 
 
 @kernel("SparseAddGrad", devices=CPU)
@@ -248,12 +263,12 @@ def sparse_softmax(ctx: Any, ind: Any, vals: Any, shape: Any) -> Any:
     check_sparse(ind, vals, shape)
     perm = order(ind)
     ind, vals = ind[perm], vals[perm]
-    out = np.empty_like(vals)
-    for g in groups(ind[:, :-1]):
-        v = vals[g]
-        e = np.exp(v - v.max())
-        out[g] = e / e.sum(dtype=e.dtype)
-    return out
+    if not vals.size:
+        return vals.copy()
+    starts = group_starts(ind[:, :-1])
+    group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, vals.size)))
+    e = np.exp(vals - np.maximum.reduceat(vals, starts)[group])
+    return (e / np.add.reduceat(e, starts)[group]).astype(vals.dtype)
 
 
 def _minmax(fn: Any) -> Any:
@@ -264,13 +279,13 @@ def _minmax(fn: Any) -> Any:
             if r is not None:
                 raise bad(f"Sparse index tuple indices[{r}, :] = {dims(ind[r]).replace(',', ', ')} "
                           "is out of bounds")
+        ia, ib = _merge(a_ind, b_ind)
         zero = np.zeros((), a_vals.dtype)
-        rows, values = [], []
-        for i, j in _merge(a_ind, b_ind):
-            rows.append(a_ind[i] if i >= 0 else b_ind[j])
-            values.append(fn(a_vals[i] if i >= 0 else zero, b_vals[j] if j >= 0 else zero))
-        out_ind = np.array(rows, np.int64).reshape(len(rows), a_ind.shape[1])
-        return out_ind, np.array(values, dtype=a_vals.dtype)
+        av = np.where(ia >= 0, a_vals[np.maximum(ia, 0)] if a_vals.size else zero, zero)
+        bv = np.where(ib >= 0, b_vals[np.maximum(ib, 0)] if b_vals.size else zero, zero)
+        rows = np.where((ia >= 0)[:, None], a_ind[np.maximum(ia, 0)] if a_ind.shape[0] else 0,
+                        b_ind[np.maximum(ib, 0)] if b_ind.shape[0] else 0).astype(np.int64)
+        return rows.reshape(-1, a_ind.shape[1]), fn(av, bv).astype(a_vals.dtype)
     return run
 
 
