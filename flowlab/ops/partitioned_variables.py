@@ -161,10 +161,10 @@ def iter_slices(full_shape: list[int], num_slices: int, slice_dim: int) -> Itera
 class PartitionedVariable:
     """A variable stored as shards (`tf.PartitionedVariable`).
 
-        with tf.variable_scope("", partitioner=tf.fixed_size_partitioner(3)):
+        with tf.variable_scope("lm", partitioner=tf.fixed_size_partitioner(3)):
             emb = tf.get_variable("emb", [10, 4])
-        [v.name for v in emb]       # ['emb/part_0:0', 'emb/part_1:0', 'emb/part_2:0']
-        tf.convert_to_tensor(emb)   # the (10, 4) concatenation, "emb:0"
+        [v.name for v in emb]       # ['lm/emb/part_0:0', 'lm/emb/part_1:0', 'lm/emb/part_2:0']
+        tf.convert_to_tensor(emb)   # the (10, 4) concatenation, "lm/emb:0"
         tf.nn.embedding_lookup(emb, ids)   # one Gather per shard, on its device
     """
 
@@ -177,14 +177,14 @@ class PartitionedVariable:
             raise ValueError(f"partition values must be positive: {partitions}")
         if not variable_list:
             raise ValueError("variable_list may not be empty")
+        if not all(u._get_save_slice_info() is not None for u in variable_list):
+            raise ValueError(
+                "All variables must have a save_slice_info available: "
+                f"{[u.name for u in variable_list]}"
+            )
+        if len(shape) != len(partitions):
+            raise ValueError(f"len(shape) != len(partitions): {shape} vs. {partitions}")
         for v in variable_list:
-            if not all(u._get_save_slice_info() is not None for u in variable_list):
-                raise ValueError(
-                    "All variables must have a save_slice_info available: "
-                    f"{[u.name for u in variable_list]}"
-                )
-            if len(shape) != len(partitions):
-                raise ValueError(f"len(shape) != len(partitions): {shape} vs. {partitions}")
             if v._get_save_slice_info().full_shape != shape:
                 raise ValueError(
                     f"All variables' full shapes must match shape: {shape}; but full shapes "
