@@ -30,6 +30,7 @@ from flowlab.kernels import (
     index_kernels,
     io_kernels,
     linalg_kernels,
+    linalg_lu_kernels,
     lrn_kernels,
     math_kernels,
     nn_kernels,
