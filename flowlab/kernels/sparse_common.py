@@ -67,17 +67,6 @@ def group_starts(keys: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)) + 1]).astype(np.int64)
 
 
-def groups(keys: np.ndarray) -> list[np.ndarray]:
-    """Runs of equal consecutive rows of `keys` ([n, k]): a list of position arrays."""
-    n = keys.shape[0]
-    if n == 0:
-        return []
-    if keys.shape[1] == 0:
-        return [np.arange(n)]
-    starts = np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)) + 1
-    return np.split(np.arange(n), starts)
-
-
 def first_out_of_bounds(indices: np.ndarray, shape: np.ndarray) -> int | None:
     """The first row with a coordinate outside [0, shape), or None."""
     if indices.size == 0:
