@@ -258,8 +258,8 @@ def sparse_softmax(sp_input: Any, name: str | None = None) -> SparseTensor:
 
 def _sparse_minmax(op_type: str, sp_a: Any, sp_b: Any, name: str | None) -> SparseTensor:
     g = graph_of([sp_a.values, sp_b.values])
-    with g.as_default(), g.name_scope(name or op_type):
-        ind, val = apply_op(op_type, name=op_type, a_indices=sp_a.indices, a_values=sp_a.values,
+    with g.as_default(), g.name_scope(name or op_type) as scope:
+        ind, val = apply_op(op_type, name=scope, a_indices=sp_a.indices, a_values=sp_a.values,
                             a_shape=sp_a.dense_shape, b_indices=sp_b.indices,
                             b_values=sp_b.values, b_shape=sp_b.dense_shape)
     return SparseTensor(ind, val, sp_a.dense_shape)
