@@ -136,9 +136,8 @@ class SparseTensor:
             raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed "
                             "values include Python scalars, strings, lists, numpy ndarrays, or "
                             "TensorHandles.")
-        if not (isinstance(value, tuple) and len(value) == 3):
-            raise TypeError(f"Cannot feed value {value!r} for SparseTensor: expected a "
-                            "SparseTensorValue or an (indices, values, dense_shape) tuple")
+        # Paired with the parts as TensorFlow's session zips them: a value that is no
+        # 3-sequence fails later, on a part (shape, dtype or an unfed dense shape).
         return list(value)
 
     # --- operators (TensorFlow's sparse-dense cwise ops) -----------------------------

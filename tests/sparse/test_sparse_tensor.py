@@ -105,3 +105,15 @@ def test_top_level_sparse_names(tf1):
     have = {n for n in dir(fl) if n.startswith("sparse_")}
     assert want <= have, sorted(want - have)
     assert {"embedding_lookup_sparse", "safe_embedding_lookup_sparse"} <= set(dir(fl.nn))
+
+
+@pytest.mark.parametrize("value,error", [(([[0, 0]], [1.0]), "InvalidArgumentError"), ("x", "ValueError")])
+def test_feeding_something_else(tf1, value, error):
+    # TensorFlow pairs the value's items with the three parts: a 2-tuple leaves the dense
+    # shape unfed, a string feeds its characters.
+    for tf in (tf1, fl):
+        with tf.Graph().as_default():
+            p = tf.sparse_placeholder(tf.float32)
+            with tf.Session() as sess, pytest.raises(Exception) as e:
+                sess.run(p, {p: value})
+            assert type(e.value).__name__ == error
