@@ -8,6 +8,7 @@ from typing import Any
 
 from flowlab.ops.indexed_slices import IndexedSlices
 from flowlab.ops.slicing import gather
+from flowlab.ops.unique_ops import setdiff1d
 
 __all__ = ["sparse_mask"]
 
@@ -17,8 +18,6 @@ def sparse_mask(a: IndexedSlices, mask_indices: Any, name: str | None = None) ->
 
         >>> sparse_mask(IndexedSlices(v, [12, 26, 37, 45], [50, 2]), [12, 45])  # rows 26, 37
     """
-    from flowlab.ops.unique_ops import setdiff1d  # ListDiff's home (another op family)
-
     g = a.values.graph
     with g.as_default(), g.name_scope(name or "sparse_mask") as scope:
         out_indices, to_gather = setdiff1d(a.indices, mask_indices)

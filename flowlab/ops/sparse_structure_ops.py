@@ -133,7 +133,7 @@ def sparse_reshape(sp_input: Any, shape: Any, name: str | None = None) -> Sparse
             wanted = [int(d) for d in np.asarray(user).reshape(-1)]
             if sum(d == -1 for d in wanted) > 1:
                 raise ValueError(f"At most one dimension can be inferred (-1). Found: {np.asarray(user)}")
-            size = int(np.prod(sp.shape.as_list()))
+            size = int(np.prod(np.array(sp.shape.as_list(), np.int64)))
             known = [d for d in wanted if d != -1]
             if -1 in wanted and 0 not in wanted:
                 wanted[wanted.index(-1)] = size // int(np.prod(known))
@@ -171,7 +171,7 @@ def sparse_concat(axis: Any, sp_inputs: Any, name: str | None = None, expand_non
         if expand_nonconcat_dim:
             dims_ = [max((s[d].value for s in statics), key=lambda v: -1 if v is None else v)
                      if all(s[d].value is not None for s in statics) else None
-                     for d in range(statics[0].ndims)]
+                     for d in range(statics[0].ndims or 0)]
         else:
             dims_ = statics[0].as_list()
         along = [s[axis].value for s in statics]
