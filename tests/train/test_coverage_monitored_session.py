@@ -221,3 +221,30 @@ def _double_feed(tf: Any) -> None:
         with pytest.raises(RuntimeError, match="Same tensor is fed by two hooks."):
             with tf.train.MonitoredSession(hooks=hooks) as sess:
                 sess.run(x)
+
+
+def _direct_hooks(tf: Any, root: str) -> Any:
+    with tf.Graph().as_default():
+        gs, x, v, train = _model(tf)
+        summ = tf.summary.scalar("v", v)
+
+        class Creator(tf.train.SessionCreator):
+            def create_session(self) -> Any:
+                return tf.train.ChiefSessionCreator().create_session()
+
+        hooks = [tf.train.GlobalStepWaiterHook(wait_until_step=0),
+                 tf.train.StepCounterHook(every_n_steps=2, output_dir=root),
+                 tf.train.SummarySaverHook(save_steps=2, output_dir=root, summary_op=summ),
+                 tf.train.StopAtStepHook(last_step=4)]
+        with tf.train.MonitoredSession(session_creator=Creator(), hooks=hooks) as sess:
+            while not sess.should_stop():
+                sess.run(train)
+    seen = []
+    for f in sorted(os.listdir(root)):
+        for e in tf.train.summary_iterator(os.path.join(root, f)):
+            seen += [(e.step, val.tag) for val in e.summary.value if val.tag == "v"]
+    return seen
+
+
+def test_direct_summary_and_step_hooks(tf1: Any, tmp_path: Any) -> None:
+    assert _direct_hooks(tf1, str(tmp_path / "tf")) == _direct_hooks(fl, str(tmp_path / "fl"))
