@@ -26,6 +26,7 @@ from flowlab import (
     train,
     viz,
 )
+from flowlab.data.structure import TensorSpec  # tf.TensorSpec
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.graph.dtypes import (  # noqa: F401
     DType,
@@ -61,36 +62,58 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import Dimension, TensorShape, dimension_value
 from flowlab.ops import losses  # kernels: importing registers every kernel
 from flowlab.ops.array_ops import *  # noqa: F401,F403
+from flowlab.ops.assertions import *  # noqa: F401,F403 - assert_integer, assert_near, is_non_decreasing, ...
+from flowlab.ops.broadcast_shapes import *  # noqa: F401,F403 - broadcast_dynamic_shape, broadcast_static_shape
 from flowlab.ops.builder import convert_to_tensor, register_tensor_conversion_function
 from flowlab.ops.check_ops import *  # noqa: F401,F403 - Assert, Print, check_numerics, assert_*
 from flowlab.ops.clip_ops import *  # noqa: F401,F403 - norm, clip_by_norm, clip_by_global_norm, ...
+from flowlab.ops.complex_ops import *  # noqa: F401,F403 - complex, real, imag, angle, to_complex64/128
 from flowlab.ops.cond import *  # noqa: F401,F403
 from flowlab.ops.confusion_matrix import confusion_matrix
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import *  # noqa: F401,F403
 from flowlab.ops.custom_gradient import *
 from flowlab.ops.data_flow_ops import *
+from flowlab.ops.depth_space_ops import *  # noqa: F401,F403 - space_to_depth, depth_to_space, space_to_batch, ...
 from flowlab.ops.einsum_ops import *  # noqa: F401,F403 - einsum
+from flowlab.ops.fft_ops import *  # noqa: F401,F403 - fft, ifft, fft2d, ...
 from flowlab.ops.functional_ops import *  # map_fn, foldl, foldr, scan, TensorArray
 from flowlab.ops.gradients_impl import *
 from flowlab.ops.image_adjust import saturate_cast
 from flowlab.ops.image_ops import random_crop
+from flowlab.ops.image_patches import extract_image_patches
 from flowlab.ops.importer import *
+from flowlab.ops.index_ops import *  # noqa: F401,F403 - unravel_index, batch_gather, repeat
 from flowlab.ops.indexed_slices import *
+from flowlab.ops.init_matrix_ops import orthogonal_initializer
 from flowlab.ops.init_ops import *  # noqa: F401,F403
 from flowlab.ops.io_ops import *
 from flowlab.ops.linalg_ops import *  # noqa: F401,F403 - matrix_inverse, cholesky, svd, qr, matrix_diag, ...
+from flowlab.ops.math_composites import accumulate_n, lbeta
 from flowlab.ops.math_ops import *  # noqa: F401,F403
+from flowlab.ops.partitioned_scope import create_partitioned_variables
+from flowlab.ops.partitioned_variables import *  # noqa: F401,F403 - PartitionedVariable, *_partitioner
 from flowlab.ops.random_ops import *  # noqa: F401,F403
 from flowlab.ops.script_ops import numpy_function, py_func
 from flowlab.ops.segment_ops import *  # noqa: F401,F403 - segment_sum, unsorted_segment_sum, ...
 from flowlab.ops.sequence_ops import *  # noqa: F401,F403 - reverse_sequence
 from flowlab.ops.sort_ops import *  # noqa: F401,F403 - sort, argsort, roll, bincount, searchsorted, ...
 from flowlab.ops.space_to_batch_ops import batch_to_space_nd, space_to_batch_nd
-from flowlab.ops.sparse_ops import sparse_to_dense
+from flowlab.ops.sparse_mask_ops import sparse_mask
+from flowlab.ops.sparse_math_ops import *  # noqa: F401,F403 - sparse_tensor_dense_matmul, sparse_add, ...
+from flowlab.ops.sparse_ops import *  # noqa: F401,F403 - sparse_to_dense, sparse_tensor_to_dense, ...
+from flowlab.ops.sparse_segment_ops import *  # noqa: F401,F403 - sparse_segment_sum, ...
+from flowlab.ops.sparse_structure_ops import *  # noqa: F401,F403 - sparse_reorder, sparse_concat, ...
+from flowlab.ops.sparse_tensor import sparse_placeholder
 from flowlab.ops.special_math_ops import *  # noqa: F401,F403 - asinh, xlogy, divide_no_nan, reduce_std, ...
 from flowlab.ops.state_ops import *  # noqa: F401,F403
+from flowlab.ops.string_codec_ops import *  # noqa: F401,F403 - encode_base64, string_to_hash_bucket, ...
+from flowlab.ops.tensor_bytes_ops import *  # noqa: F401,F403 - serialize_tensor, parse_tensor, write_file, ...
+from flowlab.ops.tensor_scatter_ops import *  # noqa: F401,F403 - tensor_scatter_nd_update, ...
+from flowlab.ops.tensor_util import *  # noqa: F401,F403 - is_tensor, get_static_value, make_tensor_proto, ...
+from flowlab.ops.tensor_views import *  # noqa: F401,F403 - ensure_shape, bitcast, identity_n
 from flowlab.ops.tensordot_ops import *  # noqa: F401,F403 - tensordot, eye, meshgrid
+from flowlab.ops.unique_ops import *  # noqa: F401,F403 - unique_with_counts, setdiff1d
 from flowlab.ops.variable_scope import *  # noqa: F401,F403
 from flowlab.ops.variables import *  # noqa: F401,F403
 from flowlab.ops.while_loop import *  # noqa: F401,F403
@@ -105,6 +128,7 @@ from flowlab.runtime.config import (
 )
 from flowlab.runtime.session import InteractiveSession, Session, get_default_session
 from flowlab.summary import Event, SessionLog, Summary
+from flowlab.versions import *  # noqa: F401,F403 - VERSION, GRAPH_DEF_VERSION, ...
 from flowlab.viz.show import show
 
 __version__ = "0.1.0"
@@ -170,14 +194,22 @@ def _namespace(name: str, *modules: _types.ModuleType, extra: dict | None = None
 
 
 # `tf.math.log`, `tf.math.equal`, ...: the math builders under TensorFlow's namespace.
+from flowlab.ops import assertions as _assertions  # noqa: E402
+from flowlab.ops import complex_ops as _complex_ops  # noqa: E402
+from flowlab.ops import math_composites as _math_composites  # noqa: E402
 from flowlab.ops import math_ops as _math_ops  # noqa: E402
 from flowlab.ops import segment_ops as _segment_ops  # noqa: E402
 from flowlab.ops import special_math_ops as _special_math_ops  # noqa: E402
+from flowlab.ops import special_more_ops as _special_more_ops  # noqa: E402
 
 _NN_IN_MATH = ("softmax", "log_softmax", "softplus", "softsign", "l2_normalize", "in_top_k", "top_k")
 math = _namespace("math", _math_ops, _segment_ops, _special_math_ops,
                   extra={**{n: getattr(nn, n) for n in _NN_IN_MATH}, "invert_permutation": invert_permutation,  # noqa: F405
-                         "confusion_matrix": confusion_matrix})
+                         "confusion_matrix": confusion_matrix,
+                         **{n: getattr(_complex_ops, n) for n in ("real", "imag", "angle")},
+                         **{n: getattr(_math_composites, n) for n in _math_composites.__all__},
+                         **{n: getattr(_special_more_ops, n) for n in _special_more_ops.__all__},
+                         **{n: getattr(_assertions, n) for n in ("is_non_decreasing", "is_strictly_increasing")}})
 
 from flowlab.ops import data_flow_ops as _data_flow_ops  # noqa: E402
 from flowlab.ops import image_codecs as _image_codecs  # noqa: E402
@@ -193,6 +225,13 @@ sets = _namespace("sets", _set_ops, extra={"intersection": _set_ops.set_intersec
 from flowlab import platform as _platform  # noqa: E402
 
 io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph, "gfile": _platform.gfile,
+                                       # the same queue classes and input helper as tf.* / tf.train.*
+                                       "PaddingFIFOQueue": PaddingFIFOQueue, "PriorityQueue": PriorityQueue,  # noqa: F405
+                                       "QueueBase": QueueBase, "RandomShuffleQueue": RandomShuffleQueue,  # noqa: F405
+                                       "match_filenames_once": train.match_filenames_once,
+                                       "encode_base64": encode_base64, "decode_base64": decode_base64,  # noqa: F405
+                                       **{n: globals()[n] for n in ("serialize_tensor", "parse_tensor",
+                                                                    "decode_compressed", "write_file")},
                                        **{n: getattr(image, n) for n in _image_codecs.__all__}})
 
 # `tf.strings` and TensorFlow 1.x's top-level string builders.
@@ -213,7 +252,8 @@ from flowlab.ops.string_ops import (  # noqa: E402
 strings = _types.SimpleNamespace(
     as_string=as_string, format=_string_ops.string_format, join=string_join, length=_string_ops.string_length,
     unicode_encode=_unicode_ops.unicode_encode, unicode_transcode=_unicode_ops.unicode_transcode,
-    to_hash_bucket_fast=string_to_hash_bucket_fast,
+    to_hash_bucket_fast=string_to_hash_bucket_fast, to_hash_bucket=string_to_hash_bucket,  # noqa: F405
+    to_hash_bucket_strong=string_to_hash_bucket_strong,  # noqa: F405
     lower=_string_ops.string_lower, upper=_string_ops.string_upper, reduce_join=reduce_join,
     regex_full_match=_string_ops.regex_full_match, regex_replace=regex_replace,
     split=_string_ops.strings_split, strip=string_strip, substr=substr, to_number=string_to_number,
@@ -239,7 +279,10 @@ graph_util = _namespace("graph_util", _graph_util, extra={"import_graph_def": im
 
 # `tf.data`, `tf.SparseTensor`, TFRecord files and Example parsing (`tf.io`,
 # `tf.python_io`, and TensorFlow 1.x's top-level `tf.parse_example`, `tf.FixedLenFeature`).
-from flowlab import data  # noqa: E402
+from flowlab import (
+    data,  # noqa: E402
+    sparse,  # noqa: E402 - `tf.sparse`
+)
 from flowlab.data import tf_record as _tf_record  # noqa: E402
 from flowlab.ops import parsing_ops as _parsing_ops  # noqa: E402
 from flowlab.ops.parsing_ops import (  # noqa: E402

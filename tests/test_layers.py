@@ -174,7 +174,7 @@ def test_errors() -> None:
     with fl.Graph().as_default():
         with pytest.raises(ValueError, match="last dimension of the inputs"):
             layers.dense(fl.placeholder(fl.float32, [2, None]), 3)
-        with pytest.raises(ValueError, match="expected ndim=4"):
+        with pytest.raises(ValueError, match="expected min_ndim=4"):
             layers.conv2d(fl.placeholder(fl.float32, [2, 3, 3]), 3, 2)
         with pytest.raises(ValueError, match="padding"):
             layers.conv2d(fl.placeholder(fl.float32, [2, 3, 3, 1]), 3, 2, padding="full")

@@ -21,7 +21,10 @@ from flowlab.data.iterator import (
 from flowlab.data.structure import TensorSpec
 
 experimental = _types.SimpleNamespace(AUTOTUNE=AUTOTUNE)
+# The values `Dataset.cardinality()` reports for an endless and an unknown dataset.
+INFINITE_CARDINALITY = -1
+UNKNOWN_CARDINALITY = -2
 
-__all__ = ["AUTOTUNE", "Dataset", "Iterator", "TFRecordDataset", "TensorSpec", "TextLineDataset",
+__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Dataset", "Iterator", "TFRecordDataset", "TensorSpec", "TextLineDataset",
            "experimental", "get_output_classes", "get_output_shapes", "get_output_types",
            "make_initializable_iterator", "make_one_shot_iterator"]

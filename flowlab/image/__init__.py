@@ -23,7 +23,9 @@ from flowlab.ops.image_measures import *  # noqa: F401,F403
 from flowlab.ops.image_measures import __all__ as _measures_all
 from flowlab.ops.image_ops import *  # noqa: F401,F403
 from flowlab.ops.image_ops import __all__ as _ops_all
+from flowlab.ops.image_patches import extract_image_patches, extract_patches  # noqa: F401
 from flowlab.ops.image_resize import *  # noqa: F401,F403
 from flowlab.ops.image_resize import __all__ as _resize_all
 
-__all__ = [*_ops_all, *_adjust_all, *_resize_all, *_color_all, *_codecs_all, *_measures_all, *_boxes_all]
+__all__ = [*_ops_all, *_adjust_all, *_resize_all, *_color_all, *_codecs_all, *_measures_all, *_boxes_all,
+           "extract_image_patches", "extract_patches"]

@@ -3,7 +3,7 @@
 Each kernel validates the ids as TensorFlow does (same messages), then reduces with a
 NumPy `ufunc.at` into an array filled with the reduction's identity, which adds rows in
 input order as TensorFlow's CPU kernels do.  Empty segments: 0 for the sorted family
-(sum, mean, max, min), the dtype's lowest / highest value for unsorted max / min, 1 for
+(sum, mean, max, min; 1 for prod), the dtype's lowest / highest value for unsorted max / min, 1 for
 unsorted prod.  On a GPU the values make a round trip through the host (no CuPy
 scatter-reduce here); the ids are validated on the host in any case.
 """
@@ -88,7 +88,8 @@ def _unsorted(kind: str) -> Any:
     return run
 
 
-for _op, _kind in (("SegmentSum", "sum"), ("SegmentMean", "mean"), ("SegmentMax", "max"), ("SegmentMin", "min")):
+for _op, _kind in (("SegmentSum", "sum"), ("SegmentMean", "mean"), ("SegmentMax", "max"), ("SegmentMin", "min"),
+                   ("SegmentProd", "prod")):
     kernel(_op)(_sorted(_kind))
 for _op, _kind in (("UnsortedSegmentSum", "sum"), ("UnsortedSegmentMax", "max"),
                    ("UnsortedSegmentMin", "min"), ("UnsortedSegmentProd", "prod")):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from flowlab import errors
 from flowlab.kernels.registry import ALL, kernel
 from flowlab.ops import sparse_ops  # noqa: F401  (declares SparseToDense)
@@ -18,27 +20,31 @@ def _dims(shape: Any) -> str:
     return "[" + ",".join(str(int(d)) for d in shape) + "]"
 
 
-def _first_invalid(ix: list[list[int]], shape: list[int]) -> str | None:
-    """TensorFlow's SparseTensor::IndicesValid: bounds, then order, then repeats."""
-    for n, row in enumerate(ix):
-        valid = all(0 <= v < s for v, s in zip(row, shape))
-        increasing, different = True, n == 0
-        if n:
-            for v, p in zip(row, ix[n - 1]):
-                if v > p:
-                    different = True
-                if not different and v < p:
-                    increasing = False
-        if valid and increasing and different:
-            continue
-        where = f"indices[{n}] = {_dims(row)}"
-        if not valid:
-            return f"{where} is out of bounds: need 0 <= index < {_dims(shape)}"
-        if not increasing:
-            return (f"{where} is out of order. Many sparse ops require sorted indices.\n"
-                    "    Use `tf.sparse.reorder` to create a correctly ordered copy.\n\n")
+def _first_invalid(ix: np.ndarray, shape: list[int]) -> str | None:
+    """TensorFlow's SparseTensor::IndicesValid: the first row out of bounds, out of order
+    (its first differing coordinate smaller than the previous row's) or repeated."""
+    n = ix.shape[0]
+    if n == 0:
+        return None
+    bad = ~np.all((ix >= 0) & (ix < np.asarray(shape, np.int64)), axis=1)
+    if n > 1:
+        differs = ix[1:] != ix[:-1]
+        first = np.argmax(differs, axis=1)
+        rows = np.arange(n - 1)
+        smaller = ix[1:][rows, first] < ix[:-1][rows, first]
+        bad[1:] |= ~differs.any(axis=1) | smaller
+    hit = np.flatnonzero(bad)
+    if not hit.size:
+        return None
+    r = int(hit[0])
+    row = ix[r]
+    where = f"indices[{r}] = {_dims(row)}"
+    if not np.all((row >= 0) & (row < np.asarray(shape, np.int64))):
+        return f"{where} is out of bounds: need 0 <= index < {_dims(shape)}"
+    if np.array_equal(row, ix[r - 1]):
         return f"{where} is repeated"
-    return None
+    return (f"{where} is out of order. Many sparse ops require sorted indices.\n"
+            "    Use `tf.sparse.reorder` to create a correctly ordered copy.\n\n")
 
 
 @kernel("SparseToDense", devices=ALL, host_memory=("sparse_indices", "output_shape"))
@@ -56,19 +62,19 @@ def sparse_to_dense(ctx: Any, indices: Any, output_shape: Any, values: Any, defa
     if not (values.ndim == 0 or (values.ndim == 1 and values.size == num_elems)):
         _fail(f"sparse_values has incorrect shape {_dims(values.shape)}, should be [] or "
               f"[{num_elems}]")
-    if default.ndim != 0:
+    if np.ndim(default) != 0:
         _fail("default_value should be a scalar.")
     shape = [int(d) for d in output_shape.tolist()]
-    ix = [[int(v) for v in row] for row in indices.reshape(num_elems, num_dims).tolist()]
+    ix = np.asarray(indices).reshape(num_elems, num_dims).astype(np.int64)
     if ctx.attrs["validate_indices"]:
         problem = _first_invalid(ix, shape)
         if problem:
             _fail(problem)
-    elif any(not 0 <= v < s for row in ix for v, s in zip(row, shape)):
+    elif ix.size and not np.all((ix >= 0) & (ix < np.asarray(shape, np.int64))):
         _fail(f"Indices are not valid (out of bounds).  Shape: {_dims(shape)}")
     out = xp.full(shape, default, dtype=values.dtype)
     if num_elems:
-        coords = tuple(xp.asarray([row[d] for row in ix], dtype=xp.int64) for d in range(num_dims))
+        coords = tuple(xp.asarray(ix[:, d]) for d in range(num_dims))
         # Assignment in index order: with a repeated index the last value stays, as TF.
         out[coords] = xp.broadcast_to(values, (num_elems,))
     return out

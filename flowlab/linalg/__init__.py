@@ -28,6 +28,7 @@ from flowlab.ops.linalg_diag import (
 from flowlab.ops.linalg_diag import (
     matrix_set_diag as set_diag,
 )
+from flowlab.ops.linalg_lu import lu, lu_matrix_inverse, lu_reconstruct, lu_solve, normalize
 from flowlab.ops.linalg_ops import (
     adjoint,
     cholesky,
@@ -71,4 +72,5 @@ __all__ = [
     "einsum", "eye", "global_norm", "inv", "l2_normalize", "logdet", "lstsq", "matmul", "matrix_transpose",
     "matrix_rank", "matvec", "norm", "pinv", "qr", "set_diag", "slogdet", "solve", "svd", "tensor_diag", "tensor_diag_part",
     "tensordot", "trace", "transpose", "triangular_solve",
+    "lu", "lu_matrix_inverse", "lu_reconstruct", "lu_solve", "normalize",
 ]

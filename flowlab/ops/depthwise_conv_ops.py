@@ -38,6 +38,7 @@ from flowlab.ops.space_to_batch_ops import with_space_to_batch
 __all__ = [
     "depthwise_conv2d", "depthwise_conv2d_native", "depthwise_conv2d_native_backprop_input",
     "depthwise_conv2d_native_backprop_filter", "separable_conv2d",
+    "depthwise_conv2d_backprop_input", "depthwise_conv2d_backprop_filter",
 ]
 
 
@@ -181,3 +182,8 @@ def separable_conv2d(input: Any, depthwise_filter: Any, pointwise_filter: Any, s
         depthwise = _through_space_to_batch(input, depthwise_filter, r, padding, data_format, op)
         return conv2d(depthwise, pointwise_filter, [1, 1, 1, 1], padding="VALID",
                       data_format=data_format or "NHWC", name=scope)
+
+
+# TensorFlow exports the native backprops under these names too (tf.nn).
+depthwise_conv2d_backprop_input = depthwise_conv2d_native_backprop_input
+depthwise_conv2d_backprop_filter = depthwise_conv2d_native_backprop_filter

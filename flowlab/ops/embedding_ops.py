@@ -3,7 +3,7 @@ shards, by id.
 
 Built as TensorFlow builds it (embedding_ops.py): one table is a `Gather` colocated with
 the table followed by an `Identity` (so the result carries no colocation constraint);
-several shards are a `DynamicPartition` of the ids by shard ("mod": id % n, "div":
+several shards (a list, or a `PartitionedVariable`'s shards) are a `DynamicPartition` of the ids by shard ("mod": id % n, "div":
 contiguous ranges), one gather per shard and a `DynamicStitch` back into id order
 (TensorFlow uses ParallelDynamicStitch, which flowlab does not have: the values are
 the same).  The gradient with respect to a table is an IndexedSlices (the Gather's),
@@ -24,6 +24,7 @@ from flowlab.ops.clip_ops import clip_by_norm
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import identity
 from flowlab.ops.indexed_slices import convert_to_tensor_or_indexed_slices
+from flowlab.ops.partitioned_variables import PartitionedVariable
 
 __all__ = ["embedding_lookup"]
 
@@ -46,6 +47,8 @@ def embedding_lookup(params: Any, ids: Any, partition_strategy: str = "mod", nam
         raise ValueError("params must be specified")
     if isinstance(params, (list, tuple)) and not params:
         raise ValueError("Length of params is currently 0. Need at least one param.")
+    if isinstance(params, PartitionedVariable):
+        params = list(params)  # its shards: one Gather each, on the shard's device
     params = list(params) if isinstance(params, (list, tuple)) else [params]
     g = graph_of(params + [ids])
     with g.as_default(), g.name_scope(name or "embedding_lookup") as scope:
@@ -82,13 +85,15 @@ def _sharded(g: Any, params: list[Tensor], ids: Tensor, strategy: str, scope: st
         assignments = math_ops.maximum(flat_ids // (per + 1), (flat_ids - extras) // per)
         new_ids = array_ops.where(assignments < extras, flat_ids % (per + 1), (flat_ids - extras) % per)
     else:
-        raise ValueError(f"Unrecognized partition strategy: {strategy}. Must be one of either `mod` or `div`.")
+        raise ValueError(f"Unrecognized partition strategy: {strategy}.Must be one of either `mod` or `div`.")  # TF: no space
     assignments = math_ops.cast(assignments, dtypes.int32)
     gather_ids = slicing.dynamic_partition(new_ids, assignments, n)
     pindices = slicing.dynamic_partition(original_indices, assignments, n)
     parts = []
     for p in range(n):
-        with g.colocate_with(params[p].op):
+        # As TensorFlow: the device scope is dropped, the Gather goes where its shard is,
+        # so only the gathered rows cross devices.
+        with g.device(None), g.colocate_with(params[p].op):
             parts.append(slicing.gather(params[p], gather_ids[p]))
     ret = slicing.dynamic_stitch(pindices, parts, name=scope)
     element = params[0].shape[1:]

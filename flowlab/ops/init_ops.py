@@ -313,6 +313,18 @@ class _Initializers:
     he_normal = staticmethod(he_normal)
     he_uniform = staticmethod(he_uniform)
 
+    @property
+    def orthogonal(self) -> type:
+        from flowlab.ops.init_matrix_ops import Orthogonal
+
+        return Orthogonal
+
+    @property
+    def identity(self) -> type:
+        from flowlab.ops.init_matrix_ops import Identity
+
+        return Identity
+
     @staticmethod
     def global_variables() -> Any:
         from flowlab.ops.variables import global_variables_initializer

@@ -24,7 +24,7 @@ from flowlab.ops.gradient_registry import gradient
 from flowlab.ops.op_def import op_def
 
 __all__ = [
-    "segment_sum", "segment_mean", "segment_max", "segment_min",
+    "segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod",
     "unsorted_segment_sum", "unsorted_segment_max", "unsorted_segment_min",
     "unsorted_segment_prod", "unsorted_segment_mean", "unsorted_segment_sqrt_n",
 ]
@@ -61,7 +61,8 @@ def _unsorted_shape(op: Operation) -> list[Any]:
     return [TensorShape([None if n is None else int(n)] + d[len(i):])]
 
 
-for _t, _types in (("SegmentSum", _NUM), ("SegmentMean", _NUM), ("SegmentMax", _REAL), ("SegmentMin", _REAL)):
+for _t, _types in (("SegmentSum", _NUM), ("SegmentMean", _NUM), ("SegmentMax", _REAL), ("SegmentMin", _REAL),
+                   ("SegmentProd", _NUM)):
     op_def(_t, inputs=["data: T", "segment_ids: Tindices"], outputs=["output: T"],
            attrs=[f"T: {_types}", "Tindices: {int32, int64}"], shape_fn=_sorted_shape)
 for _t, _types in (("UnsortedSegmentSum", _NUM), ("UnsortedSegmentMax", _REAL),
@@ -95,6 +96,11 @@ def segment_max(data: Any, segment_ids: Any, name: str | None = None) -> Tensor:
 def segment_min(data: Any, segment_ids: Any, name: str | None = None) -> Tensor:
     """Minima of the rows of `data` with equal (sorted) `segment_ids`; 0 for empty ones."""
     return _sorted("SegmentMin", data, segment_ids, name)
+
+
+def segment_prod(data: Any, segment_ids: Any, name: str | None = None) -> Tensor:
+    """Products of the rows of `data` with equal (sorted) `segment_ids`; 1 for empty ones."""
+    return _sorted("SegmentProd", data, segment_ids, name)
 
 
 def _unsorted(op_type: str, data: Any, segment_ids: Any, num_segments: Any, name: str | None) -> Tensor:
@@ -237,3 +243,20 @@ def _unsorted_segment_prod_grad(op: Operation, grad: Tensor) -> Any:
     partial = array_ops.where(is_zero, gathered_non_zero_prod, prod_divided_by_el)
     gathered_grad = _gather_drop_negatives(grad, ids, zero_clipped)[0]
     return [math_ops.multiply(gathered_grad, partial), None, None]
+
+
+@gradient("SegmentProd")
+def _segment_prod_grad(op: Operation, grad: Tensor) -> list[Any]:
+    # TensorFlow's: the product of the others, with at most one zero in a segment
+    # handled by the product of the non-zero elements (two zeros: a zero gradient).
+    data, segment_ids = op.inputs
+    is_zero = math_ops.equal(data, array_ops.zeros_like(data))
+    num_zeros = segment_sum(math_ops.cast(is_zero, dtypes.int32), segment_ids)
+    grad = array_ops.where_v2(math_ops.greater(num_zeros, 1), array_ops.zeros_like(grad), grad)
+    non_zero_data = array_ops.where_v2(is_zero, array_ops.ones_like(data), data)
+    non_zero_prod = segment_prod(non_zero_data, segment_ids)
+    gathered_prod = slicing.gather(op.outputs[0], segment_ids)
+    gathered_non_zero_prod = slicing.gather(non_zero_prod, segment_ids)
+    prod_divided_by_el = gathered_prod / non_zero_data
+    partial = array_ops.where_v2(is_zero, gathered_non_zero_prod, prod_divided_by_el)
+    return [slicing.gather(grad, segment_ids) * partial, None]

@@ -4,13 +4,18 @@ SaveV2/RestoreV2 and a sharded variable's `save_slice_info`.
 ``""`` is the whole tensor; ``"10 4 0,5:-"`` is the full shape (10, 4) and the slice
 rows 0..4, all columns: ``start,length`` or ``-`` per dimension.  Plain functions of
 strings, used where the ops are built (static shapes) and by the checkpoint kernels.
+`SaveSliceInfo` is where one shard sits in the tensor it is saved as part of; its
+`spec` is TensorFlow's (``"10 4 4,3:0,4"``: every dimension as ``start,length``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 from flowlab import errors
 
-__all__ = ["Slice", "format_shape_and_slice", "parse_shape_and_slice"]
+__all__ = ["SaveSliceInfo", "Slice", "format_shape_and_slice", "parse_shape_and_slice"]
 
 Slice = tuple[tuple[int, int], ...]  # (start, length) per dimension
 
@@ -53,3 +58,21 @@ def format_shape_and_slice(full_shape: tuple[int, ...], sl: Slice) -> str:
         "-" if (s == 0 and n == size) else f"{s},{n}" for (s, n), size in zip(sl, full_shape)
     )
     return " ".join(str(d) for d in full_shape) + " " + dims
+
+
+@dataclass
+class SaveSliceInfo:
+    """Where a variable sits in a larger (partitioned) tensor it is saved as part of
+    (TensorFlow's `Variable.SaveSliceInfo`): set with `v._set_save_slice_info(...)`."""
+
+    full_name: str
+    full_shape: list[int]
+    var_offset: list[int]
+    var_shape: list[int]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> str:
+        """The shape_and_slices string SaveV2/RestoreV2 get for this shard."""
+        dims = ":".join(f"{o},{s}" for o, s in zip(self.var_offset, self.var_shape))
+        return " ".join(str(d) for d in self.full_shape) + " " + dims

@@ -213,6 +213,12 @@ def variable_op_v2(
     )
 
 
+def _is_partitioned(ref: Any) -> bool:
+    # As TensorFlow, a non-reference `ref` with its own assign methods is asked to
+    # assign itself; flowlab.ops.partitioned_variables imports this module, so by duck type.
+    return hasattr(ref, "_get_partitions") and hasattr(ref, "_get_variable_list")
+
+
 def assign(
     ref: Any, value: Any, validate_shape: bool | None = None, use_locking: bool | None = None,
     name: str | None = None,
@@ -221,7 +227,11 @@ def assign(
 
         v = tf.Variable([1.0, 2.0])
         sess.run(tf.assign(v, [3.0, 4.0]))  # array([3., 4.], dtype=float32)
+
+    A PartitionedVariable assigns itself (one Assign per shard, a list back).
     """
+    if _is_partitioned(ref):
+        return ref.assign(value, name=name)
     return _apply(
         "Assign", name or "Assign", ref=ref, value=value, validate_shape=validate_shape,
         use_locking=use_locking,
@@ -230,11 +240,15 @@ def assign(
 
 def assign_add(ref: Any, value: Any, use_locking: bool | None = None, name: str | None = None) -> Tensor:
     """`ref += value` (same shapes, no broadcasting); returns the reference."""
+    if _is_partitioned(ref):
+        return ref.assign_add(value)
     return _apply("AssignAdd", name or "AssignAdd", ref=ref, value=value, use_locking=use_locking)
 
 
 def assign_sub(ref: Any, value: Any, use_locking: bool | None = None, name: str | None = None) -> Tensor:
     """`ref -= value` (same shapes, no broadcasting); returns the reference."""
+    if _is_partitioned(ref):
+        return ref.assign_sub(value)
     return _apply("AssignSub", name or "AssignSub", ref=ref, value=value, use_locking=use_locking)
 
 

@@ -14,7 +14,10 @@ does with a name: False (the default) creates and refuses an existing one, True
 returns an existing one and refuses to create, AUTO_REUSE does either.  Reuse is
 inherited by sub-scopes and cannot be switched off inside a reusing scope.
 
-Partitioned (sharded) variables, `partitioner=`, are not supported here yet.
+A `partitioner` (argument or scope default) makes `get_variable` return a
+`PartitionedVariable` (flowlab/ops/partitioned_variables.py): shards
+"<name>/part_0", ... created by the store (`create_partitioned_variables`, the older
+spelling that returns the shard list, is flowlab/ops/partitioned_scope.py).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 from flowlab.graph import dtypes
 from flowlab.graph.graph import Graph, GraphKeys, get_default_graph
 from flowlab.ops.builder import convert_to_tensor, graph_of
+from flowlab.ops.partitioned_variables import PartitionedVariable
 from flowlab.ops.variable_store import _dtype_str, _VariableStore
 from flowlab.ops.variables import Variable
 
@@ -163,7 +167,7 @@ class VariableScope:
         trainable: bool | None = None, collections: Any = None, caching_device: Any = None,
         partitioner: Any = None, validate_shape: bool = True, use_resource: bool | None = None,
         custom_getter: Any = None, constraint: Any = None, **unused: Any,
-    ) -> Variable:
+    ) -> Variable | PartitionedVariable:
         """`get_variable` with this scope's defaults and name prefix."""
         if regularizer is None:
             regularizer = self._regularizer
@@ -252,7 +256,7 @@ def get_variable(
     caching_device: Any = None, partitioner: Any = None, validate_shape: bool = True,
     use_resource: bool | None = None, custom_getter: Any = None, constraint: Any = None,
     synchronization: Any = None, aggregation: Any = None,
-) -> Variable:
+) -> Variable | PartitionedVariable:
     """Get the variable "<scope>/<name>", or create it (`tf.get_variable`).
 
         with tf.variable_scope("layer1"):
@@ -262,6 +266,7 @@ def get_variable(
 
     The default initializer is glorot_uniform for floats and zeros for integers,
     bools and strings; `initializer` may also be a tensor or value (then no `shape`).
+    With a `partitioner` (here or the scope's) the result is a PartitionedVariable.
     """
     return get_variable_scope().get_variable(
         _variable_store(), name, shape=shape, dtype=dtype, initializer=initializer,

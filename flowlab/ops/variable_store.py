@@ -7,6 +7,12 @@ create, refuse an existing name; True: return, refuse a new name; AUTO_REUSE:
 either), checks shape and dtype against an existing variable, picks the default
 initializer (Glorot uniform for floats, zeros for the rest) and adds the
 regularization loss.  Error messages are TensorFlow's.
+
+With a `partitioner` (and a shape other than a scalar) it makes or reuses a
+`PartitionedVariable` instead: shards `<name>/part_i` stored like any variable,
+the container under `<name>` in a second dict.  A name is either partitioned or
+not: asking for the other kind is TensorFlow's ValueError, as is a different
+shard count on reuse.
 """
 
 from __future__ import annotations
@@ -19,8 +25,18 @@ from typing import Any
 
 from flowlab.graph import dtypes
 from flowlab.graph.graph import GraphKeys, get_default_graph
+from flowlab.graph.tensor import Tensor
 from flowlab.graph.tensor_shape import as_shape
-from flowlab.ops import init_ops
+from flowlab.ops import init_ops, slicing
+from flowlab.ops.builder import convert_to_tensor
+from flowlab.ops.partitioned_variables import (
+    PartitionedVariable,
+    PartitionInfo,
+    call_partitioner,
+    iter_slices,
+    slice_dim_and_count,
+)
+from flowlab.ops.slice_spec import SaveSliceInfo
 from flowlab.ops.variables import Variable
 
 
@@ -34,6 +50,7 @@ class _VariableStore:
 
     def __init__(self) -> None:
         self._vars: dict[str, Variable] = {}
+        self._partitioned_vars: dict[str, PartitionedVariable] = {}
         self._lock = threading.RLock()
 
     def get_variable(
@@ -42,7 +59,7 @@ class _VariableStore:
         collections: Any = None, caching_device: Any = None, partitioner: Any = None,
         validate_shape: bool = True, use_resource: bool | None = None,
         custom_getter: Callable[..., Any] | None = None, constraint: Any = None, **unused: Any,
-    ) -> Variable:
+    ) -> Variable | PartitionedVariable:
         if custom_getter is not None and not callable(custom_getter):
             raise ValueError(f"Passed a custom_getter which is not callable: {custom_getter}")
         if use_resource:
@@ -59,13 +76,27 @@ class _VariableStore:
                         regularizer: Any = None, reuse: Any = None, trainable: bool | None = None,
                         collections: Any = None, caching_device: Any = None, partitioner: Any = None,
                         validate_shape: bool = True, use_resource: bool | None = None,
-                        constraint: Any = None, **unused: Any) -> Variable:
+                        constraint: Any = None, **unused: Any) -> Variable | PartitionedVariable:
             is_scalar = shape is not None and isinstance(shape, (list, tuple)) and not shape
             if partitioner is not None and not is_scalar:
-                raise NotImplementedError(
-                    f"Partitioned variables (get_variable('{name}', partitioner=...)) are not "
-                    "supported yet: sharded variables come with the train/ layer's sharded "
-                    "variable support (ARCHITECTURE.md section 7)."
+                if not callable(partitioner):
+                    raise ValueError(f"Partitioner must be callable, but received: {partitioner}")
+                with get_default_graph().name_scope(None):
+                    return self._get_partitioned_variable(
+                        name, partitioner, shape, dtype, initializer, regularizer, reuse,
+                        trainable, collections, caching_device, validate_shape, constraint,
+                    )
+            # A partitioned variable is reused without naming its partitioner again.
+            if reuse is True and partitioner is None and name in self._partitioned_vars:
+                return self._get_partitioned_variable(
+                    name, None, shape, dtype, initializer, regularizer, reuse, trainable,
+                    collections, caching_device, validate_shape, constraint,
+                )
+            if f"{name}/part_0" in self._vars:
+                raise ValueError(
+                    "No partitioner was provided, but a partitioned version of the variable was "
+                    f"found: {name}/part_0. Perhaps a variable of the same name was already "
+                    "created with partitioning?"
                 )
             return self._get_single_variable(
                 name, shape, dtype, initializer, regularizer, reuse, trainable, collections,
@@ -86,7 +117,7 @@ class _VariableStore:
     def _get_single_variable(
         self, name: str, shape: Any, dtype: Any, initializer: Any, regularizer: Any, reuse: Any,
         trainable: bool | None, collections: Any, caching_device: Any, validate_shape: bool,
-        constraint: Any,
+        constraint: Any, partition_info: PartitionInfo | None = None,
     ) -> Variable:
         from_value = initializer is not None and not callable(initializer)
         if shape is not None and from_value:
@@ -141,7 +172,7 @@ class _VariableStore:
                 if shape is not None and shape.is_fully_defined():
                     if _accepts(initializer, "partition_info"):
                         init_val = functools.partial(
-                            initializer, shape.as_list(), dtype=dtype, partition_info=None
+                            initializer, shape.as_list(), dtype=dtype, partition_info=partition_info
                         )
                     else:
                         init_val = functools.partial(initializer, shape.as_list(), dtype=dtype)
@@ -170,6 +201,102 @@ class _VariableStore:
                 if loss is not None:
                     g.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
         return v
+
+    def _get_partitioned_variable(
+        self, name: str, partitioner: Any, shape: Any, dtype: Any, initializer: Any,
+        regularizer: Any, reuse: Any, trainable: bool | None, collections: Any,
+        caching_device: Any, validate_shape: bool, constraint: Any,
+    ) -> PartitionedVariable:
+        """The PartitionedVariable `name` (shards `name/part_i`), made or reused as
+        `reuse` says; a constant initializer is sliced per shard, a callable one is
+        called per shard with its `partition_info`."""
+        from_value = isinstance(initializer, Tensor)
+        if name in self._vars:
+            raise ValueError(
+                "A partitioner was provided, but an unpartitioned version of the variable was "
+                f"found: {name}.  Perhaps a variable of the same name was already created "
+                "without partitioning?"
+            )
+        dtype = dtypes.as_dtype(dtype)
+        shape = as_shape(shape)
+        if from_value:
+            shape = shape.merge_with(initializer.get_shape())
+        partitions = None
+        if not reuse or partitioner:
+            partitions = call_partitioner(partitioner, shape, dtype)
+
+        found = self._partitioned_vars.get(name)
+        if found is not None:
+            if reuse is False:
+                raise ValueError(
+                    f"Partitioned variable with name {name} already exists. Did you mean to set "
+                    "reuse=True or reuse=tf.AUTO_REUSE in VarScope?"
+                )
+            if not shape.is_compatible_with(found.get_shape()):
+                raise ValueError(
+                    f"Trying to reuse partitioned variable {name}, but specified shape {shape} "
+                    f"and found shape {found.get_shape()}."
+                )
+            if not dtype.is_compatible_with(found.dtype):
+                raise ValueError(
+                    f"Trying to reuse partitioned variable {name}, but specified dtype "
+                    f"{dtype.name} and found dtype {found.dtype.name}."
+                )
+            if partitions is not None and found._get_partitions() != partitions:
+                raise ValueError(
+                    f"Trying to reuse partitioned variable {name}, but specified partitions "
+                    f"{partitions} and found partitions {found._get_partitions()}."
+                )
+            return found
+        if reuse is True:
+            raise ValueError(
+                f"PartitionedVariable {name} does not exist, or was not created with "
+                "tf.get_variable(). Did you mean to set reuse=False or reuse=tf.AUTO_REUSE in "
+                "VarScope?"
+            )
+        assert partitions is not None
+        slice_dim, num_slices = slice_dim_and_count(partitions)
+        if f"{name}/part_0" in self._vars:
+            if f"{name}/part_{num_slices - 1}" not in self._vars:
+                raise ValueError(
+                    "Partitioner returned a different partitioning than what was already found.  "
+                    f"Partitioner returned {num_slices} shards, and shard {name}/part_0 was "
+                    f"found, but {name}/part_{num_slices - 1} was not."
+                )
+            if f"{name}/part_{num_slices}" in self._vars:
+                raise ValueError(
+                    "Partitioner returned a different partitioning than what was already found.  "
+                    f"Partitioner returned {num_slices} shards, and shard {name}/part_0 was "
+                    f"found, but so was the extra shard {name}/part_{num_slices}."
+                )
+        g = get_default_graph()
+        shards = []
+        for i, (offset, var_shape) in enumerate(iter_slices(shape.as_list(), num_slices, slice_dim)):
+            info = PartitionInfo(full_shape=shape.as_list(), var_offset=offset)
+            shard_name = f"{name}/part_{i}"
+            init_shape: Any
+            with g.name_scope(shard_name + "/PartitionedInitializer"):
+                if initializer is None:
+                    init, init_shape = _default_initializer(name, dtype), var_shape
+                elif callable(initializer):
+                    init, init_shape = initializer, var_shape
+                else:
+                    # A value for the whole variable: each shard takes its slice.
+                    value = initializer if from_value else convert_to_tensor(initializer, dtype=dtype)
+                    init = slicing.slice(value, offset, var_shape)
+                    dtype = init.dtype.base_dtype
+                    init_shape = None
+            with g.name_scope(None):
+                v = self._get_single_variable(
+                    shard_name, init_shape, dtype, init, regularizer, reuse, trainable,
+                    collections, caching_device, validate_shape, constraint, partition_info=info,
+                )
+            v._set_save_slice_info(SaveSliceInfo(name, shape.as_list(), offset, var_shape))
+            shards.append(v)
+        pv = PartitionedVariable(name=name, shape=shape, dtype=dtype, variable_list=shards,
+                                 partitions=partitions)
+        self._partitioned_vars[name] = pv
+        return pv
 
 
 def _default_initializer(name: str, dtype: dtypes.DType) -> Any:

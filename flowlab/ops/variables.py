@@ -27,6 +27,7 @@ from flowlab.graph.tensor_shape import TensorShape, as_shape
 from flowlab.ops import state_ops
 from flowlab.ops.builder import convert_to_tensor, register_tensor_conversion_function
 from flowlab.ops.core_ops import group, identity, no_op
+from flowlab.ops.slice_spec import SaveSliceInfo
 
 __all__ = [
     "Variable", "global_variables", "local_variables", "trainable_variables",
@@ -60,6 +61,8 @@ class Variable:
     (`use_resource=True`) are not supported: flowlab implements TF1's reference
     variables.
     """
+
+    SaveSliceInfo = SaveSliceInfo  # TensorFlow's spelling: tf.Variable.SaveSliceInfo(...)
 
     # NumPy arrays on the left of an operator defer to the Variable.
     __array_priority__ = 100

@@ -53,6 +53,16 @@ __all__ += ["AdadeltaOptimizer", "AdagradOptimizer", "AdamOptimizer", "Exponenti
 from flowlab.train.lbfgs import LBFGSOptimizer  # noqa: E402,F401  (flowlab's graph L-BFGS)
 
 __all__ += ["LBFGSOptimizer"]
+from flowlab.train.basic_session_run_hooks import *  # noqa: E402,F401,F403
+from flowlab.train.basic_session_run_hooks import __all__ as _hooks_all  # noqa: E402
+from flowlab.train.monitored_session import *  # noqa: E402,F401,F403
+from flowlab.train.monitored_session import __all__ as _monitored_all  # noqa: E402
+from flowlab.train.session_run_hook import *  # noqa: E402,F401,F403
+from flowlab.train.session_run_hook import __all__ as _hook_all  # noqa: E402
+
+__all__ += [*_hooks_all, *_monitored_all, *_hook_all]
+piecewise_constant_decay = piecewise_constant  # noqa: F405 - TensorFlow exports this one function under both names
+__all__ += ["piecewise_constant_decay"]
 
 # The proximal family (FTRL, proximal GD/Adagrad, Adagrad dual averaging).
 from flowlab.kernels import proximal_kernels as _proximal_kernels  # noqa: E402,F401

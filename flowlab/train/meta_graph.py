@@ -27,6 +27,7 @@ from flowlab.graph.graph_def import graph_to_dict
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.kernels import checkpoint_format as fmt
 from flowlab.kernels.checkpoint_index import FileTooLarge, NotARegularFile, read_regular
+from flowlab.ops.slice_spec import SaveSliceInfo
 from flowlab.ops.variables import Variable
 
 __all__ = ["export_meta_graph", "import_meta_graph"]
@@ -37,12 +38,36 @@ _KINDS = ("variables", "node_list", "bytes_list", "int64_list", "float_list")
 _VAR_FIELDS = ("variable_name", "initializer_name", "snapshot_name", "initial_value_name")
 
 
+def _slice_info_to_json(v: Variable) -> dict[str, Any]:
+    """A shard's save_slice_info (TensorFlow's VariableDef.save_slice_info_def)."""
+    info = v._get_save_slice_info()
+    if info is None:
+        return {}
+    return {"save_slice_info_def": {
+        "full_name": info.full_name, "full_shape": [int(d) for d in info.full_shape],
+        "var_offset": [int(d) for d in info.var_offset], "var_shape": [int(d) for d in info.var_shape],
+    }}
+
+
+def _check_slice_info(d: Any, where: str) -> None:
+    keys = {"full_name", "full_shape", "var_offset", "var_shape"}
+    if type(d) is not dict or set(d) != keys or type(d["full_name"]) is not str:
+        raise _Bad(f"{where}: expected an object with {', '.join(sorted(keys))}")
+    lists = [d["full_shape"], d["var_offset"], d["var_shape"]]
+    if any(type(x) is not list or any(type(i) is not int or i < 0 for i in x) for x in lists) \
+            or len({len(x) for x in lists}) != 1 \
+            or any(o + n > f for f, o, n in zip(*lists)):
+        raise _Bad(f"{where}: expected full_shape, var_offset and var_shape of one rank, "
+                   "non-negative, the slice inside the full shape")
+
+
 def _collection_to_json(values: list[Any]) -> dict[str, Any] | None:
     if values and all(isinstance(v, Variable) for v in values):
         return {"kind": "variables", "value": [{
             "variable_name": v._ref().name, "initializer_name": v.initializer.name,
             "snapshot_name": v.value().name, "initial_value_name": v.initial_value.name,
             "trainable": v.trainable,
+            **_slice_info_to_json(v),
         } for v in values]}
     if all(isinstance(v, (Tensor, Operation)) for v in values):
         return {"kind": "node_list", "value": [v.name for v in values]}
@@ -150,8 +175,10 @@ def validate(meta: Any) -> None:
             w = f"{where} value {i}"
             if kind == "variables":
                 if type(v) is not dict or not set(_VAR_FIELDS) <= set(v) or \
-                        not set(v) <= {*_VAR_FIELDS, "trainable"}:
+                        not set(v) <= {*_VAR_FIELDS, "trainable", "save_slice_info_def"}:
                     raise _Bad(f"{w}: expected an object with {', '.join(_VAR_FIELDS)}")
+                if "save_slice_info_def" in v:
+                    _check_slice_info(v["save_slice_info_def"], f"{w} 'save_slice_info_def'")
                 for f in _VAR_FIELDS:
                     _element(v[f], nodes, f"{w} {f!r}")
                 if type(v.get("trainable", True)) is not bool:
@@ -278,6 +305,10 @@ def _rebuilt_variable(g: Any, vd: dict[str, Any], prefix: str) -> Variable:
     v._trainable = bool(vd.get("trainable", True))
     v._constraint = None
     v._caching_device = None
-    v._save_slice_info = None
+    info = vd.get("save_slice_info_def")
+    # As TensorFlow's SaveSliceInfo.from_proto: the full name moves into the import scope.
+    v._save_slice_info = None if info is None else SaveSliceInfo(
+        prefix + info["full_name"], list(info["full_shape"]), list(info["var_offset"]),
+        list(info["var_shape"]))
     cache[name] = v
     return v

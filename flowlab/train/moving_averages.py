@@ -22,6 +22,7 @@ from flowlab.ops import core_ops, init_ops, math_ops, state_ops
 from flowlab.ops import variable_scope as vs
 from flowlab.ops.builder import convert_to_tensor
 from flowlab.ops.variables import Variable, trainable_variables
+from flowlab.train.slot_creator import get_slot_variable
 
 __all__ = ["ExponentialMovingAverage"]
 
@@ -35,9 +36,9 @@ def _shadow(primary: Any, initial: Any, name: str) -> Variable:
     with g.as_default(), g.control_dependencies(None):
         with vs.variable_scope(None, op.name + "/" + name), g.colocate_with(op):
             if callable(initial):
-                return vs.get_variable("", shape=primary.shape, dtype=primary.dtype.base_dtype,
-                                       initializer=initial, trainable=False)
-            return vs.get_variable("", initializer=initial, trainable=False)
+                return get_slot_variable(primary, shape=primary.shape, dtype=primary.dtype.base_dtype,
+                                         initializer=initial, trainable=False)
+            return get_slot_variable(primary, initializer=initial, trainable=False)
 
 
 def _initialized_value(var: Variable) -> Tensor:

@@ -30,6 +30,7 @@ from flowlab.ops.builder import convert_to_tensor
 from flowlab.ops.gradients_impl import gradients
 from flowlab.ops.indexed_slices import IndexedSlices, convert_to_tensor_or_indexed_slices
 from flowlab.ops.variables import Variable, trainable_variables
+from flowlab.train.slot_creator import get_slot_variable
 
 __all__ = ["Optimizer"]
 
@@ -64,10 +65,10 @@ def _create_slot(primary: Variable, initializer: Any, shape: Any, dtype: Any, na
     with g.as_default(), g.control_dependencies(None):
         with vs.variable_scope(None, primary.op.name + "/" + name), g.colocate_with(primary.op):
             if shape is not None and shape.is_fully_defined():
-                return vs.get_variable("", shape=shape, dtype=dtype, initializer=initializer,
-                                       trainable=False)
-            return vs.get_variable("", dtype=dtype, initializer=initializer(None), trainable=False,
-                                   validate_shape=False)
+                return get_slot_variable(primary, shape=shape, dtype=dtype, initializer=initializer,
+                                         trainable=False)
+            return get_slot_variable(primary, dtype=dtype, initializer=initializer(None),
+                                     trainable=False, validate_shape=False)
 
 
 class Optimizer:

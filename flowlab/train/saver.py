@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import flowlab.kernels.checkpoint_kernels  # noqa: F401  (registers the checkpoint kernels)
@@ -50,6 +50,8 @@ from flowlab.ops import io_checkpoint_ops as io
 from flowlab.ops.array_ops import stack
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import group, identity, placeholder_with_default
+from flowlab.ops.partitioned_variables import PartitionedVariable
+from flowlab.ops.slice_spec import SaveSliceInfo
 from flowlab.ops.state_ops import assign
 from flowlab.ops.variables import Variable
 from flowlab.train.checkpoint_management import *  # noqa: F403
@@ -83,31 +85,20 @@ class SaverDef:
 
 
 @dataclass
-class SaveSliceInfo:
-    """Where a variable sits in a larger (partitioned) tensor it is saved as part of
-    (`Variable.SaveSliceInfo`): set with `v._set_save_slice_info(...)`."""
-
-    full_name: str
-    full_shape: list[int]
-    var_offset: list[int]
-    var_shape: list[int]
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def spec(self) -> str:
-        dims = ":".join(f"{o},{s}" for o, s in zip(self.var_offset, self.var_shape))
-        return " ".join(str(d) for d in self.full_shape) + " " + dims
-
-
-@dataclass
 class _Saveable:
     name: str  # the tensor name in the checkpoint
     var: Any  # a Variable (or a VariableV2 ref tensor)
-    spec: str  # shape_and_slices entry
+    spec: str  # shape_and_slices entry ("": the whole tensor)
 
     @property
     def ref(self) -> Tensor:
         return self.var._ref() if isinstance(self.var, Variable) else self.var
+
+    @property
+    def saved(self) -> Tensor:
+        """What SaveV2 reads: as TensorFlow, a slice's snapshot ("<shard>/read"), a
+        whole variable's reference."""
+        return self.var.value() if self.spec and isinstance(self.var, Variable) else self.ref
 
     @property
     def device(self) -> str:
@@ -127,33 +118,58 @@ def _saveables(var_list: Any) -> list[_Saveable]:
         var_list = g.get_collection(GraphKeys.GLOBAL_VARIABLES) + g.get_collection(
             GraphKeys.SAVEABLE_OBJECTS if hasattr(GraphKeys, "SAVEABLE_OBJECTS") else "saveable_objects"
         )
-    items: list[tuple[str, Any]] = []
+    items: list[tuple[str, Any, bool]] = []  # (checkpoint name, variable, saved as a slice)
     if isinstance(var_list, dict):
         for key, v in var_list.items():
-            for part in (v if isinstance(v, (list, tuple)) else [v]):
-                items.append((key, part))
+            if isinstance(v, (list, tuple, PartitionedVariable)):
+                items.extend((key, part, True) for part in _checked_slices(list(v)))
+            else:  # one variable is saved whole under the key, slice info or not (as TF)
+                items.append((key, v, False))
     else:
         if not isinstance(var_list, (list, tuple, set)):
             var_list = [var_list]
-        for v in var_list:
+        # As TensorFlow: by name (so shard part_10 comes before part_2), a
+        # PartitionedVariable as its shards in offset order, slices of one tensor
+        # under its full name.
+        for v in sorted(var_list, key=lambda x: str(getattr(x, "name", ""))):
+            if isinstance(v, PartitionedVariable):
+                items.extend((v.name, part, True) for part in v)
+                continue
             info = v._get_save_slice_info() if isinstance(v, Variable) else None
-            items.append((info.full_name if info is not None else _checked(v).op.name, v))
+            if info is not None:
+                items.append((info.full_name, v, True))
+            else:
+                items.append((_checked(v).op.name, v, False))
     out: list[_Saveable] = []
     seen: dict[str, bool] = {}
     seen_vars: set[int] = set()
-    for name, v in items:
+    for name, v, sliced in items:
         _checked(v)
         if id(v) in seen_vars and name not in seen:
             raise ValueError(f"The same saveable will be restored with two names: {name}")
         seen_vars.add(id(v))
-        info = v._get_save_slice_info() if isinstance(v, Variable) else None
-        sliced = info is not None
         if name in seen and not (seen[name] and sliced):
             raise ValueError(f"At least two variables have the same name: {name}")
         seen[name] = sliced
-        out.append(_Saveable(name, v, info.spec if sliced else ""))
+        out.append(_Saveable(name, v, v._get_save_slice_info().spec if sliced else ""))
     out.sort(key=lambda s: s.name)
     return out
+
+
+def _checked_slices(parts: list[Any]) -> list[Any]:
+    """The shards of one saved tensor, checked as TensorFlow checks a dict value."""
+    full_name = None
+    for v in parts:
+        if not isinstance(v, Variable):
+            raise ValueError(f"Slices must all be Variables: {v}")
+        info = v._get_save_slice_info()
+        if not info:
+            raise ValueError(f"Slices must all be slices: {v}")
+        if full_name is None:
+            full_name = info.full_name
+        elif full_name != info.full_name:
+            raise ValueError(f"Slices must all be from the same tensor: {full_name} != {info.full_name}")
+    return parts
 
 
 def _checked(v: Any) -> Any:
@@ -177,8 +193,9 @@ class Saver:
             saver.restore(sess, tf.train.latest_checkpoint("/tmp/run"))
 
     `var_list`: None (all global variables), a list of variables (saved under their
-    names) or a dict name -> variable (or -> list of slices of one partitioned
-    variable).  A checkpoint saved with one sharding restores into another.
+    names; a PartitionedVariable or a shard under its full name, one slice per
+    shard) or a dict name -> variable (or -> a PartitionedVariable or list of slices
+    of one).  A checkpoint saved with one sharding restores into another.
     """
 
     def __init__(
@@ -243,8 +260,9 @@ class Saver:
                                for dev, ss in sorted(by_device.items())]
             else:
                 save = io.save_v2(fn, [s.name for s in saveables], [s.spec for s in saveables],
-                                  [s.ref for s in saveables])
-                with g.control_dependencies([save]):
+                                  [s.saved for s in saveables])
+                # TF's with_dependencies: the Identity is colocated with the prefix.
+                with g.control_dependencies([save]), g.colocate_with(fn.op):
                     save_tensor = identity(fn, name="control_dependency")
                 restore_ops = self._assigns(fn, saveables)
             restore_all = group(*restore_ops, name="restore_all")
@@ -268,7 +286,7 @@ class Saver:
             with g.device(dev):
                 part = io.sharded_filename(tmp, i, n)
                 saves.append(io.save_v2(part, [s.name for s in ss], [s.spec for s in ss],
-                                        [s.ref for s in ss]))
+                                        [s.saved for s in ss]))
                 parts.append(part)
         with g.control_dependencies(saves):
             merge = io.merge_v2_checkpoints(stack(parts), fn, delete_old_dirs=True)

@@ -15,6 +15,7 @@ from flowlab.ops import constant_op
 from flowlab.ops import variable_scope as vs
 from flowlab.ops.variables import Variable
 from flowlab.train.optimizer import Optimizer, _var_key
+from flowlab.train.slot_creator import get_slot_variable
 
 __all__: list[str] = []
 
@@ -34,6 +35,6 @@ def slot_from_value(opt: Optimizer, var: Variable, val: Any, slot_name: str, op_
         g = var.graph
         with g.as_default(), g.control_dependencies(None):
             with vs.variable_scope(None, var.op.name + "/" + op_name), g.colocate_with(var.op):
-                named[key] = vs.get_variable("", initializer=val, trainable=False,
-                                             validate_shape=val.shape.is_fully_defined())
+                named[key] = get_slot_variable(var, initializer=val, trainable=False,
+                                               validate_shape=val.shape.is_fully_defined())
     return named[key]

@@ -239,9 +239,8 @@ def test_seeded_default_initializer_matches_tensorflow(tf1):
     assert np.all(np.abs(out[0]) <= limit)
 
 
-def test_partitioner_and_resource_are_refused():
-    with pytest.raises(NotImplementedError, match="Partitioned variables"):
-        fl.get_variable("p", [4, 2], partitioner=lambda shape, dtype: [2, 1])
+def test_resource_variables_are_refused():
+    # (partitioner= is supported: tests/train/test_partitioned_variables.py)
     with pytest.raises(NotImplementedError, match="use_resource"):
         fl.get_variable("r", [1], use_resource=True)
 
