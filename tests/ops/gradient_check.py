@@ -73,8 +73,10 @@ def grad_case(op_type: str, *inputs: Any, eps: float = 1e-6, rtol: float = 1e-5,
 
 def load_table() -> dict[str, list[GradCase]]:
     _load_gradient_modules()
+    # Cases live beside the op families' own tests too (tests/sparse).
     extra = sorted(
-        f"tests.ops.{p.stem}" for p in _HERE.glob("test_*.py") if "grad_case(" in p.read_text()
+        f"tests.{p.parent.name}.{p.stem}" for d in (_HERE, _HERE.parent / "sparse")
+        for p in d.glob("test_*.py") if "grad_case(" in p.read_text()
     )
     for name in dict.fromkeys([*TABLE_MODULES, *extra]):
         try:
