@@ -157,6 +157,12 @@ class LocalRendezvous:
         """Entries in the table: values not yet received plus receivers still waiting."""
         return len(self._table)
 
+    def holds(self, key: str) -> bool:
+        """Whether a value sent for `key` waits here for its receiver."""
+        with self._lock:
+            item = self._table.get(key)
+        return item is not None and not isinstance(item, _Waiter)
+
     def pending_keys(self) -> list[str]:
         with self._lock:
             return list(self._table)

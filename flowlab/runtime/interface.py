@@ -2,7 +2,7 @@
 
 The master (flowlab.runtime.master) decides what runs where; a task
 (flowlab.runtime.task) owns devices and their state and runs what it is sent.  They
-talk only through the six calls of `Task`, and every message is plain data: dicts,
+talk only through the seven calls of `Task`, and every message is plain data: dicts,
 lists, strings, numbers, booleans, None and NumPy arrays.  No Operation, Graph,
 closure or lock crosses, so the same calls work in one process (the local Session's
 in-process tasks) and over a network (Dask comm handlers, flowlab.distributed); a
@@ -39,6 +39,12 @@ The messages (fields in order; "names" are node or tensor names of the GraphDefs
 
     abort_step({"step_id", "reason"}) -> {"aborted": bool}
         cancel the step on this task: pending Recvs fail, its writes are rolled back
+        (also a two-phase step that already finished here)
+
+    commit_step({"step_id"}) -> {"committed": bool}
+        a two-phase step (one that spans tasks) succeeded on every task: drop the undo
+        log this task kept for it.  With several tasks "a failed step writes nothing"
+        needs this: a task that finished cannot know another one failed.
 
     deregister_partitions({"handle"}) -> {"deregistered": bool}
 
@@ -84,7 +90,7 @@ class DeviceAttributes:
 
 
 class Task(Protocol):
-    """The six calls a task answers (see the module docstring for the fields)."""
+    """The calls a task answers (see the module docstring for the fields)."""
 
     def register_partitions(self, message: dict[str, Any]) -> dict[str, Any]: ...
 
@@ -93,6 +99,8 @@ class Task(Protocol):
     def recv_tensor(self, message: dict[str, Any]) -> dict[str, Any]: ...
 
     def abort_step(self, message: dict[str, Any]) -> dict[str, Any]: ...
+
+    def commit_step(self, message: dict[str, Any]) -> dict[str, Any]: ...
 
     def deregister_partitions(self, message: dict[str, Any]) -> dict[str, Any]: ...
 

@@ -22,6 +22,7 @@ import contextlib
 import threading
 import weakref
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from flowlab import errors
@@ -61,7 +62,11 @@ class _DeviceAttributes:
 class Session:
     """Runs graphs: `sess.run(fetches, feed_dict)`.  Use as a context manager."""
 
-    def __init__(self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None) -> None:
+    def __init__(self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None,
+                 *, tasks: list[Any] | None = None) -> None:
+        """`tasks`: in-process tasks to run on (flowlab.runtime.task.LocalTask), which
+        outlive the session with their state, as TensorFlow's servers do; by default
+        the session makes and owns one task holding `config.device_count`'s devices."""
         if target not in ("", None):
             raise errors.UnimplementedError(
                 None, None,
@@ -70,10 +75,13 @@ class Session:
             )
         self._graph = graph if graph is not None else get_default_graph()
         self._config = config if config is not None else ConfigProto()
-        self._task = LocalTask("localhost", 0, self._config.device_count,
-                               self._config.inter_op_parallelism_threads)
-        self._master = Master(self._graph, self._config, [self._task])
-        self._devices: list[Device] = list(self._task.devices)
+        self._owns_tasks = tasks is None
+        self._tasks: list[Any] = list(tasks) if tasks is not None else [
+            LocalTask("localhost", 0, self._config.device_count, self._config.inter_op_parallelism_threads)]
+        self._task = self._tasks[0]
+        self._master = Master(self._graph, self._config, self._tasks)
+        self._devices: list[Device] = [d for t in self._tasks for d in t.devices]
+        self._step_pool: ThreadPoolExecutor | None = None  # runs a step's tasks side by side
         self._closed = False
         # Steps started by start_execution (driven op by op, e.g. by a Stepper).
         self._stepped: weakref.WeakSet[Step] = weakref.WeakSet()
@@ -163,7 +171,7 @@ class Session:
         if not sp.tasks:  # every fetch is fed: nothing was registered
             plan = compile_plan([], {}, [], [], sp.graph_version)
         else:
-            plan = self._task.compiled(sp.handle).plan
+            plan = sp.tasks[0].compiled(sp.handle).plan
         plan.placement, plan.optimization = sp.placement, sp.optimization
         if isinstance(plan, PartitionedPlan):
             plan.ops, plan.fed_fetches, plan.master_partitions = sp.ops, sp.fed_fetches, sp.partitioned
@@ -206,7 +214,15 @@ class Session:
             steps = list(self._stepped)
         for s in steps:
             s.get_cancellation().cancel(errors.CancelledError(None, None, "Session has been closed."))
-        self._task.close()
+        if self._owns_tasks:
+            for t in self._tasks:
+                t.close()
+        else:  # the tasks live on: take this session's registrations back
+            for sp in list(self._master.plans.values()):
+                for t in sp.tasks:
+                    t.deregister_partitions({"handle": sp.handle})
+        if self._step_pool is not None:
+            self._step_pool.shutdown(wait=False)
 
     def __enter__(self) -> Session:
         ctx = contextlib.ExitStack()
@@ -295,9 +311,9 @@ class Session:
 
         # The fast callable below was chosen with no listener set; one set later sends
         # the call to `call_general` (one attribute test per call).
-        if accept_options or len(sp.tasks) != 1 or sp.fed_fetches or not self._task.compiled(sp.handle).fast:
+        if accept_options or len(sp.tasks) != 1 or sp.fed_fetches or not sp.tasks[0].compiled(sp.handle).fast:
             return call_general
-        session, run, handle = self, self._task.run, sp.handle
+        session, run, handle = self, sp.tasks[0].run, sp.handle
 
         def call(*args: Any) -> Any:
             if session._closed:
@@ -330,8 +346,11 @@ class Session:
             listener = chain_listeners(collector.listen, listener)
         if sp.tasks:
             try:
-                values = self._task.run(sp.handle, next_step_id(), feed_values, timeout_ms or 0, listener,
-                                        traced=collector is not None)
+                if len(sp.tasks) == 1:
+                    values = sp.tasks[0].run(sp.handle, next_step_id(), feed_values, timeout_ms or 0, listener,
+                                             traced=collector is not None)
+                else:
+                    values = self._run_on_tasks(sp, feed_values, timeout_ms or 0, listener, collector is not None)
             except errors.OpError as e:
                 self._client_error(e)
                 raise
@@ -343,6 +362,35 @@ class Session:
         if collector is not None and run_metadata is not None:
             collector.fill(run_metadata)
         return values
+
+    def _run_on_tasks(self, sp: StepPlan, feed_values: list[Any], timeout_ms: int, listener: Listener | None,
+                      traced: bool) -> list[Any]:
+        """One step on several tasks at once.  When one fails, the step is aborted on
+        every task (each rolls back its own writes) and the first real error -- not
+        the cancellations it caused -- is raised."""
+        if self._step_pool is None:
+            self._step_pool = ThreadPoolExecutor(max(2, len(self._tasks)), "flowlab-step")
+        step_id = next_step_id()
+        futures = [self._step_pool.submit(t.run, sp.handle, step_id, feed_values, timeout_ms, listener, traced)
+                   for t in sp.tasks]
+        failed: list[BaseException] = []
+        for f in as_completed(futures):
+            e = f.exception()
+            if e is not None:
+                if not failed:  # stop the others now
+                    for t in sp.tasks:
+                        t.abort_step({"step_id": step_id, "reason": f"The step failed on another task: {e}"})
+                failed.append(e)
+        if failed:
+            # Again, now that every task has ended: roll back those that finished anyway.
+            for t in sp.tasks:
+                t.abort_step({"step_id": step_id, "reason": "The step failed on another task."})
+            raise next((e for e in failed if not isinstance(e, (errors.CancelledError, errors.AbortedError))),
+                       failed[0])
+        results = [f.result() for f in futures]
+        for t in sp.tasks:
+            t.commit_step({"step_id": step_id})
+        return [results[owner][i] if owner >= 0 else None for i, owner in enumerate(sp.fetch_owner)]
 
     def _client_error(self, e: errors.OpError) -> None:
         """A task's error names its own copy of an op: name the client's op of that

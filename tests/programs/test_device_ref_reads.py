@@ -5,8 +5,6 @@ Programs pinned over four CPUs, compared with TensorFlow step after step."""
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -15,7 +13,6 @@ from hypothesis import strategies as st
 import flowlab as fl
 from flowlab.debug import Stepper
 from flowlab.runtime.master import master as master_mod
-from flowlab.runtime.master import partition as partition_mod
 from tests.programs.test_device_programs import assert_same_on_devices, run_program
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:%d"
@@ -343,8 +340,7 @@ def test_partition_graphs_show_tensorflows_send_of_the_read():
 
 def test_share_references_false_sends_the_value_as_of_the_send(monkeypatch):
     # The path for partitions that will not share a process: the Send reads v/read.
-    monkeypatch.setattr(master_mod, "partition",
-                        functools.partial(partition_mod.partition, share_references=False))
+    monkeypatch.setattr(master_mod.Master, "share_references", False)
     assert [r[0] for r in run_program(fl, update_then_read_elsewhere, steps=2)] == [6.0, 12.0]
 
 

@@ -52,6 +52,14 @@ class SerializingTask(LocalTask):
     def abort_step(self, message: dict[str, Any]) -> dict[str, Any]:
         return self._call("abort_step", message)
 
+    def commit_step(self, message: dict[str, Any]) -> dict[str, Any]:
+        return self._call("commit_step", message)
+
+    def recv_tensor(self, message: dict[str, Any]) -> dict[str, Any]:
+        reply = super().recv_tensor(round_trip(message, "recv_tensor"))
+        back = round_trip({**reply, "value": values_to_wire([reply["value"]])[0]}, "recv_tensor reply")
+        return {**back, "value": values_from_wire([back["value"]])[0]}
+
     def status(self, message: dict[str, Any] | None = None) -> dict[str, Any]:
         return self._call("status", message or {})
 

@@ -159,7 +159,7 @@ def test_the_partitioned_programs_give_the_same_values_through_dask_serializatio
         "tests/runtime/master/test_partition.py", "tests/runtime/master/test_partition_loops.py",
         "tests/runtime/master/test_partition_client.py", "tests/runtime/master/test_partition_constants.py",
         "tests/runtime/master/test_multi_device_property.py", "tests/programs/test_device_programs.py",
-        "tests/programs/test_device_ref_reads.py",
+        "tests/programs/test_device_ref_reads.py", "tests/runtime/test_local_tasks.py",
     ]
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     r = subprocess.run(

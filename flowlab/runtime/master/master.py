@@ -27,6 +27,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from flowlab import errors
 from flowlab.graph.graph import Graph
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.runtime.master.optimize import Optimization
@@ -59,11 +60,16 @@ class StepPlan:
     feeds: list[Tensor] = field(default_factory=list)  # the client's fed and fetched tensors
     fetches: list[Tensor] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)  # sent, for inspection
+    fetch_owner: list[int] = field(default_factory=list)  # per fetch: index in `tasks` (-1: a feed)
     view: Any = None  # the step compiled in the client for pictures (made when asked)
 
 
 class Master:
     """Plans steps of one client graph over the devices of `tasks`."""
+
+    # Between CPUs of one task a transfer may carry the variable itself (partition_refs);
+    # False sends values everywhere, as between tasks.
+    share_references = True
 
     def __init__(self, graph: Graph, config: Any, tasks: list[Any]) -> None:
         self.graph = graph
@@ -117,8 +123,11 @@ class Master:
         used = {id(d) for d in device_of.values()}
         multi = len(used) > 1 and not needs_unpartitioned(ops, device_of, opt)
         if multi:
-            pg = partition(ops, device_of, feeds, fetches, self.devices, optimization=opt)
+            # A variable read is shared between CPUs of one task; between tasks its value moves.
+            pg = partition(ops, device_of, feeds, fetches, self.devices, optimization=opt,
+                           share_references=self.share_references and len(self.tasks) == 1)
             node_device = None
+            self._check_across_tasks(ops, pg)
         else:
             one = next(iter(device_of.values()), self.devices[0]) if ops else self.devices[0]
             pg = partition(ops, {op.name: one for op in ops}, feeds, fetches, self.devices, optimization=opt)
@@ -129,8 +138,27 @@ class Master:
         for task, message in messages:
             task.register_partitions(message)
             tasks.append(task)
+        owner = [-1] * len(fetches)
+        for i, (_, message) in enumerate(messages):
+            for unit in message["units"]:
+                for pos in unit["fetch_index"]:
+                    owner[pos] = i
         return StepPlan(handle, version, tasks, len(feeds), len(fetches), list(pg.fed_fetches), placement, opt,
-                        ops, pg, multi, list(feeds), list(fetches), [m for _, m in messages])
+                        ops, pg, multi, list(feeds), list(fetches), [m for _, m in messages], fetch_owner=owner)
+
+    def _check_across_tasks(self, ops: list[Operation], pg: PartitionedGraph) -> None:
+        """A loop's transfers have one key per iteration, which a pull at step start
+        cannot name: refuse a step with a loop whose partitions span tasks."""
+        tasks = {id(self._task_of_device[p.device.name]) for p in pg.partitions}
+        if len(tasks) > 1:
+            loop = next((op for op in ops if op.type in ("Enter", "RefEnter")), None)
+            if loop is not None:
+                raise errors.UnimplementedError(
+                    None, loop,
+                    f"The step runs a while_loop ('{loop.name}') and spans tasks "
+                    f"{sorted({self._task_of_device[p.device.name].name for p in pg.partitions})}: loops "
+                    "across tasks are not supported yet. Place the loop on one task's devices.",
+                )
 
     def _graph_placement(self) -> GraphPlacement | None:
         """The placement of the whole graph as it is now (None with one device: every

@@ -47,6 +47,16 @@ def registration_messages(
     for part in pg.partitions:
         task = task_of_device[part.device.name]
         by_task.setdefault(id(task), (task, []))[1].append(part)
+    # A pair between tasks: the receiver pulls the key from the sender (recv_tensor),
+    # and the sender keeps the value until it has been pulled.
+    remote_recvs: dict[int, list[dict[str, Any]]] = {}
+    remote_sends: dict[int, list[str]] = {}
+    for pr in pg.pairs:
+        src, dst = task_of_device[pr.src_device], task_of_device[pr.dst_device]
+        if src is not dst:
+            remote_recvs.setdefault(id(dst), []).append(
+                {"key": pr.key, "task": src.name, "incarnation": src.incarnation})
+            remote_sends.setdefault(id(src), []).append(pr.key)
     out = []
     for task, parts in by_task.values():
         names = {op.name for p in parts for op in p.ops}
@@ -58,6 +68,10 @@ def registration_messages(
         out.append((task, {
             "handle": handle, "graph_version": graph_version, "units": units, "pairs": pairs,
             "sequence": sequence, "num_feeds": num_feeds, "num_fetches": pg.num_fetches, "debug_info": debug,
+            "remote_recvs": remote_recvs.get(id(task), []), "remote_sends": remote_sends.get(id(task), []),
+            # With several tasks a task keeps its step's undo log until the master
+            # commits the step (commit_step) or aborts it (abort_step rolls back).
+            "two_phase": len(by_task) > 1,
         }))
     return out
 

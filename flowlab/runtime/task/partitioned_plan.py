@@ -72,9 +72,12 @@ class PartitionedPlan:
 
 
 def compile_units(units: list[ImportedUnit], graph_version: int, num_fetches: int,
-                  pairs: list[dict[str, Any]], sequence: list[str] | None) -> Plan | PartitionedPlan:
-    """Compile a registration's imported units (see the module docstring)."""
-    if len(units) == 1 and not pairs:
+                  pairs: list[dict[str, Any]], sequence: list[str] | None,
+                  with_peers: bool = False) -> Plan | PartitionedPlan:
+    """Compile a registration's imported units (see the module docstring).
+    `with_peers`: some transfer crosses to another task, so the step needs its
+    rendezvous table even with one unit (and is never fused)."""
+    if len(units) == 1 and not pairs and not with_peers:
         u = units[0]
         plan = compile_plan(u.ops, u.device_of, u.feeds, u.fetches, graph_version)
         plan.unit = u  # type: ignore[attr-defined]
@@ -94,7 +97,7 @@ def compile_units(units: list[ImportedUnit], graph_version: int, num_fetches: in
         not n.kernel.asynchronous or (n.op.type in _RECV_TYPES and n.op.name in ours)
         for p in plans for n in p.nodes
     )
-    if plain:
+    if plain and not with_peers:
         _fuse(pplan, units, sequence, graph_version)  # type: ignore[arg-type]
     return pplan
 

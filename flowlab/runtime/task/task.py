@@ -30,12 +30,13 @@ import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from flowlab import errors
 from flowlab.kernels.sendrecv_kernels import LocalRendezvous
 from flowlab.runtime.interface import DeviceAttributes, as_lists
+from flowlab.runtime.task import peers
 from flowlab.runtime.task.device import Device, local_devices
 from flowlab.runtime.task.executor import Execution, Listener
 from flowlab.runtime.task.partitioned_plan import PartitionedPlan, compile_units, run_partitioned
@@ -59,6 +60,11 @@ class Registered:
     # An unwatched step may run a generated straight-line function: a single plan's
     # (plain kernels only, none that waits) or the partitions' fused one.
     fast: bool = False
+    # Transfers with other tasks: keys this task pulls ({"key", "task", "incarnation"})
+    # and keys other tasks pull from it.
+    remote_recvs: list[dict[str, Any]] = field(default_factory=list)
+    remote_sends: list[str] = field(default_factory=list)
+    two_phase: bool = False  # a finished step's writes wait for commit_step or abort_step
 
     def fetched(self, values: list[Any]) -> list[Any]:
         """A single plan's fetch values at their positions in the step's fetch list."""
@@ -86,6 +92,16 @@ class LocalTask:
         self._active_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(inter_op_threads, "flowlab-op") if inter_op_threads > 1 else None
         self._closed = False
+        # Per finished step: the keys other tasks have yet to pull (its table waits for them).
+        self._unpulled: dict[int, set[str]] = {}
+        self._unpulled_lock = threading.Lock()
+        # Two-phase steps that finished here, their undo logs kept for commit or abort.
+        self._held: dict[int, Step] = {}
+        peers.register(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     # --- the interface ------------------------------------------------------------
     def register_partitions(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -93,8 +109,11 @@ class LocalTask:
         debug = message.get("debug_info") or {}
         units = [import_unit(u, self._device_of, debug) for u in message["units"]]
         num_fetches = int(message["num_fetches"])
+        remote_recvs = list(message.get("remote_recvs") or [])
+        remote_sends = [str(k) for k in message.get("remote_sends") or []]
         plan = compile_units(units, int(message["graph_version"]), num_fetches,
-                             list(message.get("pairs") or []), message.get("sequence"))
+                             list(message.get("pairs") or []), message.get("sequence"),
+                             with_peers=bool(remote_recvs or remote_sends or message.get("two_phase")))
         if isinstance(plan, Plan):
             u = units[0]
             n_feeds = int(message.get("num_feeds", len(u.feed_index)))
@@ -104,7 +123,8 @@ class LocalTask:
                              self.straight(plan, None, False) and not plan.has_async)
         else:
             reg = Registered(plan, num_fetches, None, None,
-                             plan.fused is not None and self.straight(plan.fused, None, False))
+                             plan.fused is not None and self.straight(plan.fused, None, False),
+                             remote_recvs, remote_sends, bool(message.get("two_phase")))
         with self._handles_lock:
             self._handles[message["handle"]] = reg
         return {"handle": message["handle"], "task": self.name, "incarnation": self.incarnation}
@@ -132,18 +152,34 @@ class LocalTask:
                 None, None, f"RecvTensor of '{message['key']}' on {self.name} timed out after {timeout} ms.")
         if got["error"] is not None:
             raise got["error"]
+        self._pulled(int(message["step_id"]), str(message["key"]))
         from flowlab.kernels.sendrecv_kernels import DEAD
 
         dead = got["value"] is DEAD
         return {"value": None if dead else got["value"], "is_dead": dead}
 
     def abort_step(self, message: dict[str, Any]) -> dict[str, Any]:
+        step_id = int(message["step_id"])
+        reason = errors.AbortedError(None, None, str(message.get("reason") or "Step aborted."))
         with self._active_lock:
-            step = self._active.get(int(message["step_id"]))
+            step = self._active.get(step_id)
+            finished = self._held.pop(step_id, None)
+        with self._unpulled_lock:
+            held = self._unpulled.pop(step_id, None) is not None
+        if held:  # finished, its values waiting for pulls that will not come
+            self.rendezvous.cleanup(step_id, reason)
+        if finished is not None:  # a two-phase step that succeeded here: undo its writes
+            finished.rollback()
+            return {"aborted": True}
         if step is None:
             return {"aborted": False}
-        step.get_cancellation().cancel(errors.AbortedError(None, None, str(message.get("reason") or "Step aborted.")))
+        step.get_cancellation().cancel(reason)
         return {"aborted": True}
+
+    def commit_step(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The master saw every task of a two-phase step succeed: its writes stay."""
+        with self._active_lock:
+            return {"committed": self._held.pop(int(message["step_id"]), None) is not None}
 
     def deregister_partitions(self, message: dict[str, Any]) -> dict[str, Any]:
         with self._handles_lock:
@@ -171,7 +207,7 @@ class LocalTask:
         """One step of `handle`: this task's fetch values at their positions in the
         step's fetch list (None where a feed or another task answers)."""
         if self._closed:
-            raise errors.CancelledError(None, None, "Session has been closed.")
+            raise errors.UnavailableError(None, None, f"Task {self.name} is closed: its state is gone.")
         reg = self._handles.get(handle)
         if reg is None:
             raise errors.NotFoundError(
@@ -182,7 +218,7 @@ class LocalTask:
             values = run_straight_line(plan, Step(None, None, step_id), feeds)
             return values if reg.fetch_index is None else reg.fetched(values)
         if type(plan) is PartitionedPlan:
-            return self._run_partitioned(plan, step_id, feeds, timeout_ms, listener, traced)
+            return self._run_partitioned(reg, plan, step_id, feeds, timeout_ms, listener, traced)
         assert isinstance(plan, Plan)
         if reg.feed_index is not None:
             feeds = [feeds[j] for j in reg.feed_index]
@@ -199,8 +235,8 @@ class LocalTask:
         finally:
             self._leave(step)
 
-    def _run_partitioned(self, plan: PartitionedPlan, step_id: int, feeds: list[Any], timeout_ms: int,
-                         listener: Listener | None, traced: bool) -> list[Any]:
+    def _run_partitioned(self, reg: Registered, plan: PartitionedPlan, step_id: int, feeds: list[Any],
+                         timeout_ms: int, listener: Listener | None, traced: bool) -> list[Any]:
         """Unwatched, and when the plan has one, the fused straight-line function (its
         Recvs never wait: the step's own table is enough).  Otherwise every partition
         an Execution of one Step, whose table in the task's rendezvous manager is
@@ -222,11 +258,58 @@ class LocalTask:
             "passed or the session was closed)."
         )))
         self._enter(step)
+        ok = False
         try:
-            return run_partitioned(plan, step, feeds, listener, self._pool, deadline)
+            for pull in reg.remote_recvs:
+                threading.Thread(target=self._pull, args=(pull, step, timeout_ms), daemon=True,
+                                 name=f"flowlab-pull-{step_id}").start()
+            out = run_partitioned(plan, step, feeds, listener, self._pool, deadline)
+            ok = True
+            if reg.two_phase:
+                with self._active_lock:
+                    self._held[step_id] = step
+            return out
         finally:
             self._leave(step)
-            self.rendezvous.cleanup(step_id)
+            if not (ok and reg.remote_sends and self._hold(step_id, reg.remote_sends)):
+                self.rendezvous.cleanup(step_id)
+
+    def _pull(self, pull: dict[str, Any], step: Step, timeout_ms: int) -> None:
+        """Take a key another task sends into this step's table (RecvTensor); a failure
+        fails the step here, naming the peer."""
+        from flowlab.kernels.sendrecv_kernels import DEAD
+
+        table = self.rendezvous.find_or_create(step.step_id)
+        try:
+            peer = peers.find(pull["task"], pull["incarnation"])
+            r = peer.recv_tensor({"step_id": step.step_id, "key": pull["key"], "timeout_ms": timeout_ms})
+            table.send(pull["key"], DEAD if r["is_dead"] else r["value"])
+        except Exception as e:  # noqa: BLE001 - the step fails with it
+            if not isinstance(e, errors.OpError):
+                e = errors.UnavailableError(None, None, f"RecvTensor from {pull['task']} failed: {e}")
+            step.get_cancellation().cancel(e)
+
+    def _hold(self, step_id: int, keys: list[str]) -> bool:
+        """Keep a finished step's table until other tasks have pulled `keys` (True), or
+        not at all when they already have (False)."""
+        table = self.rendezvous.find_or_create(step_id)
+        with self._unpulled_lock:
+            left = {k for k in keys if table.holds(k)}
+            if not left:
+                return False
+            self._unpulled[step_id] = left
+            return True
+
+    def _pulled(self, step_id: int, key: str) -> None:
+        with self._unpulled_lock:
+            left = self._unpulled.get(step_id)
+            if left is None:
+                return
+            left.discard(key)
+            if left:
+                return
+            del self._unpulled[step_id]
+        self.rendezvous.cleanup(step_id)
 
     def straight(self, plan: Plan, listener: Listener | None, traced: bool) -> bool:
         """Whether a step of `plan` may take the generated straight-line path: nobody
