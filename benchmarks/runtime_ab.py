@@ -12,7 +12,7 @@ Figures (µs unless named): `null_step_run` / `null_step_callable` (assign_add o
 scalar by `run` / `make_callable`), `op_chain_per_op` (a 200-op scalar chain, per op),
 `sendrecv_step` (a scalar crossing two CPUs, whole step), `while_loop_fused` (100
 iterations of a scalar loop, fused), `mlp_step` (784-256-10 MLP, batch 64, one SGD
-step by make_callable), `lookup_big_over_small` (a cached `run` in a graph with 20,000
+step by make_callable, one BLAS thread), `lookup_big_over_small` (a cached `run` in a graph with 20,000
 other ops over one with none: the plan lookup should stay flat).
 """
 
@@ -112,7 +112,10 @@ def main() -> None:
     for _ in range(args.rounds):
         for label in ("old", "new"):
             tree = os.path.abspath(getattr(args, label))
-            env = {**os.environ, "FLOWLAB_AB_CHILD": "1", "PYTHONPATH": tree}
+            # One BLAS thread: with two, a busy neighbour makes BLAS spin (issue 23's cliff)
+            # and the MLP figure swings 20x between runs, hiding the runtime's own cost.
+            env = {**os.environ, "FLOWLAB_AB_CHILD": "1", "PYTHONPATH": tree, "OPENBLAS_NUM_THREADS": "1",
+                   "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
             r = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, check=True)
             runs[label].append(json.loads(r.stdout.strip().splitlines()[-1]))
     keys = list(runs["old"][0])

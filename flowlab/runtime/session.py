@@ -263,8 +263,20 @@ class Session:
         feed_tensors, feed_values = self._convert_feeds(feed_dict)
         sp = self._master.plan_for(feed_tensors, mapper.tensors, mapper.targets)
         if run_metadata is None:
+            runner = sp.runner if sp.runner is not False else self._bind_runner(sp)
+            if runner is not None and self._listener is None:
+                try:
+                    return mapper.build(runner(feed_values))
+                except errors.OpError as e:
+                    self._client_error(e)
+                    raise
             return mapper.build(self._execute(sp, feed_values, options, None, self._listener))
         return mapper.build(self._run_with_metadata(sp, feed_values, options, run_metadata))
+
+    def _bind_runner(self, sp: StepPlan) -> Any:
+        """The in-process fast runner of a one-task step (cached on its StepPlan)."""
+        sp.runner = sp.tasks[0].runner(sp.handle) if len(sp.tasks) == 1 and not sp.fed_fetches else None
+        return sp.runner
 
     def _run_with_metadata(
         self, sp: StepPlan, feed_values: list[Any], options: RunOptions | None, run_metadata: RunMetadata,
@@ -313,7 +325,13 @@ class Session:
         # the call to `call_general` (one attribute test per call).
         if accept_options or len(sp.tasks) != 1 or sp.fed_fetches or not sp.tasks[0].compiled(sp.handle).fast:
             return call_general
-        session, run, handle = self, sp.tasks[0].run, sp.handle
+        session, handle = self, sp.handle
+        runner = sp.runner if sp.runner is not False else self._bind_runner(sp)
+        if runner is None:  # the fused partitions of one task: a run per call
+            task_run = sp.tasks[0].run
+
+            def runner(feeds: list[Any]) -> list[Any]:
+                return task_run(handle, next_step_id(), feeds)
 
         def call(*args: Any) -> Any:
             if session._closed:
@@ -323,7 +341,7 @@ class Session:
             if len(args) != n:
                 raise TypeError(f"This callable takes {n} feed values, got {len(args)}.")
             try:
-                return build(run(handle, next_step_id(), [c(a) for c, a in zip(converters, args)]))
+                return build(runner([c(a) for c, a in zip(converters, args)]))
             except errors.OpError as e:
                 session._client_error(e)
                 raise

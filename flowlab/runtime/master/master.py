@@ -62,6 +62,9 @@ class StepPlan:
     messages: list[dict[str, Any]] = field(default_factory=list)  # sent, for inspection
     fetch_owner: list[int] = field(default_factory=list)  # per fetch: index in `tasks` (-1: a feed)
     view: Any = None  # the step compiled in the client for pictures (made when asked)
+    # An in-process task's one-call runner of the unwatched step (None: none; False:
+    # not asked yet), bound by the Session on first use.
+    runner: Any = False
 
 
 class Master:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -201,6 +202,24 @@ class LocalTask:
     # --- running (the in-process form of run_step) ----------------------------------
     def compiled(self, handle: str) -> Registered:
         return self._handles[handle]
+
+    def runner(self, handle: str) -> Callable[[list[Any]], list[Any]] | None:
+        """For a client in this process: `handle`'s unwatched step as one call,
+        `runner(feeds) -> values` (None when the step cannot take the fast path).
+        The same as `run(handle, step_id, feeds)` without its per-call decisions:
+        what a cached step costs is mostly those (docs/runtime.md)."""
+        reg = self._handles[handle]
+        plan = reg.plan
+        if not (reg.fast and type(plan) is Plan and reg.feed_index is None and reg.fetch_index is None):
+            return None
+        task = self
+
+        def run_fast(feeds: list[Any]) -> list[Any]:
+            if task._closed:
+                raise errors.UnavailableError(None, None, f"Task {task.name} is closed: its state is gone.")
+            return run_straight_line(plan, Step(), feeds)  # type: ignore[arg-type]
+
+        return run_fast
 
     def run(self, handle: str, step_id: int, feeds: list[Any], timeout_ms: int = 0,
             listener: Listener | None = None, traced: bool = False) -> list[Any]:
