@@ -60,17 +60,17 @@ def test_init_from_checkpoint(tf1: Any, tmp_path: Any) -> None:
     assert [e.replace(a, "ROOT") for e in ea[1]] == [e.replace(b, "ROOT") for e in aa[1]]
 
 
+def _iterate(tf: Any, root: str) -> Any:
+    _write(tf, root)
+    seen = [os.path.basename(p) for p in tf.train.checkpoints_iterator(root, timeout=0.5)]
+    calls: list[int] = []
+    it = tf.train.checkpoints_iterator(root, timeout=0.2, timeout_fn=lambda: calls.append(1) or len(calls) > 1)
+    seen2 = [os.path.basename(p) for p in it]
+    return seen, seen2, len(calls)
+
+
 def test_checkpoints_iterator(tf1: Any, tmp_path: Any) -> None:
-    out = []
-    for tf, sub in ((tf1, "tf"), (fl, "fl")):
-        root = str(tmp_path / sub)
-        _write(tf, root)
-        seen = [os.path.basename(p) for p in tf.train.checkpoints_iterator(root, timeout=0.5)]
-        calls = []
-        it = tf.train.checkpoints_iterator(root, timeout=0.2, timeout_fn=lambda: calls.append(1) or len(calls) > 1)
-        seen2 = [os.path.basename(p) for p in it]
-        out.append((seen, seen2, len(calls)))
-    assert out[0] == out[1]
+    assert _iterate(tf1, str(tmp_path / "tf")) == _iterate(fl, str(tmp_path / "fl"))
 
 
 def test_bad_directory(tf1: Any, tmp_path: Any) -> None:
