@@ -221,6 +221,7 @@ math = _namespace("math", _math_ops, _segment_ops, _special_math_ops,
 from flowlab.ops import data_flow_ops as _data_flow_ops  # noqa: E402
 from flowlab.ops import image_codecs as _image_codecs  # noqa: E402
 from flowlab.ops import io_ops as _io_ops  # noqa: E402
+from flowlab.ops import string_join_ops as _string_join_ops  # noqa: E402
 
 queue = _namespace("queue", _data_flow_ops)
 # `tf.sets` (dense operands), under TF1's names and TF2's short ones.
@@ -237,6 +238,7 @@ io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph, "gfile":
                                        "QueueBase": QueueBase, "RandomShuffleQueue": RandomShuffleQueue,  # noqa: F405
                                        "match_filenames_once": train.match_filenames_once,
                                        "encode_base64": encode_base64, "decode_base64": decode_base64,  # noqa: F405
+                                       "decode_json_example": _string_join_ops.decode_json_example,
                                        **{n: globals()[n] for n in ("serialize_tensor", "parse_tensor",
                                                                     "decode_compressed", "write_file")},
                                        **{n: getattr(image, n) for n in _image_codecs.__all__}})
@@ -261,6 +263,7 @@ strings = _types.SimpleNamespace(
     unicode_encode=_unicode_ops.unicode_encode, unicode_transcode=_unicode_ops.unicode_transcode,
     to_hash_bucket_fast=string_to_hash_bucket_fast, to_hash_bucket=string_to_hash_bucket,  # noqa: F405
     to_hash_bucket_strong=string_to_hash_bucket_strong,  # noqa: F405
+    unsorted_segment_join=_string_join_ops.unsorted_segment_join,
     lower=_string_ops.string_lower, upper=_string_ops.string_upper, reduce_join=reduce_join,
     regex_full_match=_string_ops.regex_full_match, regex_replace=regex_replace,
     split=_string_ops.strings_split, strip=string_strip, substr=substr, to_number=string_to_number,

@@ -57,6 +57,7 @@ from flowlab.kernels import (
     stack_kernels,
     state_kernels,
     string_codec_kernels,
+    string_join_kernels,
     string_kernels,
     summary_kernels,
     tensor_array_kernels,
