@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from tests.difftest import assert_same, assert_same_error
 
 
