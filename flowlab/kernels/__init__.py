@@ -24,6 +24,7 @@ from flowlab.kernels import (
     image_boxes_kernels,
     image_codec_kernels,
     image_color_kernels,
+    image_nms_kernels,
     image_patch_kernels,
     image_resize_kernels,
     image_sample_kernels,
