@@ -86,3 +86,44 @@ def nms_with_overlaps(ctx: Any, overlaps: Any, scores: Any, max_output_size: Any
     sel, _ = _greedy(scores, lambda i, j: ov[i, j], int(np.asarray(max_output_size)),
                      np.float32(overlap_threshold), np.float32(score_threshold), 0.0)
     return np.array(sel, np.int32)
+
+
+@kernel("CombinedNonMaxSuppression", devices=CPU)
+def combined_nms(ctx: Any, boxes: Any, scores: Any, max_output_size_per_class: Any, max_total_size: Any,
+                 iou_threshold: Any, score_threshold: Any) -> Any:
+    boxes, scores = np.asarray(boxes, np.float32), np.asarray(scores, np.float32)
+    if boxes.ndim != 4 or boxes.shape[3] != 4:
+        raise _bad(f"boxes must be 4-D[batch_size, num_boxes, q, 4]: {list(boxes.shape)}")
+    if scores.ndim != 3:
+        raise _bad(f"scores must be 3-D: {list(scores.shape)}")
+    batch, num_boxes, q, _ = boxes.shape
+    num_classes = scores.shape[2]
+    if q != 1 and q != num_classes:
+        raise _bad("third dimension of boxes must be either 1 or num classes")
+    per_class, total = int(np.asarray(max_output_size_per_class)), int(np.asarray(max_total_size))
+    if total <= 0:
+        raise _bad(f"max_total_size must be > 0: {total}")
+    iou_t, score_t = np.float32(iou_threshold), np.float32(score_threshold)
+    if not 0 <= iou_t <= 1:
+        raise _bad("iou_threshold must be in [0, 1]")
+    n = min(total, per_class * num_classes) if ctx.attrs["pad_per_class"] else total
+    out_boxes = np.zeros((batch, n, 4), np.float32)
+    out_scores = np.zeros((batch, n), np.float32)
+    out_classes = np.zeros((batch, n), np.float32)
+    valid = np.zeros(batch, np.int32)
+    for b in range(batch):
+        found: list[tuple[Any, int, int]] = []
+        for c in range(num_classes):
+            cb = boxes[b, :, 0 if q == 1 else c, :]
+            sel, sc = _greedy(scores[b, :, c], lambda i, j, cb=cb: np.float32(_iou(cb, i, j)), per_class, iou_t,
+                              score_t, 0.0)
+            found += [(s, i, c) for i, s in zip(sel, sc)]
+        # TensorFlow sorts by score alone (std::sort, not stable): equal scores may come in any order.
+        found.sort(key=lambda r: -r[0])
+        found = found[:n]
+        valid[b] = len(found)
+        for k, (s, i, c) in enumerate(found):
+            box = boxes[b, i, 0 if q == 1 else c, :]
+            out_boxes[b, k] = np.clip(box, 0.0, 1.0) if ctx.attrs["clip_boxes"] else box
+            out_scores[b, k], out_classes[b, k] = s, c
+    return [out_boxes, out_scores, out_classes, valid]

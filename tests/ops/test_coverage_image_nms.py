@@ -48,3 +48,15 @@ def test_overlaps(tf1: Any) -> None:
 def test_errors(tf1: Any) -> None:
     assert_same_error(tf1, lambda tf: tf.image.non_max_suppression_with_scores(
         _boxes(3), tf.placeholder_with_default(np.ones(3, np.float32), [None]), 2, iou_threshold=1.5))
+
+
+@pytest.mark.parametrize("q,pad,clip", [(1, False, True), (3, True, False), (3, False, True)])
+def test_combined(tf1: Any, q: int, pad: bool, clip: bool) -> None:
+    boxes = np.stack([np.stack([_boxes(20) * 1.2 - 0.1 for _ in range(q)], axis=1) for _ in range(2)])
+    scores = RS.rand(2, 20, 3).astype(np.float32)
+
+    def build(tf: Any) -> Any:
+        return tf.image.combined_non_max_suppression(boxes, scores, 4, 7, iou_threshold=0.45, score_threshold=0.2,
+                                                     pad_per_class=pad, clip_boxes=clip)
+
+    assert_same(tf1, lambda tf: list(build(tf)))
