@@ -35,6 +35,7 @@ from flowlab.kernels import (
     lrn_kernels,
     math_kernels,
     misc_array_kernels,
+    morphology_kernels,
     nn_kernels,
     parsing_kernels,
     pool3d_kernels,

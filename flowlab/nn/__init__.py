@@ -23,6 +23,7 @@ from flowlab.ops.embedding_sparse import *  # noqa: F401,F403,E402  (embedding_l
 from flowlab.ops.lrn_ops import *  # noqa: F401,F403,E402  (lrn, local_response_normalization)
 from flowlab.ops.math_composites import zero_fraction  # noqa: F401,E402
 from flowlab.ops.math_ops import sigmoid, tanh  # noqa: F401
+from flowlab.ops.morphology_ops import *  # noqa: F401,F403,E402  (dilation2d, erosion2d)
 from flowlab.ops.nn_impl import *  # noqa: F401,F403
 from flowlab.ops.nn_moments import *  # noqa: F401,F403,E402  (sufficient_statistics, weighted_moments)
 from flowlab.ops.nn_ops import *  # noqa: F401,F403
