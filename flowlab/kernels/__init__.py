@@ -32,6 +32,7 @@ from flowlab.kernels import (
     io_kernels,
     linalg_kernels,
     linalg_lu_kernels,
+    linalg_tridiagonal_kernels,
     lrn_kernels,
     math_kernels,
     misc_array_kernels,
