@@ -68,9 +68,7 @@ def init_scope() -> Iterator[None]:
 
 def op_scope(values: Any, name: str | None, default_name: str | None = None) -> Any:
     """Deprecated `name_scope(name, default_name, values)`."""
-    from flowlab import name_scope
-
-    return name_scope(name, default_name=default_name, values=values)
+    return get_default_graph().name_scope(name if name is not None else default_name)
 
 
 def variable_op_scope(values: Any, name_or_scope: Any, default_name: str | None = None, initializer: Any = None,

@@ -41,12 +41,14 @@ def _placeholder(text: str, default: str = "{}") -> str:
 
 
 def _stream_name(output_stream: Any) -> str:
-    from flowlab.platform import tf_logging
-
-    by_object = {id(sys.stderr): "stderr", id(sys.stdout): "stdout", id(tf_logging.info): "log(info)",
-                 id(tf_logging.warning): "log(warning)", id(tf_logging.error): "log(error)"}
-    if id(output_stream) in by_object:
-        return by_object[id(output_stream)]
+    if output_stream is sys.stderr:
+        return "stderr"
+    if output_stream is sys.stdout:
+        return "stdout"
+    # tf.logging.info / warning / error, recognized without importing the platform layer.
+    if getattr(output_stream, "__module__", "") == "flowlab.platform.tf_logging" and \
+            getattr(output_stream, "__name__", "") in ("info", "warning", "error"):
+        return f"log({output_stream.__name__})"
     if isinstance(output_stream, str) and (output_stream in _STREAMS or output_stream.startswith("file://")):
         return output_stream
     raise ValueError(f"Unsupported output stream, logging level, or file.{output_stream}. Supported streams are "

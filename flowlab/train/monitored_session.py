@@ -149,8 +149,8 @@ class SessionManager:
     def _restore_checkpoint(self, master: str, saver: Any, checkpoint_dir: str | None,
                             checkpoint_filename_with_path: str | None, wait_for_checkpoint: bool,
                             max_wait_secs: float, config: Any) -> tuple[Any, bool]:
-        # The public tf.Session (flowlab.runtime is being reorganized; its modules are internal).
-        from flowlab import Session
+        # The runtime package's public Session (its modules are being reorganized).
+        from flowlab.runtime import Session
         from flowlab.train.checkpoint_management import get_checkpoint_state
 
         sess = Session(master, graph=self._graph, config=config)
