@@ -239,6 +239,7 @@ io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph, "gfile":
                                        "match_filenames_once": train.match_filenames_once,
                                        "encode_base64": encode_base64, "decode_base64": decode_base64,  # noqa: F405
                                        "decode_json_example": _string_join_ops.decode_json_example,
+                                       "extract_jpeg_shape": image.extract_jpeg_shape,
                                        **{n: globals()[n] for n in ("serialize_tensor", "parse_tensor",
                                                                     "decode_compressed", "write_file")},
                                        **{n: getattr(image, n) for n in _image_codecs.__all__}})

@@ -31,7 +31,8 @@ from flowlab.ops.image_ops import __all__ as _ops_all
 from flowlab.ops.image_patches import extract_image_patches, extract_patches  # noqa: F401
 from flowlab.ops.image_resize import *  # noqa: F401,F403
 from flowlab.ops.image_resize import __all__ as _resize_all
+from flowlab.ops.jpeg_shape_ops import extract_jpeg_shape  # noqa: F401
 
 __all__ = [*_ops_all, *_adjust_all, *_resize_all, *_color_all, *_codecs_all, *_measures_all, *_boxes_all,
            "extract_image_patches", "extract_patches", "non_max_suppression_overlaps",
-           "non_max_suppression_with_scores", "combined_non_max_suppression"]
+           "non_max_suppression_with_scores", "combined_non_max_suppression", "extract_jpeg_shape"]

@@ -30,6 +30,7 @@ from flowlab.kernels import (
     image_sample_kernels,
     index_kernels,
     io_kernels,
+    jpeg_shape_kernels,
     linalg_kernels,
     linalg_lu_kernels,
     linalg_tridiagonal_kernels,
