@@ -1,6 +1,8 @@
-"""Connectionist temporal classification helpers: `tf.nn.collapse_repeated` (merge runs
-of a label into one, per sequence, with the new lengths), built as TensorFlow builds
-it from masks, boolean_mask and a ScatterNd."""
+"""Connectionist temporal classification helpers, built as TensorFlow builds them:
+`tf.nn.collapse_repeated` (merge runs of a label into one, per sequence, with the new
+lengths: masks, boolean_mask and a ScatterNd) and `tf.nn.ctc_unique_labels` (each
+row's distinct labels, zero-padded, and every label's index among them: Unique in a
+map_fn)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from flowlab.graph.tensor import Tensor
 from flowlab.ops import array_ops, math_ops, slicing
 from flowlab.ops.builder import convert_to_tensor
 
-__all__ = ["collapse_repeated"]
+__all__ = ["collapse_repeated", "ctc_unique_labels"]
 
 
 def _dim(t: Tensor, i: int) -> Any:
@@ -44,3 +46,21 @@ def collapse_repeated(labels: Any, seq_length: Any, name: str | None = None) -> 
                                   array_ops.shape(flat_idx_mask))
         batch = _dim(labels, 0)
         return array_ops.reshape(flat, [batch, new_maxlen]), math_ops.cast(new_seq_len, seq_length.dtype.base_dtype)
+
+
+def ctc_unique_labels(labels: Any, name: str | None = None) -> list[Tensor]:
+    """(unique labels per row as int64, zero-padded to the row length; int32 indices).
+
+    >>> tf.nn.ctc_unique_labels([[3, 4, 4, 3]])   # ([[3, 4, 0, 0]], [[0, 1, 1, 0]])
+    """
+    from flowlab.ops.functional_ops import map_fn
+
+    with get_default_graph().name_scope(name or "ctc_unique_labels"):
+        labels = convert_to_tensor(labels, name="labels")
+
+        def _unique(x: Tensor) -> list[Tensor]:
+            y, idx = array_ops.unique(x)
+            y = array_ops.pad(y, [[0, _dim(idx, 0) - _dim(y, 0)]])
+            return [math_ops.cast(y, dtypes.int64), idx]
+
+        return map_fn(_unique, labels, dtype=[dtypes.int64, dtypes.int32])

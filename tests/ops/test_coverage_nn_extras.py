@@ -59,3 +59,11 @@ def test_collapse_repeated(tf1: Any) -> None:
         return [out, dyn], {p: [[7, 7, 8], [9, 9, 9]]}
 
     assert_same(tf1, build)
+
+
+def test_ctc_unique_labels(tf1: Any) -> None:
+    def build(tf: Any) -> Any:
+        y, idx = tf.nn.ctc_unique_labels(tf.constant([[3, 4, 4, 3], [1, 1, 1, 1], [5, 6, 7, 5]]))
+        return [y, idx]
+
+    assert_same(tf1, build)
