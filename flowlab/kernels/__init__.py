@@ -60,6 +60,7 @@ from flowlab.kernels import (
     special_more_kernels,
     stack_kernels,
     state_kernels,
+    stateless_random_kernels,
     string_codec_kernels,
     string_join_kernels,
     string_kernels,
