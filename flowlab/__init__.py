@@ -73,12 +73,14 @@ from flowlab.ops.confusion_matrix import confusion_matrix
 from flowlab.ops.constant_op import constant
 from flowlab.ops.core_ops import *  # noqa: F401,F403
 from flowlab.ops.custom_gradient import *
+from flowlab.ops.custom_gradient import NotDifferentiable as NoGradient  # TensorFlow's older name
 from flowlab.ops.data_flow_ops import *
 from flowlab.ops.depth_space_ops import *  # noqa: F401,F403 - space_to_depth, depth_to_space, space_to_batch, ...
 from flowlab.ops.einsum_ops import *  # noqa: F401,F403 - einsum
 from flowlab.ops.fft_ops import *  # noqa: F401,F403 - fft, ifft, fft2d, ...
 from flowlab.ops.functional_ops import *  # map_fn, foldl, foldr, scan, TensorArray
 from flowlab.ops.gradients_impl import *
+from flowlab.ops.graph_mode_api import *  # noqa: F401,F403 - control_flow_v2_enabled, init_scope, op_scope, ...
 from flowlab.ops.image_adjust import saturate_cast
 from flowlab.ops.image_ops import random_crop
 from flowlab.ops.image_patches import extract_image_patches
@@ -91,8 +93,10 @@ from flowlab.ops.io_ops import *
 from flowlab.ops.linalg_ops import *  # noqa: F401,F403 - matrix_inverse, cholesky, svd, qr, matrix_diag, ...
 from flowlab.ops.math_composites import accumulate_n, lbeta
 from flowlab.ops.math_ops import *  # noqa: F401,F403
+from flowlab.ops.misc_array_ops import *  # noqa: F401,F403 - guarantee_const, parallel_stack, grad_pass_through, ...
 from flowlab.ops.partitioned_scope import create_partitioned_variables
 from flowlab.ops.partitioned_variables import *  # noqa: F401,F403 - PartitionedVariable, *_partitioner
+from flowlab.ops.print_v2 import print_v2 as print  # noqa: A001 - tf.print
 from flowlab.ops.random_ops import *  # noqa: F401,F403
 from flowlab.ops.script_ops import numpy_function, py_func
 from flowlab.ops.segment_ops import *  # noqa: F401,F403 - segment_sum, unsorted_segment_sum, ...
@@ -108,6 +112,8 @@ from flowlab.ops.sparse_tensor import sparse_placeholder
 from flowlab.ops.special_math_ops import *  # noqa: F401,F403 - asinh, xlogy, divide_no_nan, reduce_std, ...
 from flowlab.ops.state_ops import *  # noqa: F401,F403
 from flowlab.ops.string_codec_ops import *  # noqa: F401,F403 - encode_base64, string_to_hash_bucket, ...
+from flowlab.ops.switch_case import switch_case
+from flowlab.ops.template import make_template
 from flowlab.ops.tensor_bytes_ops import *  # noqa: F401,F403 - serialize_tensor, parse_tensor, write_file, ...
 from flowlab.ops.tensor_scatter_ops import *  # noqa: F401,F403 - tensor_scatter_nd_update, ...
 from flowlab.ops.tensor_util import *  # noqa: F401,F403 - is_tensor, get_static_value, make_tensor_proto, ...
@@ -117,6 +123,7 @@ from flowlab.ops.unique_ops import *  # noqa: F401,F403 - unique_with_counts, se
 from flowlab.ops.variable_scope import *  # noqa: F401,F403
 from flowlab.ops.variables import *  # noqa: F401,F403
 from flowlab.ops.while_loop import *  # noqa: F401,F403
+from flowlab.platform.tf_logging import get_logger
 from flowlab.profiler import profile  # also binds the flowlab.profiler module
 from flowlab.runtime.config import (
     ConfigProto,
@@ -214,6 +221,7 @@ math = _namespace("math", _math_ops, _segment_ops, _special_math_ops,
 from flowlab.ops import data_flow_ops as _data_flow_ops  # noqa: E402
 from flowlab.ops import image_codecs as _image_codecs  # noqa: E402
 from flowlab.ops import io_ops as _io_ops  # noqa: E402
+from flowlab.ops import string_join_ops as _string_join_ops  # noqa: E402
 
 queue = _namespace("queue", _data_flow_ops)
 # `tf.sets` (dense operands), under TF1's names and TF2's short ones.
@@ -230,6 +238,8 @@ io = _namespace("io", _io_ops, extra={"write_graph": train.write_graph, "gfile":
                                        "QueueBase": QueueBase, "RandomShuffleQueue": RandomShuffleQueue,  # noqa: F405
                                        "match_filenames_once": train.match_filenames_once,
                                        "encode_base64": encode_base64, "decode_base64": decode_base64,  # noqa: F405
+                                       "decode_json_example": _string_join_ops.decode_json_example,
+                                       "extract_jpeg_shape": image.extract_jpeg_shape,
                                        **{n: globals()[n] for n in ("serialize_tensor", "parse_tensor",
                                                                     "decode_compressed", "write_file")},
                                        **{n: getattr(image, n) for n in _image_codecs.__all__}})
@@ -254,6 +264,7 @@ strings = _types.SimpleNamespace(
     unicode_encode=_unicode_ops.unicode_encode, unicode_transcode=_unicode_ops.unicode_transcode,
     to_hash_bucket_fast=string_to_hash_bucket_fast, to_hash_bucket=string_to_hash_bucket,  # noqa: F405
     to_hash_bucket_strong=string_to_hash_bucket_strong,  # noqa: F405
+    unsorted_segment_join=_string_join_ops.unsorted_segment_join,
     lower=_string_ops.string_lower, upper=_string_ops.string_upper, reduce_join=reduce_join,
     regex_full_match=_string_ops.regex_full_match, regex_replace=regex_replace,
     split=_string_ops.strings_split, strip=string_strip, substr=substr, to_number=string_to_number,

@@ -19,13 +19,22 @@ from flowlab.ops.image_codecs import *  # noqa: F401,F403
 from flowlab.ops.image_codecs import __all__ as _codecs_all
 from flowlab.ops.image_color import *  # noqa: F401,F403
 from flowlab.ops.image_color import __all__ as _color_all
+from flowlab.ops.image_jpeg_quality import adjust_jpeg_quality, random_jpeg_quality  # noqa: F401
 from flowlab.ops.image_measures import *  # noqa: F401,F403
 from flowlab.ops.image_measures import __all__ as _measures_all
+from flowlab.ops.image_nms import (  # noqa: F401
+    combined_non_max_suppression,
+    non_max_suppression_overlaps,
+    non_max_suppression_with_scores,
+)
 from flowlab.ops.image_ops import *  # noqa: F401,F403
 from flowlab.ops.image_ops import __all__ as _ops_all
 from flowlab.ops.image_patches import extract_image_patches, extract_patches  # noqa: F401
 from flowlab.ops.image_resize import *  # noqa: F401,F403
 from flowlab.ops.image_resize import __all__ as _resize_all
+from flowlab.ops.jpeg_shape_ops import extract_jpeg_shape  # noqa: F401
 
 __all__ = [*_ops_all, *_adjust_all, *_resize_all, *_color_all, *_codecs_all, *_measures_all, *_boxes_all,
-           "extract_image_patches", "extract_patches"]
+           "extract_image_patches", "extract_patches", "non_max_suppression_overlaps",
+           "non_max_suppression_with_scores", "combined_non_max_suppression", "extract_jpeg_shape",
+           "adjust_jpeg_quality", "random_jpeg_quality"]

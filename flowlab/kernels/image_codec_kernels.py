@@ -238,7 +238,19 @@ def encode_png(ctx: Any, image: Any) -> Any:
 
 @kernel("EncodeJpeg", devices=CPU)
 def encode_jpeg(ctx: Any, image: Any) -> Any:
-    a = ctx.attrs
+    return encode_jpeg_bytes(image, ctx.attrs)
+
+
+@kernel("EncodeJpegVariableQuality", devices=CPU)
+def encode_jpeg_variable_quality(ctx: Any, images: Any, quality: Any) -> Any:
+    q = int(np.asarray(quality))
+    if not 0 <= q <= 100:
+        raise errors.InvalidArgumentError(None, None, f"quality must be in [0,100], got {q}")
+    return encode_jpeg_bytes(images, {"quality": q})
+
+
+def encode_jpeg_bytes(image: Any, a: Any) -> bytes:
+    """The JPEG of `image` under EncodeJpeg's attrs `a` (absent ones: TensorFlow's defaults)."""
     if image.ndim != 3:
         raise errors.InvalidArgumentError(None, None, f"image must be 3-dimensional{list(image.shape)}")
     channels = image.shape[2]

@@ -61,6 +61,7 @@ from flowlab.ops.linalg_ops import (
 from flowlab.ops.linalg_ops import (
     self_adjoint_eigvals as eigvalsh,
 )
+from flowlab.ops.linalg_tridiagonal import tridiagonal_matmul, tridiagonal_solve
 from flowlab.ops.math_ops import matmul
 from flowlab.ops.nn_impl import l2_normalize
 from flowlab.ops.tensordot_ops import eye, tensordot
@@ -72,5 +73,5 @@ __all__ = [
     "einsum", "eye", "global_norm", "inv", "l2_normalize", "logdet", "lstsq", "matmul", "matrix_transpose",
     "matrix_rank", "matvec", "norm", "pinv", "qr", "set_diag", "slogdet", "solve", "svd", "tensor_diag", "tensor_diag_part",
     "tensordot", "trace", "transpose", "triangular_solve",
-    "lu", "lu_matrix_inverse", "lu_reconstruct", "lu_solve", "normalize",
+    "lu", "lu_matrix_inverse", "lu_reconstruct", "lu_solve", "normalize", "tridiagonal_matmul", "tridiagonal_solve",
 ]

@@ -15,6 +15,7 @@ from flowlab.ops.candidate_sampling_ops import *  # noqa: F401,F403,E402  (log_u
 from flowlab.ops.conv3d_ops import *  # noqa: F401,F403,E402  (conv3d)
 from flowlab.ops.conv_ops import *  # noqa: F401,F403,E402  (registers conv kernels and gradients)
 from flowlab.ops.convolution_ops import *  # noqa: F401,F403,E402  (convolution, atrous_conv2d, pool)
+from flowlab.ops.ctc_ops import collapse_repeated, ctc_unique_labels  # noqa: F401,E402
 from flowlab.ops.depth_space_ops import depth_to_space, space_to_batch, space_to_depth  # noqa: F401,E402
 from flowlab.ops.depthwise_conv_ops import *  # noqa: F401,F403,E402  (depthwise_conv2d, separable_conv2d)
 from flowlab.ops.embedding_ops import *  # noqa: F401,F403,E402  (embedding_lookup)
@@ -22,10 +23,12 @@ from flowlab.ops.embedding_sparse import *  # noqa: F401,F403,E402  (embedding_l
 from flowlab.ops.lrn_ops import *  # noqa: F401,F403,E402  (lrn, local_response_normalization)
 from flowlab.ops.math_composites import zero_fraction  # noqa: F401,E402
 from flowlab.ops.math_ops import sigmoid, tanh  # noqa: F401
+from flowlab.ops.morphology_ops import *  # noqa: F401,F403,E402  (dilation2d, erosion2d)
 from flowlab.ops.nn_impl import *  # noqa: F401,F403
 from flowlab.ops.nn_moments import *  # noqa: F401,F403,E402  (sufficient_statistics, weighted_moments)
 from flowlab.ops.nn_ops import *  # noqa: F401,F403
 from flowlab.ops.pool3d_ops import *  # noqa: F401,F403,E402  (max_pool3d, avg_pool3d)
 from flowlab.ops.pool_transpose_ops import *  # noqa: F401,F403,E402  (max_pool2d, conv3d_transpose, ...)
+from flowlab.ops.replica_losses import *  # noqa: F401,F403,E402  (compute_average_loss, ...)
 from flowlab.ops.sampled_losses import *  # noqa: F401,F403,E402  (nce_loss, sampled_softmax_loss)
 from flowlab.ops.space_to_batch_ops import batch_to_space_nd, space_to_batch_nd, with_space_to_batch  # noqa: F401,E402

@@ -77,7 +77,10 @@ op_def("EncodeJpeg", inputs=["image: uint8"], outputs=["contents: string"],
               "chroma_downsampling: bool = true", "density_unit: string = 'in'", "x_density: int = 300",
               "y_density: int = 300", "xmp_metadata: string = ''"],
        shape_fn=_bytes_shape, doc="JPEG-encode a [height, width, 1 or 3] uint8 image.")
-for _op in ("DecodePng", "DecodeJpeg", "DecodeBmp", "DecodeGif", "DecodeImage", "EncodePng", "EncodeJpeg"):
+op_def("EncodeJpegVariableQuality", inputs=["images: uint8", "quality: int32"], outputs=["contents: string"],
+       shape_fn=_bytes_shape, doc="JPEG-encode an image at a quality given as a tensor.")
+for _op in ("DecodePng", "DecodeJpeg", "DecodeBmp", "DecodeGif", "DecodeImage", "EncodePng", "EncodeJpeg",
+            "EncodeJpegVariableQuality"):
     not_differentiable(_op)
 
 

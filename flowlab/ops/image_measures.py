@@ -23,7 +23,7 @@ from flowlab.ops.depthwise_conv_ops import depthwise_conv2d
 from flowlab.ops.image_adjust import convert_image_dtype
 from flowlab.ops.nn_ops import _name_scope, softmax
 
-__all__ = ["total_variation", "psnr", "ssim", "image_gradients", "sobel_edges"]
+__all__ = ["total_variation", "psnr", "ssim", "ssim_multiscale", "image_gradients", "sobel_edges"]
 
 
 def total_variation(images: Any, name: str | None = None) -> Tensor:
@@ -141,6 +141,57 @@ def ssim(img1: Any, img2: Any, max_val: Any, filter_size: int = 11, filter_sigma
         per_channel, _ = _ssim_per_channel(img1, img2, max_val, filter_size, filter_sigma, k1, k2,
                                            return_index_map)
         return math_ops.reduce_mean(per_channel, [-1])
+
+
+_MSSSIM_WEIGHTS = (0.0448, 0.2856, 0.3001, 0.2363, 0.1333)
+
+
+def ssim_multiscale(img1: Any, img2: Any, max_val: Any, power_factors: Any = _MSSSIM_WEIGHTS,
+                    filter_size: int = 11, filter_sigma: float = 1.5, k1: float = 0.01, k2: float = 0.03) -> Tensor:
+    """MS-SSIM (Wang et al. 2003) as TensorFlow computes it: the contrast-structure terms
+    of each scale (2x average-pooled, SYMMETRIC-padded to even sizes) and the SSIM of
+    the last, combined by a weighted geometric mean, averaged over channels."""
+    from flowlab.ops.cond import cond
+    from flowlab.ops.conv_ops import avg_pool
+    from flowlab.ops.nn_ops import relu
+
+    with _name_scope(None, "MS-SSIM", [img1, img2]):
+        img1 = convert_to_tensor(img1, name="img1")
+        img2 = convert_to_tensor(img2, name="img2")
+        shape1, shape2, checks = _verify_compatible_image_shapes(img1, img2)
+        with get_default_graph().control_dependencies(checks):
+            img1 = identity(img1)
+        max_val = convert_image_dtype(math_ops.cast(max_val, img1.dtype), dtypes.float32)
+        imgs = [convert_image_dtype(img1, dtypes.float32), convert_image_dtype(img2, dtypes.float32)]
+        heads = [s[:-3] for s in (shape1, shape2)]
+        tails = [s[-3:] for s in (shape1, shape2)]
+        divisor = [1, 2, 2, 1]
+        divisor_t = constant(divisor[1:], dtype=dtypes.int32)
+
+        def do_pad(images: list[Tensor], remainder: Tensor) -> list[Tensor]:
+            padding = array_ops.pad(array_ops.expand_dims(remainder, -1), [[1, 0], [1, 0]])
+            return [array_ops.pad(x, padding, mode="SYMMETRIC") for x in images]
+
+        mcs = []
+        ssim_per_channel = None
+        for k in range(len(power_factors)):
+            with _name_scope(None, f"Scale{k}", imgs):
+                if k > 0:
+                    flat = [array_ops.reshape(x, array_ops.concat([[-1], t], 0)) for x, t in zip(imgs, tails)]
+                    remainder = tails[0] % divisor_t
+                    need_padding = math_ops.reduce_any(math_ops.not_equal(remainder, 0))
+                    padded = cond(need_padding, lambda flat=flat, remainder=remainder: do_pad(flat, remainder),
+                                  lambda flat=flat: flat)
+                    down = [avg_pool(x, ksize=divisor, strides=divisor, padding="VALID") for x in padded]
+                    tails = [x[1:] for x in array_ops.shape_n(down)]
+                    imgs = [array_ops.reshape(x, array_ops.concat([h, t], 0)) for x, h, t in zip(down, heads, tails)]
+                ssim_per_channel, cs = _ssim_per_channel(imgs[0], imgs[1], max_val, filter_size, filter_sigma, k1, k2,
+                                                         False)
+                mcs.append(relu(cs))
+        mcs.pop()
+        stacked = array_ops.stack(mcs + [relu(ssim_per_channel)], axis=-1)
+        ms_ssim = math_ops.reduce_prod(math_ops.pow(stacked, power_factors), [-1])
+        return math_ops.reduce_mean(ms_ssim, [-1])
 
 
 def image_gradients(image: Any) -> tuple[Tensor, Tensor]:

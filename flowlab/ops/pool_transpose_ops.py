@@ -6,7 +6,9 @@ also exports, built on the 2-D / 3-D ops as TensorFlow builds them:
 - `max_pool2d` / `avg_pool2d`: MaxPool / AvgPool with int-or-list window sizes;
 - `max_pool_v2` / `avg_pool_v2`: the 1-D, 2-D or 3-D pool by the input's rank;
 - `conv1d_transpose` (Conv2DBackpropInput over an inserted axis), `conv3d_transpose`
-  (Conv3DBackpropInputV2) and `conv_transpose` (either, or conv2d_transpose, by rank).
+  (Conv3DBackpropInputV2) and `conv_transpose` (either, or conv2d_transpose, by rank);
+- `atrous_conv2d_transpose` (SpaceToBatch, Conv2DBackpropInput, BatchToSpace), and
+  `conv3d_backprop_filter`, the name TensorFlow also gives conv3d_backprop_filter_v2.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from flowlab.ops import array_ops, conv3d_ops, conv_ops, pool3d_ops
 from flowlab.ops.builder import convert_to_tensor
 
 __all__ = ["max_pool1d", "avg_pool1d", "max_pool2d", "avg_pool2d", "max_pool_v2", "avg_pool_v2",
-           "conv1d_transpose", "conv3d_transpose", "conv_transpose"]
+           "conv1d_transpose", "conv3d_transpose", "conv_transpose", "conv3d_backprop_filter",
+           "atrous_conv2d_transpose"]
 
 
 def _sequence(value: Any, n: int, channel_index: int, name: str) -> list[int]:
@@ -177,3 +180,47 @@ def conv_transpose(input: Any, filters: Any, output_shape: Any, strides: Any, pa
                                     dilations=dilations)
         raise ValueError(f"`output_shape` must be of length 3, 4 or 5. Received: output_shape={output_shape} "
                          f"of length {n + 2}.")
+
+
+# TensorFlow 2.21 exports Conv3DBackpropFilterV2's builder under this name too (tf.nn).
+conv3d_backprop_filter = conv3d_ops.conv3d_backprop_filter_v2
+
+
+def atrous_conv2d_transpose(value: Any, filters: Any, output_shape: Any, rate: int, padding: str,
+                            name: str | None = None) -> Tensor:
+    """The transpose of atrous_conv2d, built as TensorFlow builds it: SpaceToBatch of the
+    (extra-padded) value, a VALID Conv2DBackpropInput, BatchToSpace cropping both paddings."""
+    from flowlab.ops.depth_space_ops import batch_to_space, space_to_batch
+
+    with get_default_graph().name_scope(name or "atrous_conv2d_transpose"):
+        value = convert_to_tensor(value, name="value")
+        filters = convert_to_tensor(filters, name="filters")
+        vd, fd = value.shape.as_list() if value.shape.ndims else None, filters.shape.as_list() if filters.shape.ndims else None
+        if vd and fd and vd[3] is not None and fd[3] is not None and vd[3] != fd[3]:
+            raise ValueError(f"`value` channel count must be compatible with `filters` input channel count. "
+                             f"Received: value.shape={value.shape} with channel count {vd[3]} and "
+                             f"filters.shape={filters.shape} with input channel count {fd[3]}.")
+        if rate < 1:
+            raise ValueError(f"Argument `rate` cannot be less than one. Received: rate={rate}")
+        if rate == 1:
+            return conv_ops.conv2d_transpose(value, filters, output_shape, strides=[1, 1, 1, 1], padding=padding,
+                                             data_format="NHWC")
+        output_shape = list(output_shape) if isinstance(output_shape, tuple) else output_shape
+        if padding == "SAME":
+            fh, fw = fd[0], fd[1]
+            ph, pw = fh + (fh - 1) * (rate - 1) - 1, fw + (fw - 1) * (rate - 1) - 1
+            top, left = ph // 2, pw // 2
+            bottom, right = ph - top, pw - left
+        elif padding == "VALID":
+            top = bottom = left = right = 0
+        else:
+            raise ValueError(f"Argument `padding` must be either 'VALID' or 'SAME'. Received: padding={padding}")
+        in_h = output_shape[1] + top + bottom
+        in_w = output_shape[2] + left + right
+        extra_b = (rate - in_h % rate) % rate
+        extra_r = (rate - in_w % rate) % rate
+        value = space_to_batch(value, [[0, extra_b], [0, extra_r]], block_size=rate)
+        sizes = [rate * rate * output_shape[0], (in_h + extra_b) // rate, (in_w + extra_r) // rate, output_shape[3]]
+        value = conv_ops.conv2d_backprop_input(sizes, filters, value, strides=[1, 1, 1, 1], padding="VALID",
+                                               data_format="NHWC")
+        return batch_to_space(value, [[top, bottom + extra_b], [left, right + extra_r]], block_size=rate)

@@ -338,10 +338,12 @@ class _RandomNamespace:
     def __getattr__(self, name: str) -> Any:
         # `tf.random.log_uniform_candidate_sampler`, ...: declared in their own module,
         # which takes its seeds from this one.
-        from flowlab.ops import candidate_sampling_ops
+        from flowlab.ops import candidate_sampling_ops, stateless_random_ops
 
         if name in candidate_sampling_ops.__all__:
             return getattr(candidate_sampling_ops, name)
+        if name in stateless_random_ops.__all__:
+            return getattr(stateless_random_ops, name)
         raise AttributeError(f"module 'flowlab.random' has no attribute {name!r}")
 
 

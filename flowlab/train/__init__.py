@@ -55,12 +55,13 @@ from flowlab.train.lbfgs import LBFGSOptimizer  # noqa: E402,F401  (flowlab's gr
 __all__ += ["LBFGSOptimizer"]
 from flowlab.train.basic_session_run_hooks import *  # noqa: E402,F401,F403
 from flowlab.train.basic_session_run_hooks import __all__ as _hooks_all  # noqa: E402
+from flowlab.train.checkpoint_init import checkpoints_iterator, init_from_checkpoint  # noqa: E402,F401
 from flowlab.train.monitored_session import *  # noqa: E402,F401,F403
 from flowlab.train.monitored_session import __all__ as _monitored_all  # noqa: E402
 from flowlab.train.session_run_hook import *  # noqa: E402,F401,F403
 from flowlab.train.session_run_hook import __all__ as _hook_all  # noqa: E402
 
-__all__ += [*_hooks_all, *_monitored_all, *_hook_all]
+__all__ += [*_hooks_all, *_monitored_all, *_hook_all, "checkpoints_iterator", "init_from_checkpoint"]
 piecewise_constant_decay = piecewise_constant  # noqa: F405 - TensorFlow exports this one function under both names
 __all__ += ["piecewise_constant_decay"]
 

@@ -60,3 +60,30 @@ def test_errors(tf1: Any) -> None:
                 tf.nn.max_pool1d(tf.constant(X1), 2, 2, "VALID", data_format="NHWC")
             with pytest.raises(ValueError, match="should be of length"):
                 tf.nn.max_pool2d(tf.constant(X2), [2, 2, 2], 2, "VALID")
+
+
+@pytest.mark.parametrize("rate,padding", [(1, "SAME"), (2, "SAME"), (2, "VALID"), (3, "SAME")])
+def test_atrous_conv2d_transpose(tf1: Any, rate: int, padding: str) -> None:
+    w = RS.randn(3, 3, 4, 2).astype(np.float32)
+    out_h = 9
+    eff = 3 + 2 * (rate - 1)
+    in_h = out_h if padding == "SAME" else out_h - eff + 1
+    x = RS.randn(2, in_h, in_h, 2).astype(np.float32)
+
+    def build(tf: Any) -> Any:
+        xt = tf.constant(x)
+        y = tf.nn.atrous_conv2d_transpose(xt, w, [2, out_h, out_h, 4], rate, padding)
+        return [y, tf.gradients(tf.reduce_sum(y * y), xt)]
+
+    assert_same(tf1, build, rtol=1e-4, atol=1e-4)
+
+
+def test_conv3d_backprop_filter_v1(tf1: Any) -> None:
+    x = RS.randn(1, 4, 4, 4, 2).astype(np.float32)
+    w = RS.randn(2, 2, 2, 2, 3).astype(np.float32)
+    g = RS.randn(1, 3, 3, 3, 3).astype(np.float32)
+
+    def build(tf: Any) -> Any:
+        return tf.nn.conv3d_backprop_filter(x, w.shape, g, [1, 1, 1, 1, 1], "VALID")
+
+    assert_same(tf1, build, rtol=1e-4, atol=1e-4)
