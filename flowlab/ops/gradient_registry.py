@@ -6,6 +6,7 @@
         return [grad * y, grad * x]
 
     not_differentiable("Shape")        # declared explicitly: no gradient flows
+    no_gradient_defined("GuaranteeConst")  # as TensorFlow: asking for one is a LookupError
 
 An op type must be either registered here or declared not differentiable; the
 table-driven gradient test walks the op registry and fails on anything else.
@@ -38,6 +39,15 @@ def not_differentiable(op_type: str) -> None:
     _register(op_type, None)
 
 
+_UNDEFINED: Any = object()  # declared without a gradient: get_gradient_function raises
+
+
+def no_gradient_defined(op_type: str) -> None:
+    """Declare that TensorFlow defines no gradient for `op_type`: a gradient through
+    it raises TensorFlow's LookupError, where a not-differentiable op gives None."""
+    _register(op_type, _UNDEFINED)
+
+
 def _register(op_type: str, fn: GradientFn | None) -> None:
     if op_type in _GRADIENTS:
         raise ValueError(
@@ -50,10 +60,10 @@ def _register(op_type: str, fn: GradientFn | None) -> None:
 
 def get_gradient_function(op_type: str) -> GradientFn | None:
     """The gradient function; None if declared not differentiable; KeyError if unknown."""
-    try:
-        return _GRADIENTS[op_type]
-    except KeyError:
-        raise LookupError(f"No gradient defined for operation type '{op_type}'.") from None
+    fn = _GRADIENTS.get(op_type, _UNDEFINED)
+    if fn is _UNDEFINED:
+        raise LookupError(f"No gradient defined for operation type '{op_type}'.")
+    return fn
 
 
 def is_declared(op_type: str) -> bool:
@@ -61,4 +71,5 @@ def is_declared(op_type: str) -> bool:
 
 
 def registered_gradients() -> dict[str, GradientFn | None]:
-    return dict(_GRADIENTS)
+    """Op type -> gradient function (None: no gradient, declared either way)."""
+    return {k: (None if v is _UNDEFINED else v) for k, v in _GRADIENTS.items()}

@@ -15,13 +15,14 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
 from flowlab.ops import array_ops, math_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor
-from flowlab.ops.gradient_registry import not_differentiable
+from flowlab.ops.gradient_registry import no_gradient_defined, not_differentiable
 from flowlab.ops.op_def import op_def
 
 __all__ = ["guarantee_const", "parallel_stack", "histogram_fixed_width_bins", "grad_pass_through"]
 
 op_def("GuaranteeConst", inputs=["input: T"], outputs=["output: T"], attrs=["T: type"],
        shape_fn=lambda op: [op.inputs[0].shape])
+no_gradient_defined("GuaranteeConst")  # TensorFlow registers none: a gradient through it is a LookupError
 
 
 def _parallel_concat_shape(op: Operation) -> list[Any]:
