@@ -4,8 +4,8 @@ input[..., p, :] = L @ U), `lu_reconstruct`, `lu_solve`, `lu_matrix_inverse` (Te
 composites from band_part, set_diag, gather and triangular solves), and
 `tf.linalg.normalize` (tensor / norm, and the norm).
 
-The Lu op is declared not differentiable: TensorFlow 2.21 registers no gradient for it
-(tf.gradients raises LookupError; flowlab's gradient is None).  The composites are
+The Lu op has no gradient, as TensorFlow 2.21 registers none for it
+(tf.gradients raises LookupError in both).  The composites are
 differentiable in their lower_upper and rhs inputs.  Kernel: flowlab.kernels.linalg_lu_kernels.
 """
 
@@ -19,7 +19,7 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
 from flowlab.ops import array_ops, math_ops, slicing
 from flowlab.ops.builder import apply_op, convert_to_tensor
-from flowlab.ops.gradient_registry import not_differentiable
+from flowlab.ops.gradient_registry import no_gradient_defined
 from flowlab.ops.linalg_diag import matrix_band_part, matrix_set_diag
 from flowlab.ops.linalg_ops import triangular_solve
 from flowlab.ops.op_def import op_def
@@ -43,7 +43,7 @@ def _lu_shape(op: Operation) -> list[Any]:
 op_def("Lu", inputs=["input: T"], outputs=["lu: T", "p: output_idx_type"],
        attrs=["T: {float64, float32, float16, complex64, complex128}",
               "output_idx_type: {int32, int64} = int32"], shape_fn=_lu_shape)
-not_differentiable("Lu")
+no_gradient_defined("Lu")
 
 
 def lu(input: Any, output_idx_type: Any = dtypes.int32, name: str | None = None) -> list[Tensor]:  # noqa: A002

@@ -15,7 +15,7 @@ from flowlab.graph.tensor import Operation, Tensor
 from flowlab.graph.tensor_shape import TensorShape
 from flowlab.ops import array_ops, math_ops
 from flowlab.ops.builder import apply_op, convert_to_tensor
-from flowlab.ops.gradient_registry import gradient, not_differentiable
+from flowlab.ops.gradient_registry import gradient, no_gradient_defined
 from flowlab.ops.op_def import op_def
 
 __all__ = ["dilation2d", "erosion2d"]
@@ -51,9 +51,9 @@ op_def("Dilation2DBackpropInput", inputs=["input: T", "filter: T", "out_backprop
 op_def("Dilation2DBackpropFilter", inputs=["input: T", "filter: T", "out_backprop: T"],
        outputs=["filter_backprop: T"], attrs=_ATTRS, shape_fn=lambda op: [op.inputs[1].shape])
 # No second-order gradient: TensorFlow registers none for the backprop ops (tf.gradients
-# raises LookupError there); flowlab declares them, so their gradient is None.
-not_differentiable("Dilation2DBackpropInput")
-not_differentiable("Dilation2DBackpropFilter")
+# raises LookupError there), and neither does flowlab (the same LookupError).
+no_gradient_defined("Dilation2DBackpropInput")
+no_gradient_defined("Dilation2DBackpropFilter")
 
 
 def dilation2d(input: Any, filter: Any = None, strides: Any = None, rates: Any = None,  # noqa: A002
