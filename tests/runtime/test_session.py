@@ -368,3 +368,16 @@ def test_a_feed_shape_is_checked_until_accepted_and_every_other_shape_still_fail
             with pytest.raises(ValueError, match=r"Cannot feed value of shape .* for Tensor x:0"):
                 step(np.ones(bad, np.float32))
         assert step(np.ones((5, 3), np.float32)).shape == (5, 3)
+
+
+def test_a_scalar_fed_to_a_matrix_placeholder_is_refused_as_tensorflow(tf1):
+    for tf in (tf1, fl):
+        with tf.Graph().as_default():
+            x = tf.placeholder(tf.float32, [None, None], name="x")
+            y = x * 2.0
+            with tf.Session() as s, pytest.raises(ValueError, match=r"Cannot feed value of shape \(\) for Tensor"):
+                s.run(y, {x: 1.0})
+            with tf.Session() as s:  # and the first fed shape that fits is not a free pass later
+                assert s.run(y, {x: [[1.0]]}).shape == (1, 1)
+                with pytest.raises(ValueError, match="Cannot feed value of shape"):
+                    s.run(y, {x: 3.0})

@@ -45,7 +45,7 @@ def feed_converter(t: Tensor) -> Callable[[Any], Any]:
     np_t = np.dtype(dt.as_numpy_dtype)
     check = shape.ndims is not None and not all(d is None for d in shape.as_tuple())  # type: ignore[union-attr]
     known_rank = shape.ndims is not None
-    accepted: list[tuple[int, ...]] = [()]  # the last shape that passed the check
+    accepted: list[tuple[int, ...] | None] = [None]  # the last shape that passed the check
 
     def conv(v: Any) -> Any:
         if type(v) is np.ndarray and v.dtype == np_t:
