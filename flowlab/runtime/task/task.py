@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowlab import errors
-from flowlab.kernels.sendrecv_kernels import LocalRendezvous
+from flowlab.kernels.sendrecv_kernels import DEAD, LocalRendezvous
 from flowlab.runtime.interface import DeviceAttributes, as_lists
 from flowlab.runtime.task import peers
 from flowlab.runtime.task.device import Device, local_devices
@@ -154,8 +154,6 @@ class LocalTask:
         if got["error"] is not None:
             raise got["error"]
         self._pulled(int(message["step_id"]), str(message["key"]))
-        from flowlab.kernels.sendrecv_kernels import DEAD
-
         dead = got["value"] is DEAD
         return {"value": None if dead else got["value"], "is_dead": dead}
 
@@ -233,9 +231,6 @@ class LocalTask:
                 None, None, f"Partitions '{handle}' are not registered on {self.name} (deregistered, or "
                 "the task restarted): register them again.")
         plan = reg.plan
-        if reg.fast and listener is None and not traced and reg.feed_index is None and type(plan) is Plan:
-            values = run_straight_line(plan, Step(None, None, step_id), feeds)
-            return values if reg.fetch_index is None else reg.fetched(values)
         if type(plan) is PartitionedPlan:
             return self._run_partitioned(reg, plan, step_id, feeds, timeout_ms, listener, traced)
         assert isinstance(plan, Plan)
@@ -296,8 +291,6 @@ class LocalTask:
     def _pull(self, pull: dict[str, Any], step: Step, timeout_ms: int) -> None:
         """Take a key another task sends into this step's table (RecvTensor); a failure
         fails the step here, naming the peer."""
-        from flowlab.kernels.sendrecv_kernels import DEAD
-
         table = self.rendezvous.find_or_create(step.step_id)
         try:
             peer = peers.find(pull["task"], pull["incarnation"])
