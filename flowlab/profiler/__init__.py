@@ -1,5 +1,6 @@
 """flowlab's profiler: step traces, their Chrome/Perfetto export, Gantt plots and
-summaries (ARCHITECTURE.md section 8).
+summaries (the "tools that see a step" layer of docs/architecture.md; the design
+notes are docs/notes/profiler.md).
 
     md = fl.RunMetadata()
     sess.run(y, options=fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE), run_metadata=md)

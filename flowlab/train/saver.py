@@ -15,7 +15,7 @@ checkpoint, then one MergeV2Checkpoints combines the parts into
 `<prefix>.data-0000i-of-0000n` + `<prefix>.index`; restore has one RestoreV2 per
 device.  The files are flowlab.kernels.checkpoint_format's (no pickle; checksums).
 
-Fault tolerance (ARCHITECTURE.md section 10): a save is atomic whatever the path
+Fault tolerance (docs/notes/checkpoints.md): a save is atomic whatever the path
 (flowlab.kernels.checkpoint_commit): new files under fresh names, one rename of the
 index as the switch, under the directory's lock, so the newest complete checkpoint
 restores at every instant and two saves to one path take turns.  The `checkpoint`
