@@ -202,10 +202,60 @@ fl_ensure_venv() {
 }
 
 # --- JupyterLab extension build (npm) --------------------------------------------
-# PLACEHOLDER for a later issue: the front end in extension/ (TypeScript, JupyterLab 4)
-# gets built here with node/npm (jlpm), skipped when its sources and lockfile have not
-# changed since the last build (same stamp idea as fl_ensure_venv), and then picked up
-# by the editable install. Both scripts already call this hook.
+# fl_build_extension [MODE] -- build the front end in extension/ (TypeScript, JupyterLab
+# 4, the `flowlab-widgets` ipywidgets module) into flowlab/labextension with jlpm (the
+# yarn that ships with jupyterlab): `jlpm install --immutable` (the committed
+# yarn.lock) then `jlpm build:prod`.  Skipped when the sources, lockfile and config are
+# unchanged since the last build (a stamp in flowlab/labextension).  Then links the
+# build into the venv's share/jupyter/labextensions/flowlab-widgets, as `jupyter
+# labextension develop` does for an editable install (a wheel carries it as shared
+# data), and checks that `jupyter labextension list` shows it enabled.  MODE "strict"
+# (scripts/test) fails without node; "warn" (scripts/lab) only warns: the notebooks
+# then show static SVG.  FLOWLAB_REBUILD_EXTENSION=1 rebuilds even when up to date.
+fl_extension_key() {
+    "$FLOWLAB_PY" - "$FLOWLAB_ROOT/extension" "$FLOWLAB_STAMP_VERSION" <<'PY'
+import hashlib, pathlib, sys
+root = pathlib.Path(sys.argv[1])
+h = hashlib.sha256(sys.argv[2].encode())
+files = [root / n for n in ("package.json", "yarn.lock", ".yarnrc.yml", "tsconfig.json", "install.json")]
+files += sorted(root.glob("src/**/*")) + sorted(root.glob("style/**/*"))
+for f in files:
+    if f.is_file():
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+print(h.hexdigest())
+PY
+}
+
 fl_build_extension() {
-    :
+    local mode="${1:-warn}" ext="$FLOWLAB_ROOT/extension" out="$FLOWLAB_ROOT/flowlab/labextension"
+    local name=flowlab-widgets key stamp="$FLOWLAB_ROOT/flowlab/labextension/.flowlab-build-stamp"
+    if ! command -v node >/dev/null 2>&1; then
+        if [ "$mode" = strict ]; then
+            fl_die "node is not installed: it builds the JupyterLab extension (apt: nodejs)"
+        fi
+        fl_warn "node is not installed: the live graph views are off (static SVG instead)"
+        return 0
+    fi
+    key="$(fl_extension_key)"
+    if [ "${FLOWLAB_REBUILD_EXTENSION:-0}" != 1 ] && [ -f "$stamp" ] &&
+        [ "$(cat "$stamp")" = "$key" ] && [ -f "$out/static/style.js" ]; then
+        fl_log "JupyterLab extension is up to date ($out)"
+    else
+        fl_log "building the JupyterLab extension (jlpm install --immutable && jlpm build:prod)"
+        (cd "$ext" && "$FLOWLAB_VENV/bin/jlpm" install --immutable && "$FLOWLAB_VENV/bin/jlpm" build:prod) ||
+            fl_die "the JupyterLab extension did not build; see above"
+        printf '%s\n' "$key" >"$stamp"
+    fi
+    local share="$FLOWLAB_VENV/share/jupyter/labextensions"
+    mkdir -p "$share"
+    # An editable wheel may have copied a build there (shared data): the link replaces it.
+    if [ -e "$share/$name" ] && [ ! -L "$share/$name" ]; then
+        rm -rf "${share:?}/$name"
+    fi
+    ln -sfn "$out" "$share/$name"
+    if ! "$FLOWLAB_VENV/bin/jupyter" labextension list 2>&1 | grep -E "$name .*enabled.*OK" >/dev/null; then
+        "$FLOWLAB_VENV/bin/jupyter" labextension list >&2 || true
+        fl_die "jupyter labextension list does not show $name enabled"
+    fi
+    fl_log "JupyterLab extension $name: enabled OK"
 }

@@ -1,0 +1,444 @@
+/**
+ * GraphView: draws the kernel's laid-out stage (see model.ts) as SVG, with pan and
+ * zoom, scopes that open (double-click) and close (click the box's label), search,
+ * a device legend, a stage switch, a side panel for the clicked node, and the live
+ * overlay: running nodes lit, finished ones fading, Send/Recv edges pulsing with bytes.
+ *
+ * State: the drawn elements by node id and edge index (rebuilt when `model` changes),
+ * the pan/zoom transform, the selected node.  Every name is put in `textContent`.
+ * Without a live kernel (a reopened notebook, a restarted kernel) the view draws the
+ * saved `model` and says so in its status line; controls that need the kernel are off.
+ */
+import { DOMWidgetView } from '@jupyter-widgets/base';
+
+import { IGraphLayout, IGraphNode, KernelMessage } from './model';
+import { formatBytes, htmlEl, splinePath, svgEl, svgText } from './svg';
+
+/** Fill of nodes with no device or several (as in the static pictures). */
+const NO_DEVICE = '#f2f2f2';
+/** How long a finished node stays lit, and a transfer edge pulses (ms). */
+const FADE_MS = 900;
+
+/** The widget's view. */
+export class GraphView extends DOMWidgetView {
+  private root!: HTMLDivElement;
+  private toolbar!: HTMLDivElement;
+  private stageSelect!: HTMLSelectElement;
+  private searchBox!: HTMLInputElement;
+  private status!: HTMLSpanElement;
+  private svg!: SVGSVGElement;
+  private scene!: SVGGElement;
+  private legend!: HTMLDivElement;
+  private panel!: HTMLDivElement;
+  private nodeEls = new Map<string, SVGGElement>();
+  private edgeEls: SVGPathElement[] = [];
+  private edgeLabels = new Map<number, SVGTextElement>();
+  private nodes = new Map<string, IGraphNode>();
+  private scale = 1;
+  private tx = 0;
+  private ty = 0;
+  private selected = '';
+  private steps = 0;
+  private liveTimer = 0;
+
+  /** Build the DOM once; `draw` fills the scene from the model. */
+  render(): void {
+    this.el.classList.add('fl-graph-view');
+    this.root = htmlEl('div', 'fl-root', this.el);
+    this.toolbar = htmlEl('div', 'fl-toolbar', this.root);
+    htmlEl('span', 'fl-label', this.toolbar, 'stage');
+    this.stageSelect = htmlEl('select', 'fl-stage', this.toolbar);
+    this.stageSelect.addEventListener('change', () => {
+      this.send({ t: 'stage', name: this.stageSelect.value });
+    });
+    this.searchBox = htmlEl('input', 'fl-search', this.toolbar);
+    this.searchBox.type = 'search';
+    this.searchBox.placeholder = 'search ops by name';
+    this.searchBox.addEventListener('input', () => this.search());
+    const fit = htmlEl('button', 'fl-button fl-fit', this.toolbar, 'fit');
+    fit.addEventListener('click', () => this.fit());
+    this.status = htmlEl('span', 'fl-status', this.toolbar);
+
+    const body = htmlEl('div', 'fl-body', this.root);
+    const canvas = htmlEl('div', 'fl-canvas', body);
+    this.svg = svgEl('svg', { class: 'fl-svg', width: '100%', height: '100%' }, canvas);
+    this.scene = svgEl('g', { class: 'fl-scene' }, this.svg);
+    this.legend = htmlEl('div', 'fl-legend', canvas);
+    this.panel = htmlEl('div', 'fl-panel', body);
+    htmlEl('div', 'fl-panel-hint', this.panel, 'Click a node to see its details.');
+    this.installPanZoom();
+
+    this.listenTo(this.model, 'change:model', () => this.draw());
+    this.listenTo(this.model, 'change:stage_names change:stage change:missing', () =>
+      this.drawStages()
+    );
+    this.listenTo(this.model, 'change:view_height', () => this.sizeToModel());
+    this.listenTo(this.model, 'comm_live_update', () => this.showConnection());
+    this.model.on('msg:custom', (msg: KernelMessage) => this.onMessage(msg));
+    this.sizeToModel();
+    this.drawStages();
+    this.draw();
+    this.showConnection();
+  }
+
+  /** Forget the live timer with the view. */
+  remove(): void {
+    window.clearTimeout(this.liveTimer);
+    return super.remove();
+  }
+
+  private get live(): boolean {
+    return this.model.comm_live;
+  }
+
+  private sizeToModel(): void {
+    const h = Number(this.model.get('view_height')) || 520;
+    this.root.style.height = `${h}px`;
+  }
+
+  /** The status line: steps seen, or why nothing is live. */
+  private showConnection(): void {
+    const live = this.live;
+    this.root.classList.toggle('fl-offline', !live);
+    this.stageSelect.disabled = !live;
+    if (!live) {
+      this.status.textContent =
+        'kernel gone: a saved picture (re-run the cell to make it live again)';
+      this.scene.querySelectorAll('.fl-running').forEach(el => el.classList.remove('fl-running'));
+    } else {
+      this.status.textContent = this.steps ? `${this.steps} steps seen` : 'live';
+    }
+  }
+
+  private drawStages(): void {
+    const names = (this.model.get('stage_names') as string[]) || [];
+    const current = String(this.model.get('stage') || '');
+    const missing = (this.model.get('missing') as { [k: string]: string }) || {};
+    this.stageSelect.textContent = '';
+    for (const name of names) {
+      const opt = htmlEl('option', '', this.stageSelect, name);
+      opt.value = name;
+      opt.selected = name === current;
+    }
+    for (const [name, why] of Object.entries(missing)) {
+      const opt = htmlEl('option', '', this.stageSelect, `${name} (not shown)`);
+      opt.disabled = true;
+      opt.title = why;
+    }
+  }
+
+  /** (Re)draw the scene from the `model` trait. */
+  private draw(): void {
+    const m = this.model.get('model') as IGraphLayout;
+    this.scene.textContent = '';
+    this.nodeEls.clear();
+    this.nodes.clear();
+    this.edgeEls = [];
+    this.edgeLabels.clear();
+    this.legend.textContent = '';
+    if (!m || !m.nodes) {
+      return;
+    }
+    this.svg.setAttribute('data-stage', String(this.model.get('stage') || ''));
+    const gClusters = svgEl('g', { class: 'fl-clusters' }, this.scene);
+    const gEdges = svgEl('g', { class: 'fl-edges' }, this.scene);
+    const gNodes = svgEl('g', { class: 'fl-nodes' }, this.scene);
+    svgEl('defs', {}, this.scene).appendChild(this.arrowMarker());
+
+    for (const c of m.clusters) {
+      const g = svgEl('g', { class: `fl-cluster fl-cluster-${c.kind}` }, gClusters);
+      const r = svgEl('rect', { x: c.x, y: c.y, width: c.w, height: c.h, rx: 6 }, g);
+      if (c.kind === 'partition' && c.fill) {
+        r.style.fill = c.fill;
+      }
+      const title = svgText([c.label], c.x + c.w / 2, c.y + 10, g, 'fl-cluster-label');
+      if (c.kind === 'scope') {
+        title.classList.add('fl-collapsible');
+        const tip = svgEl('title', {}, title);
+        tip.textContent = `${c.name}: click to collapse`;
+        title.addEventListener('click', ev => {
+          ev.stopPropagation();
+          this.send({ t: 'collapse', scope: c.name });
+        });
+      }
+    }
+
+    m.edges.forEach((e, i) => {
+      const p = svgEl(
+        'path',
+        { d: splinePath(e.pts, e.tip), class: `fl-edge fl-edge-${e.kind}`, 'marker-end': 'url(#fl-arrow)' },
+        gEdges
+      );
+      p.setAttribute('data-src', e.src);
+      p.setAttribute('data-dst', e.dst);
+      this.edgeEls.push(p);
+      if (e.label && e.lp) {
+        svgText(e.label, e.lp[0], e.lp[1], gEdges, 'fl-edge-label');
+      }
+      if (e.kind === 't' || e.kind === 'x') {
+        // Live bytes go on a line of their own, under the static label if there is one.
+        const mid = Math.floor(e.pts.length / 4) * 2;
+        const [bx, by] = e.lp ? [e.lp[0], e.lp[1] + 6 + 6 * (e.label?.length ?? 1)] : [e.pts[mid] + 8, e.pts[mid + 1]];
+        const t = svgEl('text', { x: bx, y: by, class: 'fl-edge-bytes', 'text-anchor': 'start' }, gEdges);
+        this.edgeLabels.set(i, t);
+      }
+    });
+
+    for (const n of m.nodes) {
+      this.nodes.set(n.id, n);
+      const g = svgEl('g', { class: `fl-node fl-node-${n.kind}` }, gNodes);
+      g.setAttribute('data-id', n.id);
+      g.setAttribute('data-name', n.name);
+      const fill = n.dev >= 0 && m.devices[n.dev] ? m.devices[n.dev][2] : NO_DEVICE;
+      const shape = this.shapeFor(n);
+      shape.style.fill = fill;
+      g.appendChild(shape);
+      svgText(n.label, n.x, n.y, g, 'fl-node-label');
+      const tip = svgEl('title', {}, g);
+      tip.textContent = n.kind === 'scope' ? `${n.name}: double-click to open` : `${n.name} (${n.op})`;
+      if (n.state) {
+        g.classList.add(`fl-state-${n.state}`);
+      }
+      g.addEventListener('click', ev => {
+        ev.stopPropagation();
+        this.select(n.id);
+      });
+      if (n.kind === 'scope') {
+        g.addEventListener('dblclick', ev => {
+          ev.stopPropagation();
+          this.send({ t: 'expand', scope: n.name });
+        });
+      }
+      this.nodeEls.set(n.id, g);
+    }
+
+    for (const [name, short, color] of m.devices) {
+      const item = htmlEl('div', 'fl-legend-item', this.legend);
+      const sw = htmlEl('span', 'fl-swatch', item);
+      sw.style.background = color;
+      htmlEl('span', 'fl-legend-name', item, short);
+      item.title = name;
+    }
+    if (m.devices.length === 0) {
+      this.legend.style.display = 'none';
+    } else {
+      this.legend.style.display = '';
+    }
+    if (this.selected && this.nodeEls.has(this.selected)) {
+      this.nodeEls.get(this.selected)?.classList.add('fl-selected');
+    }
+    this.fit();
+    this.search();
+  }
+
+  private arrowMarker(): SVGMarkerElement {
+    const mk = svgEl('marker', {
+      id: 'fl-arrow',
+      viewBox: '0 0 10 10',
+      refX: 9,
+      refY: 5,
+      markerWidth: 6,
+      markerHeight: 6,
+      orient: 'auto-start-reverse'
+    });
+    svgEl('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'fl-arrowhead' }, mk);
+    return mk;
+  }
+
+  private shapeFor(n: IGraphNode): SVGElement {
+    const x = n.x - n.w / 2;
+    const y = n.y - n.h / 2;
+    if (n.shape === 'point') {
+      return svgEl('circle', { cx: n.x, cy: n.y, r: 4, class: 'fl-shape' });
+    }
+    if (n.shape === 'ellipse' || n.shape === 'cylinder') {
+      return svgEl('ellipse', { cx: n.x, cy: n.y, rx: n.w / 2, ry: n.h / 2, class: 'fl-shape' });
+    }
+    const rx = n.kind === 'scope' ? 2 : n.kind === 'op' ? 5 : 0;
+    return svgEl('rect', { x, y, width: n.w, height: n.h, rx, class: 'fl-shape' });
+  }
+
+  // --- pan and zoom ------------------------------------------------------------------
+  private applyTransform(): void {
+    this.scene.setAttribute('transform', `translate(${this.tx},${this.ty}) scale(${this.scale})`);
+  }
+
+  /** Fit the whole stage into the canvas. */
+  fit(): void {
+    const m = this.model.get('model') as IGraphLayout;
+    const box = this.svg.getBoundingClientRect();
+    if (!m || !m.size || box.width === 0) {
+      // Not in the document yet: fit once it is.
+      window.requestAnimationFrame(() => {
+        if (this.svg.getBoundingClientRect().width > 0) {
+          this.fit();
+        }
+      });
+      return;
+    }
+    const [w, h] = m.size;
+    this.scale = Math.min(box.width / (w + 20), box.height / (h + 20), 1.5);
+    this.tx = (box.width - w * this.scale) / 2;
+    this.ty = 10;
+    this.applyTransform();
+  }
+
+  private installPanZoom(): void {
+    let dragging = false;
+    let lastX = 0;
+    let lastY = 0;
+    this.svg.addEventListener(
+      'wheel',
+      ev => {
+        ev.preventDefault();
+        const box = this.svg.getBoundingClientRect();
+        const px = ev.clientX - box.left;
+        const py = ev.clientY - box.top;
+        const k = Math.exp(-ev.deltaY * 0.0015);
+        const s = Math.min(Math.max(this.scale * k, 0.02), 8);
+        this.tx = px - ((px - this.tx) * s) / this.scale;
+        this.ty = py - ((py - this.ty) * s) / this.scale;
+        this.scale = s;
+        this.applyTransform();
+      },
+      { passive: false }
+    );
+    this.svg.addEventListener('pointerdown', ev => {
+      dragging = true;
+      lastX = ev.clientX;
+      lastY = ev.clientY;
+      this.svg.classList.add('fl-dragging');
+    });
+    window.addEventListener('pointermove', ev => {
+      if (!dragging) {
+        return;
+      }
+      this.tx += ev.clientX - lastX;
+      this.ty += ev.clientY - lastY;
+      lastX = ev.clientX;
+      lastY = ev.clientY;
+      this.applyTransform();
+    });
+    window.addEventListener('pointerup', () => {
+      dragging = false;
+      this.svg.classList.remove('fl-dragging');
+    });
+  }
+
+  // --- search and selection ----------------------------------------------------------
+  private search(): void {
+    const q = this.searchBox.value.trim().toLowerCase();
+    for (const [id, el] of this.nodeEls) {
+      const n = this.nodes.get(id);
+      el.classList.toggle('fl-match', !!q && !!n && n.name.toLowerCase().includes(q));
+    }
+    if (q && this.live) {
+      this.send({ t: 'search', q }); // ops inside collapsed scopes: the kernel knows them
+    }
+  }
+
+  private select(id: string): void {
+    if (this.selected) {
+      this.nodeEls.get(this.selected)?.classList.remove('fl-selected');
+    }
+    this.selected = id;
+    this.nodeEls.get(id)?.classList.add('fl-selected');
+    const n = this.nodes.get(id);
+    if (!n) {
+      return;
+    }
+    if (this.live) {
+      this.send({ t: 'select', id });
+    }
+    // Until the kernel answers (or without one), what the saved picture knows.
+    this.showDetails(id, [
+      ['op', 'name', n.name],
+      ['op', 'type', n.kind === 'scope' ? 'name scope (collapsed)' : n.op],
+      ['placement', 'device', this.deviceName(n)]
+    ]);
+  }
+
+  private deviceName(n: IGraphNode): string {
+    const m = this.model.get('model') as IGraphLayout;
+    return n.dev >= 0 && m.devices[n.dev] ? m.devices[n.dev][0] : '(none or several)';
+  }
+
+  private showDetails(id: string, rows: [string, string, string][]): void {
+    this.panel.textContent = '';
+    this.panel.setAttribute('data-id', id);
+    const n = this.nodes.get(id);
+    htmlEl('div', 'fl-panel-title', this.panel, n ? n.name : id);
+    let section = '';
+    let table: HTMLTableElement | null = null;
+    for (const [sec, key, value] of rows) {
+      if (sec !== section || !table) {
+        section = sec;
+        htmlEl('div', 'fl-panel-section', this.panel, sec);
+        table = htmlEl('table', 'fl-panel-table', this.panel);
+      }
+      const tr = htmlEl('tr', '', table);
+      htmlEl('td', 'fl-key', tr, key);
+      htmlEl('td', 'fl-value', tr, value);
+    }
+  }
+
+  // --- kernel messages and the live overlay ------------------------------------------
+  private onMessage(msg: KernelMessage): void {
+    if (msg.t === 'details') {
+      if (msg.id === this.selected) {
+        this.showDetails(msg.id, msg.rows);
+      }
+    } else if (msg.t === 'found') {
+      if (msg.q === this.searchBox.value.trim().toLowerCase()) {
+        for (const id of msg.ids) {
+          this.nodeEls.get(id)?.classList.add('fl-match');
+        }
+      }
+    } else if (msg.t === 'live') {
+      this.onLive(msg);
+    }
+  }
+
+  private onLive(msg: Extract<KernelMessage, { t: 'live' }>): void {
+    this.steps = msg.steps;
+    for (const el of this.scene.querySelectorAll('.fl-running')) {
+      el.classList.remove('fl-running');
+    }
+    for (const id of msg.run) {
+      this.nodeEls.get(id)?.classList.add('fl-running');
+    }
+    for (const id of msg.done) {
+      const el = this.nodeEls.get(id);
+      if (el) {
+        el.classList.add('fl-done');
+        el.animate([{ opacity: 1, filter: 'drop-shadow(0 0 6px #ff7f0e)' }, { opacity: 1, filter: 'none' }], {
+          duration: FADE_MS,
+          easing: 'ease-out'
+        });
+      }
+    }
+    for (const [key, nbytes] of Object.entries(msg.xfer)) {
+      const i = Number(key);
+      const p = this.edgeEls[i];
+      if (!p) {
+        continue;
+      }
+      p.classList.add('fl-pulse');
+      p.animate([{ strokeWidth: '7px' }, { strokeWidth: '2.5px' }], { duration: FADE_MS, easing: 'ease-out' });
+      const label = this.edgeLabels.get(i);
+      if (label) {
+        label.textContent = formatBytes(nbytes);
+        label.setAttribute('data-bytes', String(nbytes));
+      }
+    }
+    if (msg.value && msg.value[0] && this.selected) {
+      const rows = this.panel.querySelectorAll('.fl-value');
+      const last = Array.from(rows).find(r => r.previousElementSibling?.textContent === 'summary');
+      if (last) {
+        last.textContent = msg.value[1];
+      }
+    }
+    this.status.textContent = msg.idle ? `idle, ${msg.steps} steps seen` : `running, ${msg.steps} steps seen`;
+    this.root.classList.toggle('fl-busy', !msg.idle);
+  }
+}

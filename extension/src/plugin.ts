@@ -1,0 +1,27 @@
+/**
+ * The JupyterLab plugin: registers flowlab's widget module (models and views) with
+ * the ipywidgets manager, under the name and version the Python widgets ask for.
+ * Its styles (style/index.css) are loaded by JupyterLab through `styleModule`.
+ */
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { IJupyterWidgetRegistry } from '@jupyter-widgets/base';
+
+import { GraphView } from './graph';
+import { GraphModel, MODULE_NAME, MODULE_VERSION } from './model';
+
+/** The plugin registering `flowlab-widgets`. */
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: 'flowlab-widgets:plugin',
+  description: "flowlab's live graph views (ipywidgets)",
+  requires: [IJupyterWidgetRegistry],
+  autoStart: true,
+  activate: (_app: JupyterFrontEnd, registry: IJupyterWidgetRegistry): void => {
+    registry.registerWidget({
+      name: MODULE_NAME,
+      version: MODULE_VERSION,
+      exports: { GraphModel, GraphView }
+    });
+  }
+};
+
+export default plugin;
