@@ -169,4 +169,6 @@ def error_from_message(m: dict[str, Any]) -> errors.OpError:
     cls = getattr(errors, str(m.get("error")), None)
     if not (isinstance(cls, type) and issubclass(cls, errors.OpError)) or cls is errors.OpError:
         cls = errors.UnknownError
-    return cls(None, None, str(m.get("message", "")))
+    e = cls(None, None, str(m.get("message", "")))
+    e.node_name = m.get("node")  # type: ignore[attr-defined]  # the client names its own op of that name
+    return e

@@ -67,12 +67,11 @@ class Session:
         """`tasks`: in-process tasks to run on (flowlab.runtime.task.LocalTask), which
         outlive the session with their state, as TensorFlow's servers do; by default
         the session makes and owns one task holding `config.device_count`'s devices."""
+        self._target = target
         if target not in ("", None):
-            raise errors.UnimplementedError(
-                None, None,
-                f"Session target {target!r} is not a local session; use "
-                "flowlab.distributed to run on a Dask cluster.",
-            )
+            if tasks is not None:
+                raise ValueError("Give a Session either a target or tasks, not both.")
+            tasks = resolve_target(target)
         self._graph = graph if graph is not None else get_default_graph()
         self._config = config if config is not None else ConfigProto()
         self._owns_tasks = tasks is None
@@ -101,7 +100,16 @@ class Session:
 
     @property
     def sess_str(self) -> str:
-        return ""
+        return self._target if isinstance(self._target, str) else str(getattr(self._target, "target", ""))
+
+    @staticmethod
+    def reset(target: Any, containers: list[str] | None = None, config: ConfigProto | None = None) -> None:
+        """Drop the state (variables, queues) of `containers` -- all of them when None --
+        on every task of the cluster `target`, as TensorFlow's `Session.reset`: state on
+        a cluster outlives sessions until this is called.  Open sessions on those
+        tasks find their variables uninitialized."""
+        for t in resolve_target(target):
+            t.reset(list(containers) if containers is not None else None)
 
     @property
     def devices(self) -> list[Device]:
@@ -386,9 +394,13 @@ class Session:
         """One step on several tasks at once.  When one fails, the step is aborted on
         every task (each rolls back its own writes) and the first real error -- not
         the cancellations it caused -- is raised."""
+        step_id = next_step_id()
+        together = getattr(sp.tasks[0], "run_together", None)
+        if together is not None:  # tasks over a network: one message each, side by side
+            results = together(sp.tasks, sp.handle, step_id, feed_values, timeout_ms, traced)
+            return [results[owner][i] if owner >= 0 else None for i, owner in enumerate(sp.fetch_owner)]
         if self._step_pool is None:
             self._step_pool = ThreadPoolExecutor(max(2, len(self._tasks)), "flowlab-step")
-        step_id = next_step_id()
         futures = [self._step_pool.submit(t.run, sp.handle, step_id, feed_values, timeout_ms, listener, traced)
                    for t in sp.tasks]
         failed: list[BaseException] = []
@@ -416,6 +428,8 @@ class Session:
         op = getattr(e, "_op", None)
         if op is not None and op.graph is not self._graph:
             e._op = self._graph._by_name.get(op.name, op)
+        elif op is None and (name := getattr(e, "node_name", None)):  # it came over a network
+            e._op = self._graph._by_name.get(name)
 
     def start_execution(
         self, fetches: Any, feed_dict: dict[Any, Any] | None = None, listener: Listener | None = None
@@ -455,6 +469,32 @@ class Session:
                 tensors.append(t)
                 values.append(feed_converter(t)(v))
         return tensors, values
+
+
+# --- targets ------------------------------------------------------------------------
+# Who turns a Session target ("tcp://host:port", a cluster object) into tasks: the
+# cluster layer above (flowlab.distributed) registers itself, so the runtime never
+# imports it.
+_target_resolvers: list[Callable[[Any], list[Any] | None]] = []
+
+
+def register_target_resolver(resolve: Callable[[Any], list[Any] | None]) -> None:
+    """`resolve(target)` returns the tasks of a target it knows (the session's own
+    task first), or None for one it does not."""
+    _target_resolvers.append(resolve)
+
+
+def resolve_target(target: Any) -> list[Any]:
+    for resolve in _target_resolvers:
+        tasks = resolve(target)
+        if tasks is not None:
+            return tasks
+    raise errors.InvalidArgumentError(
+        None, None,
+        f"Session target {target!r} is neither '' (this process) nor a cluster: give "
+        "tf.Session a flowlab.distributed.LocalCluster or Cluster, a Dask scheduler address "
+        "('tcp://host:port'), or a tf.train.Server's `target`.",
+    )
 
 
 # --- default session ---------------------------------------------------------------

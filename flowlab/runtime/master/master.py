@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import secrets
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,7 +83,9 @@ class Master:
         self._task_of_device = {d.name: t for t in self.tasks for d in t.devices}
         self.plans: collections.OrderedDict[Any, StepPlan] = collections.OrderedDict()
         self._lock = threading.Lock()
-        self._id = next(_masters)
+        # Handles name (session, signature) on tasks that other clients share (a
+        # cluster's): a random part keeps two processes' masters apart.
+        self._id = f"{next(_masters)}.{secrets.token_hex(4)}"
         self._handles = itertools.count(1)
         # The placement of the whole graph (per graph version) that every step's
         # placement reads; made on the first step, only with several devices.

@@ -55,7 +55,9 @@ def registration_messages(
         src, dst = task_of_device[pr.src_device], task_of_device[pr.dst_device]
         if src is not dst:
             remote_recvs.setdefault(id(dst), []).append(
-                {"key": pr.key, "task": src.name, "incarnation": src.incarnation})
+                {"key": pr.key, "task": src.name, "incarnation": src.incarnation,
+                 # where a task on another machine answers (None in one process)
+                 "address": getattr(src, "address", None)})
             remote_sends.setdefault(id(src), []).append(pr.key)
     out = []
     for task, parts in by_task.values():

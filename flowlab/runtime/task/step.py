@@ -37,6 +37,7 @@ updates may lose each other, with or without a rollback, as with TensorFlow.
 from __future__ import annotations
 
 import itertools
+import random
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -45,11 +46,14 @@ import numpy as np
 
 from flowlab.kernels.resources import INCREMENT_DIFF
 
-_step_ids = itertools.count(1)
+# From a random start: tasks shared by several clients (a cluster's) key their
+# rendezvous tables by step id, so two processes' ids must not meet.
+_step_ids = itertools.count(random.getrandbits(52) << 8 | 1)
 
 
 def next_step_id() -> int:
-    """A step id unused in this process (the master names its steps with these)."""
+    """A step id unused in this process, and (by its random start) by any other
+    process's master (the master names its steps with these)."""
     return next(_step_ids)
 
 DIFF = INCREMENT_DIFF  # an increment whose delta is new - old (a scatter's)

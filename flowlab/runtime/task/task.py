@@ -274,9 +274,8 @@ class LocalTask:
         self._enter(step)
         ok = False
         try:
-            for pull in reg.remote_recvs:
-                threading.Thread(target=self._pull, args=(pull, step, timeout_ms), daemon=True,
-                                 name=f"flowlab-pull-{step_id}").start()
+            if reg.remote_recvs:
+                self.start_pulls(reg.remote_recvs, step, timeout_ms)
             out = run_partitioned(plan, step, feeds, listener, self._pool, deadline)
             ok = True
             if reg.two_phase:
@@ -287,6 +286,14 @@ class LocalTask:
             self._leave(step)
             if not (ok and reg.remote_sends and self._hold(step_id, reg.remote_sends)):
                 self.rendezvous.cleanup(step_id)
+
+    def start_pulls(self, pulls: list[dict[str, Any]], step: Step, timeout_ms: int) -> None:
+        """Start taking the keys other tasks send into `step` (RecvTensor), without
+        waiting: in one process a thread per key calls the peer; a task server over a
+        network (flowlab.distributed) pulls on its event loop instead."""
+        for pull in pulls:
+            threading.Thread(target=self._pull, args=(pull, step, timeout_ms), daemon=True,
+                             name=f"flowlab-pull-{step.step_id}").start()
 
     def _pull(self, pull: dict[str, Any], step: Step, timeout_ms: int) -> None:
         """Take a key another task sends into this step's table (RecvTensor); a failure

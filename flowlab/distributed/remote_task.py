@@ -1,0 +1,218 @@
+"""A task on a Dask worker, as the master and the Session see it.
+
+`RemoteTask` has what the in-process `LocalTask` offers the master (its name,
+incarnation and devices; `register_partitions`, `run`, `abort_step`, ...), but each
+call is a message to the worker's task server (flowlab.distributed.task_server)
+through the Dask client's connection pool.  Its devices are descriptions made from
+the task's `status` (DeviceAttributes): the master places over them; nothing runs on
+them here.
+
+`Connection.run_tasks` runs one step on several tasks at once from the client's
+event loop: all `run_step` messages leave together; when one task fails, the step is
+aborted on every task (each rolls back its own writes) and the first real error is
+raised.  A two-phase step that succeeded everywhere is committed.
+
+Deadlines: every control call has one (`CONTROL_TIMEOUT_S`; registration, which
+compiles, `REGISTER_TIMEOUT_S`).  A step may legitimately run long (a queue that
+waits), so `run_step` has none of its own beyond the step's `timeout_in_ms`;
+instead, while a step runs longer than `HEARTBEAT_S`, every task still running it is
+asked for its status, and one that does not answer within `HEARTBEAT_TIMEOUT_S` --
+a hung or stopped process -- fails the step with UnavailableError naming the task
+and its address.  A dead process fails its calls at once (the connection closes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from flowlab import errors
+from flowlab.distributed.wire import from_wire, to_wire
+from flowlab.graph.device_spec import DeviceSpec
+from flowlab.runtime.interface import (
+    DeviceAttributes,
+    error_from_message,
+    values_from_wire,
+    values_to_wire,
+)
+from flowlab.runtime.task.device import Device
+from flowlab.runtime.task.partitioned_plan import compile_units
+from flowlab.runtime.task.registration import import_unit
+from flowlab.runtime.task.task import Registered
+
+__all__ = ["Connection", "RemoteTask"]
+
+CONTROL_TIMEOUT_S = 5.0
+REGISTER_TIMEOUT_S = 60.0
+HEARTBEAT_S = 1.0
+HEARTBEAT_TIMEOUT_S = 3.0
+
+
+class Connection:
+    """Calls to task servers from a synchronous Dask client's event loop."""
+
+    def __init__(self, client: Any) -> None:
+        if getattr(client, "asynchronous", False):
+            raise ValueError("flowlab needs a synchronous dask.distributed Client (asynchronous=False).")
+        self.client = client
+        self._loop = client.loop.asyncio_loop
+
+    def sync(self, coro: Any) -> Any:
+        """Run `coro` on the client's loop and wait for it (from the user's thread)."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    async def call(self, task: RemoteTask, call: str, message: dict[str, Any], timeout_s: float | None) -> Any:
+        """One call's reply; its failures as TensorFlow errors naming the task."""
+        send = getattr(self.client.rpc(task.address), f"flowlab_{call}")(message=to_wire(message))
+        try:
+            reply = await (asyncio.wait_for(send, timeout_s) if timeout_s else send)
+        except TimeoutError:
+            raise errors.UnavailableError(
+                None, None, f"Task {task.name} at {task.address} did not answer {call} within {timeout_s:g} s "
+                "(the process hangs or is stopped).") from None
+        except OSError as e:  # CommClosedError is an OSError
+            task.lost = True
+            raise errors.UnavailableError(
+                None, None, f"Task {task.name} at {task.address} is unreachable ({type(e).__name__}: {e}); "
+                "the worker died or left the cluster.") from None
+        if not isinstance(reply, dict) or ("reply" not in reply and "error" not in reply):
+            raise errors.UnavailableError(
+                None, None, f"The worker at {task.address} has no flowlab task server (got {reply!r} for {call}).")
+        if reply.get("incarnation") != task.incarnation:
+            task.lost = True
+            raise errors.UnavailableError(
+                None, None, f"Task {task.name} at {task.address} restarted (incarnation {reply.get('incarnation')} "
+                f"is not {task.incarnation}): its variables and queues are gone. Create a new session "
+                "(MonitoredTrainingSession does) and restore the latest checkpoint.")
+        if "error" in reply:
+            raise error_from_message(reply["error"])
+        return from_wire(reply["reply"])
+
+    def call_sync(self, task: RemoteTask, call: str, message: dict[str, Any], timeout_s: float | None) -> Any:
+        return self.sync(self.call(task, call, message, timeout_s))
+
+    def run_tasks(self, tasks: list[RemoteTask], handle: str, step_id: int, feeds: list[Any], timeout_ms: int,
+                  traced: bool) -> list[list[Any]]:
+        return self.sync(self._run_tasks(tasks, handle, step_id, feeds, timeout_ms, traced))
+
+    async def _run_tasks(self, tasks: list[RemoteTask], handle: str, step_id: int, feeds: list[Any],
+                         timeout_ms: int, traced: bool) -> list[list[Any]]:
+        message = {"handle": handle, "step_id": step_id, "feeds": values_to_wire(feeds),
+                   "timeout_ms": timeout_ms, "trace": traced}
+        deadline = timeout_ms / 1000.0 + CONTROL_TIMEOUT_S if timeout_ms > 0 else None
+        futures = [asyncio.ensure_future(self.call(t, "run_step", message, deadline)) for t in tasks]
+        pending = set(futures)
+        failure: BaseException | None = None
+        while pending and failure is None:
+            done, pending = await asyncio.wait(pending, timeout=HEARTBEAT_S, return_when=asyncio.FIRST_EXCEPTION)
+            failure = next((f.exception() for f in done if f.exception() is not None), None)
+            if failure is None and not done:
+                running = [t for t, f in zip(tasks, futures) if f in pending]
+                beats = await asyncio.gather(*(self.call(t, "status", {}, HEARTBEAT_TIMEOUT_S) for t in running),
+                                             return_exceptions=True)
+                failure = next((b for b in beats if isinstance(b, BaseException)), None)
+        if failure is not None:
+            await self._abort(tasks, step_id, f"The step failed on another task: {failure}")
+            # The others end soon (their Recvs and waits were cancelled); a hung one never does.
+            if pending:
+                await asyncio.wait(pending, timeout=CONTROL_TIMEOUT_S)
+            for f in futures:
+                if not f.done():
+                    f.cancel()
+            # Again, now that every task has ended: roll back those that finished anyway.
+            await self._abort(tasks, step_id, "The step failed on another task.")
+            raised: list[BaseException] = [failure]
+            raised += [e for f in futures if not f.cancelled() and (e := f.exception()) is not None]
+            raise next((e for e in raised if not isinstance(e, (errors.CancelledError, errors.AbortedError))),
+                       failure)
+        values = [values_from_wire(f.result()["values"]) for f in futures]
+        if len(tasks) > 1:
+            await asyncio.gather(*(self.call(t, "commit_step", {"step_id": step_id}, CONTROL_TIMEOUT_S)
+                                   for t in tasks))
+        return values
+
+    async def _abort(self, tasks: list[RemoteTask], step_id: int, reason: str) -> None:
+        await asyncio.gather(*(self.call(t, "abort_step", {"step_id": step_id, "reason": reason}, CONTROL_TIMEOUT_S)
+                               for t in tasks if not t.lost), return_exceptions=True)
+
+
+class RemoteTask:
+    """One task of a cluster, reached through `connection` (see the module docstring)."""
+
+    in_process = False
+
+    def __init__(self, connection: Connection, address: str, status: dict[str, Any]) -> None:
+        self.connection = connection
+        self.address = address
+        self.name: str = status["task"]
+        self.incarnation: int = status["incarnation"]
+        self.lost = False  # a call found it dead or restarted
+        self.devices: list[Device] = []
+        for m in status["devices"]:
+            a = DeviceAttributes.from_message(m)
+            d = Device(DeviceSpec.from_string(a.name), incarnation=a.incarnation)
+            d.memory_limit_bytes = a.memory_limit_bytes
+            self.devices.append(d)
+        self._device_of = {d.name: d for d in self.devices}
+        self._messages: dict[str, dict[str, Any]] = {}
+        self._views: dict[str, Registered] = {}
+
+    def __repr__(self) -> str:
+        return f"<RemoteTask {self.name} at {self.address}>"
+
+    # --- the interface, as the master and the Session call it -----------------------
+    def register_partitions(self, message: dict[str, Any]) -> dict[str, Any]:
+        reply = self.connection.call_sync(self, "register_partitions", message, REGISTER_TIMEOUT_S)
+        self._messages[message["handle"]] = message
+        return reply
+
+    def run(self, handle: str, step_id: int, feeds: list[Any], timeout_ms: int = 0, listener: Any = None,
+            traced: bool = False) -> list[Any]:
+        return self.connection.run_tasks([self], handle, step_id, feeds, timeout_ms, traced)[0]
+
+    def run_together(self, tasks: list[RemoteTask], handle: str, step_id: int, feeds: list[Any],
+                     timeout_ms: int, traced: bool) -> list[list[Any]]:
+        """One step on `tasks` (all of this task's connection) at once."""
+        return self.connection.run_tasks(tasks, handle, step_id, feeds, timeout_ms, traced)
+
+    def abort_step(self, message: dict[str, Any]) -> dict[str, Any]:
+        return self.connection.call_sync(self, "abort_step", message, CONTROL_TIMEOUT_S)
+
+    def commit_step(self, message: dict[str, Any]) -> dict[str, Any]:
+        return self.connection.call_sync(self, "commit_step", message, CONTROL_TIMEOUT_S)
+
+    def deregister_partitions(self, message: dict[str, Any]) -> dict[str, Any]:
+        self._messages.pop(message["handle"], None)
+        self._views.pop(message["handle"], None)
+        if self.lost:
+            return {"deregistered": False}
+        try:
+            return self.connection.call_sync(self, "deregister_partitions", message, CONTROL_TIMEOUT_S)
+        except errors.UnavailableError:  # the task is gone, and its registrations with it
+            return {"deregistered": False}
+
+    def status(self, message: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self.connection.call_sync(self, "status", {}, CONTROL_TIMEOUT_S)
+
+    def reset(self, containers: list[str] | None = None) -> dict[str, Any]:
+        return self.connection.call_sync(self, "reset", {"containers": containers}, CONTROL_TIMEOUT_S)
+
+    # --- for the client's views (pictures, RunMetadata, make_callable) ----------------
+    def runner(self, handle: str) -> None:
+        return None  # no in-process fast path: every step is a message
+
+    def compiled(self, handle: str) -> Registered:
+        """The partitions this task was sent, compiled here for inspection only (on
+        device descriptions; nothing of it runs)."""
+        reg = self._views.get(handle)
+        if reg is None:
+            m = self._messages[handle]
+            debug = m.get("debug_info") or {}
+            units = [import_unit(u, self._device_of, debug) for u in m["units"]]
+            plan = compile_units(units, int(m["graph_version"]), int(m["num_fetches"]), list(m.get("pairs") or []),
+                                 m.get("sequence"), with_peers=True)
+            reg = self._views[handle] = Registered(plan, int(m["num_fetches"]), None, None, fast=False)
+        return reg
+
+    def close(self) -> None:
+        """Nothing to release here: the task and its state live on the worker."""

@@ -1,0 +1,249 @@
+"""The task server: one flowlab task per Dask worker, serving the task interface.
+
+`TaskServer` is a Dask `WorkerPlugin` (installed on every worker of a cluster by
+`Client.register_plugin`, and again on a worker that restarts).  On a worker named
+`job/index` (`ps/0`, `worker/1`) it starts a task named `/job:ps/replica:0/task:0`
+that owns that worker's flowlab devices, and adds the task interface's calls to
+the worker's comm handlers as `flowlab_<call>` (`flowlab_run_step`, ...), plus
+`flowlab_reset` (TensorFlow's `Session.reset`: drop the state of containers).  The
+master in the client calls them directly over Dask's connection pools, never
+through the scheduler or Dask tasks.
+
+Threads: the handlers run on the worker's event loop and only wait there.  Steps
+and registrations run on the task's own thread pool (never the loop, never Dask's
+executor, never its offload thread), so a long kernel never delays a heartbeat.
+RecvTensor is asynchronous on the loop: a peer's pull waits on an asyncio future
+that the producing Send resolves; this task's own pulls from peers are coroutines
+on the loop too, not threads.  BLAS threads are limited to the task's threads
+(threadpoolctl), so executor threads x BLAS threads never exceed what the worker
+was given.
+
+State lives on the task, not on a session: variables and queues stay between steps
+and between sessions (and clients) until `flowlab_reset` or the worker ends, as on a
+TensorFlow server.  A restarted worker is a new task with a new incarnation and no
+state; every reply carries the incarnation so a master notices.
+
+Every message is checked (flowlab.distributed.wire) before it is acted on; a bad
+one gets an InvalidArgumentError reply and changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from flowlab import errors
+from flowlab.distributed.wire import check_message, from_wire, to_wire
+from flowlab.kernels.sendrecv_kernels import DEAD
+from flowlab.runtime.interface import error_to_message, values_to_wire
+from flowlab.runtime.task.step import Step
+from flowlab.runtime.task.task import LocalTask
+
+__all__ = ["TaskServer", "ServedTask", "parse_worker_name"]
+
+logger = logging.getLogger("flowlab.distributed")
+
+PLUGIN_NAME = "flowlab-task-server"
+CALLS = ("register_partitions", "run_step", "recv_tensor", "abort_step", "commit_step",
+         "deregister_partitions", "status", "reset")
+
+
+def has_task_server(dask_worker: Any) -> bool:
+    """Whether this worker runs the task server (`Client.run` calls it on workers)."""
+    return PLUGIN_NAME in getattr(dask_worker, "plugins", {})
+
+
+def parse_worker_name(name: Any) -> tuple[str, int] | None:
+    """("ps", 0) for a Dask worker named "ps/0"; None for a name of another form."""
+    if not isinstance(name, str) or name.count("/") != 1:
+        return None
+    job, _, index = name.partition("/")
+    if not job or not index.isdigit():
+        return None
+    return job, int(index)
+
+
+def _cancel(fut: Any) -> None:
+    fut.cancel()
+
+
+class ServedTask(LocalTask):
+    """A LocalTask whose peers are other workers: pulls go over Dask's comm."""
+
+    def __init__(self, job: str, task_index: int, device_count: dict[str, int] | None, inter_op_threads: int,
+                 loop: asyncio.AbstractEventLoop, rpc: Any) -> None:
+        super().__init__(job, task_index, device_count, inter_op_threads)
+        self._loop = loop
+        self._rpc = rpc
+
+    def start_pulls(self, pulls: list[dict[str, Any]], step: Step, timeout_ms: int) -> None:
+        for pull in pulls:
+            fut = asyncio.run_coroutine_threadsafe(self._pull_remote(pull, step, timeout_ms), self._loop)
+            step.get_cancellation().register(functools.partial(_cancel, fut))
+
+    async def _pull_remote(self, pull: dict[str, Any], step: Step, timeout_ms: int) -> None:
+        table = self.rendezvous.find_or_create(step.step_id)
+        address = pull.get("address")
+        try:
+            call = self._rpc(address).flowlab_recv_tensor(
+                message={"step_id": step.step_id, "key": pull["key"], "timeout_ms": timeout_ms})
+            reply = await (asyncio.wait_for(call, timeout_ms / 1000.0) if timeout_ms > 0 else call)
+            if "error" in reply:
+                from flowlab.runtime.interface import error_from_message
+                raise error_from_message(reply["error"])
+            if reply.get("incarnation") != pull.get("incarnation"):
+                raise errors.UnavailableError(
+                    None, None, f"Task {pull['task']} at {address} restarted (a new incarnation): its "
+                    "state is gone; the step cannot take its tensors.")
+            r = reply["reply"]
+            table.send(pull["key"], DEAD if r["is_dead"] else r["value"])
+        except asyncio.CancelledError:
+            return
+        except Exception as e:  # noqa: BLE001 - the step fails with it, naming the peer
+            if isinstance(e, asyncio.TimeoutError):
+                e = errors.DeadlineExceededError(
+                    None, None, f"RecvTensor of '{pull['key']}' from {pull['task']} at {address} timed out "
+                    f"after {timeout_ms} ms.")
+            elif not isinstance(e, errors.OpError):
+                e = errors.UnavailableError(
+                    None, None, f"RecvTensor from {pull['task']} at {address} failed: {type(e).__name__}: {e}")
+            step.get_cancellation().cancel(e)
+
+    def abort_step(self, message: dict[str, Any]) -> dict[str, Any]:
+        out = super().abort_step(message)
+        # A step that never ran here may still have peers' pulls waiting on its table.
+        self.rendezvous.cleanup(int(message["step_id"]), errors.AbortedError(
+            None, None, str(message.get("reason") or "Step aborted.")))
+        return out
+
+    def reset(self, containers: list[str] | None) -> dict[str, Any]:
+        """Drop the state of `containers` (all of it when None) on every device."""
+        for d in self.devices:
+            if containers is None:
+                d.resources.clear()
+            else:
+                for c in containers:
+                    d.resources.clear(c)
+        return {"reset": True}
+
+
+class TaskServer(WorkerPlugin):
+    """The WorkerPlugin (see the module docstring)."""
+
+    name = PLUGIN_NAME
+
+    def __init__(self, device_count: dict[str, int] | None = None, threads_per_task: int = 1,
+                 step_threads: int = 64) -> None:
+        self.device_count = dict(device_count) if device_count else None
+        self.threads_per_task = max(1, int(threads_per_task))
+        self.step_threads = step_threads
+        self.task: ServedTask | None = None
+
+    async def setup(self, worker: Any) -> None:
+        parsed = parse_worker_name(worker.name)
+        if parsed is None:
+            worker.log_event("flowlab", {"action": "skipped", "worker": str(worker.name),
+                                         "why": "its name is not 'job/index'"})
+            return
+        from threadpoolctl import threadpool_limits
+
+        self._limits = threadpool_limits(self.threads_per_task)
+        loop = asyncio.get_running_loop()
+        job, index = parsed
+        self.task = ServedTask(job, index, self.device_count, self.threads_per_task, loop, worker.rpc)
+        # Steps wait (queues, Recvs): a pool wider than the cores, so waiting steps
+        # never starve running ones; BLAS and the op pool bound the compute.
+        self._pool = ThreadPoolExecutor(self.step_threads, f"flowlab-{job}-{index}")
+        self._loop = loop
+        for call in CALLS:
+            worker.handlers[f"flowlab_{call}"] = self._handler(call)
+        worker.log_event("flowlab", {"action": "ready", "worker": worker.name, "task": self.task.name,
+                                     "incarnation": self.task.incarnation, "address": worker.address})
+
+    async def teardown(self, worker: Any) -> None:
+        for call in CALLS:
+            worker.handlers.pop(f"flowlab_{call}", None)
+        if self.task is not None:
+            self.task.close()
+            self._pool.shutdown(wait=False)
+            self._limits.restore_original_limits()
+            self.task = None
+
+    # --- the handlers --------------------------------------------------------------
+    def _handler(self, call: str) -> Any:
+        async def handler(message: Any = None) -> dict[str, Any]:
+            return await self._handle(call, message)
+
+        handler.__name__ = handler.__qualname__ = f"flowlab_{call}"
+        return handler
+
+    async def _handle(self, call: str, message: Any = None) -> dict[str, Any]:
+        task = self.task
+        if task is None:
+            return {"error": error_to_message(errors.UnavailableError(
+                None, None, "The flowlab task server on this worker has stopped.")), "incarnation": None}
+        try:
+            m = check_message(call, from_wire(message if message is not None else {}))
+            reply = await getattr(self, f"_{call}")(task, m)
+            return {"reply": to_wire(reply), "incarnation": task.incarnation}
+        except Exception as e:  # noqa: BLE001 - every failure is a reply, never a crash
+            if not isinstance(e, errors.OpError):
+                logger.exception("flowlab task server: %s failed", call)
+                e = errors.InternalError(None, None, f"{call} failed on {task.name}: {type(e).__name__}: {e}")
+            return {"error": error_to_message(e), "incarnation": task.incarnation}
+
+    def _in_pool(self, fn: Any, *args: Any) -> Any:
+        return self._loop.run_in_executor(self._pool, functools.partial(fn, *args))
+
+    async def _register_partitions(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
+        return await self._in_pool(task.register_partitions, m)
+
+    async def _run_step(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
+        from flowlab.runtime.interface import values_from_wire
+
+        values = await self._in_pool(task.run, m["handle"], int(m["step_id"]), values_from_wire(m["feeds"]),
+                                     int(m.get("timeout_ms") or 0), None, bool(m.get("trace")))
+        return {"values": values_to_wire(values)}
+
+    async def _recv_tensor(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
+        step_id, key = int(m["step_id"]), str(m["key"])
+        loop = self._loop
+        fut: asyncio.Future[Any] = loop.create_future()
+
+        def arrived(value: Any, error: BaseException | None) -> None:
+            def settle() -> None:
+                if not fut.done():
+                    fut.set_exception(error) if error is not None else fut.set_result(value)
+            loop.call_soon_threadsafe(settle)
+
+        task.rendezvous.find_or_create(step_id).recv(key, arrived)
+        timeout = int(m.get("timeout_ms") or 0)
+        try:
+            value = await (asyncio.wait_for(fut, timeout / 1000.0) if timeout > 0 else fut)
+        except TimeoutError:
+            raise errors.DeadlineExceededError(
+                None, None, f"RecvTensor of '{key}' on {task.name} timed out after {timeout} ms.") from None
+        task._pulled(step_id, key)
+        dead = value is DEAD
+        return {"value": None if dead else value, "is_dead": dead}
+
+    async def _abort_step(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
+        return task.abort_step(m)
+
+    async def _commit_step(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
+        return task.commit_step(m)
+
+    async def _deregister_partitions(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
+        return task.deregister_partitions(m)
+
+    async def _status(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
+        return task.status(m)
+
+    async def _reset(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
+        containers = m.get("containers")
+        return task.reset(None if containers is None else [str(c) for c in containers])

@@ -1,0 +1,81 @@
+"""Task-interface messages on Dask's comm: what is wrapped, what is checked.
+
+Messages of the task interface (flowlab.runtime.interface) are plain data.  On the
+wire, Dask writes the structure with msgpack and each NumPy array as its own frames
+(`to_serialize`: a contiguous array travels as a memoryview, not copied into the
+message).  A NumPy scalar becomes the Python number of its kind; values of a step
+keep their exact type through `values_to_wire` (0-d arrays).
+
+A task server checks every message it receives before it acts on it
+(`check_message`): the fields it needs, with their types; anything else is refused
+with InvalidArgumentError and changes nothing.  Nothing is unpickled that a peer
+chose: only arrays travel outside msgpack, through Dask's own serializers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flowlab import errors
+from flowlab.runtime.interface import as_lists, check_plain
+
+__all__ = ["FIELDS", "check_message", "from_wire", "to_wire"]
+
+
+def to_wire(message: Any) -> Any:
+    """`message` ready for Dask's comm: arrays wrapped to travel as frames."""
+    from distributed.protocol import to_serialize
+
+    def wrap(m: Any) -> Any:
+        if type(m) is np.ndarray:
+            return to_serialize(m)
+        if isinstance(m, np.generic):
+            return m.item()
+        if isinstance(m, dict):
+            return {k: wrap(v) for k, v in m.items()}
+        if isinstance(m, (list, tuple)):
+            return [wrap(v) for v in m]
+        return m
+
+    return wrap(message)
+
+
+def from_wire(message: Any) -> Any:
+    """What a handler received, as the interface's plain data (tuples as lists)."""
+    return as_lists(message)
+
+
+# The fields each call needs, with the types they must have (a tuple: any of them).
+FIELDS: dict[str, dict[str, Any]] = {
+    "register_partitions": {"handle": str, "graph_version": int, "units": list, "num_fetches": int},
+    "run_step": {"handle": str, "step_id": int, "feeds": list},
+    "recv_tensor": {"step_id": int, "key": str},
+    "abort_step": {"step_id": int},
+    "commit_step": {"step_id": int},
+    "deregister_partitions": {"handle": str},
+    "status": {},
+    "reset": {},
+}
+
+
+def check_message(call: str, message: Any) -> dict[str, Any]:
+    """The message of `call` if it is well formed, else InvalidArgumentError naming
+    what is wrong (the server replies with it and does nothing)."""
+    if not isinstance(message, dict):
+        raise errors.InvalidArgumentError(
+            None, None, f"flowlab task server: {call} expects a message dict, got {type(message).__name__}.")
+    for name, typ in FIELDS[call].items():
+        if name not in message:
+            raise errors.InvalidArgumentError(None, None, f"flowlab task server: {call} needs field '{name}'.")
+        v = message[name]
+        if not isinstance(v, typ) or (typ is int and isinstance(v, bool)):
+            raise errors.InvalidArgumentError(
+                None, None, f"flowlab task server: field '{name}' of {call} must be {typ.__name__}, "
+                f"got {type(v).__name__}.")
+    try:
+        check_plain(message, call)
+    except TypeError as e:
+        raise errors.InvalidArgumentError(None, None, f"flowlab task server: {e}") from None
+    return message
