@@ -95,13 +95,14 @@ def constant(
     value: Any,
     dtype: Any = None,
     shape: Any = None,
-    name: str = "Const",
+    name: str | None = "Const",
     verify_shape: bool = False,
 ) -> Tensor:
     """A constant tensor (`tf.constant`), with TensorFlow 1.x's shape semantics: a
     scalar fills `shape`; too few values repeat the last one; too many is an error."""
     dt = None if dtype is None else dtypes.as_dtype(dtype)
     arr = to_numpy(value, dt)
+    name = "Const" if name is None else name  # TensorFlow names it Const too
     if shape is not None:
         shape = tuple(int(d) for d in (TensorShape(shape).as_list()))
         n = int(np.prod(shape, dtype=np.int64))

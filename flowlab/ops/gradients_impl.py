@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import enum
 import importlib
 import pathlib
 from typing import Any
@@ -69,8 +70,9 @@ class AggregationMethod:
     EXPERIMENTAL_ACCUMULATE_N = 2
 
 
-class UnconnectedGradients:
-    """What `gradients` returns for an x that no y depends on."""
+class UnconnectedGradients(enum.Enum):
+    """What `gradients` returns for an x that no y depends on (TensorFlow's enum:
+    `gradients` takes a member or its value, "none" or "zero")."""
 
     NONE = "none"
     ZERO = "zero"
@@ -287,7 +289,7 @@ def gradients(
     gate_gradients: bool = False,
     aggregation_method: Any = None,
     stop_gradients: Any = None,
-    unconnected_gradients: str = UnconnectedGradients.NONE,
+    unconnected_gradients: Any = UnconnectedGradients.NONE,
 ) -> list[Any]:
     """Symbolic partial derivatives of `sum(ys)` with respect to each of `xs`.
 
@@ -301,8 +303,11 @@ def gradients(
     `stop_gradients` treats those tensors as constants.
     """
     _load_gradient_modules()
-    if unconnected_gradients not in (UnconnectedGradients.NONE, UnconnectedGradients.ZERO):
-        raise ValueError(f"Unknown value for unconnected_gradients: {unconnected_gradients!r}")
+    try:
+        unconnected_gradients = UnconnectedGradients(unconnected_gradients)
+    except ValueError:
+        raise ValueError(
+            f"Unknown value for unconnected_gradients: '{unconnected_gradients}'") from None
     ys = [_to_tensor_or_slices(y, "y") for y in _as_list(ys)]
     xs_in = _as_list(xs)
     xs = [_to_tensor_or_slices(x, "x", as_ref=True) for x in xs_in]
