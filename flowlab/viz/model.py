@@ -20,6 +20,7 @@ from Enter/Exit (`frame_name` attr) as TensorFlow's executor assigns frames.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,22 @@ _ENTER = {"Enter", "RefEnter"}
 _EXIT = {"Exit", "RefExit"}
 SEND_TYPES = {"_Send", "_HostSend", "Send"}
 RECV_TYPES = {"_Recv", "_HostRecv", "Recv"}
+CLIENT_TYPES = {"_Arg", "_Retval"}
+# Names the runtime makes up for the nodes it adds (Send/Recv `a/_3`, a control edge's
+# dummy `NoOp_2/_38`, a replicated constant `c/replicate/_1`): not scopes of the user's.
+_GENERATED = re.compile(r"(?:/replicate)?(?:/_\d+)+$")
+
+
+def base_name(name: str) -> str:
+    """The op a runtime-made node belongs to: `layer1/Relu/_0` -> `layer1/Relu`,
+    `lr/replicate/_1` -> `lr`; other names are their own base."""
+    base = _GENERATED.sub("", name)
+    return base or name
+
+
+def is_generated(name: str) -> bool:
+    """Whether `name` is one the runtime made up (see `base_name`)."""
+    return base_name(name) != name
 
 
 @dataclass
@@ -47,6 +64,7 @@ class PNode:
     state: str | None = None  # stepper: done, ready, dead, next, stopped, error
     note: str = ""  # an extra label line (a duration, a reason)
     tooltip: str = ""
+    client: bool = False  # a feed/fetch through the client device, shown only (never run)
 
 
 @dataclass
@@ -263,11 +281,16 @@ def from_partitions(parts: Any, title: str = "partitioned") -> Picture:
         for gd in parts:
             devs = [nd.get("device") for nd in gd["node"] if nd.get("device")]
             items.append((str(devs[0]) if devs else f"partition {len(items)}", gd))
+    # TensorFlow's call frame: feeds and fetches cross from and to the client device in
+    # pairs that the GraphDefs show and nothing runs (`Partitions.client_pairs`).
+    client = {name for p in getattr(parts, "client_pairs", None) or ()
+              for name in (getattr(p, "send_op", None), getattr(p, "recv_op", None)) if name}
     nodes: list[PNode] = []
     for device, gd in items:
         for nd in gd["node"]:
             n = _node_from_dict(nd, partition=device)
             n.device = n.device or device
+            n.client = n.name in client or n.op in CLIENT_TYPES
             nodes.append(n)
     return Picture(nodes, title=title, partitioned=True, placed=True)
 

@@ -66,17 +66,21 @@ class Passes:
         return "\n".join(lines) + ">"
 
     def _repr_html_(self) -> str | None:
+        """The stages side by side, each fitted and zoomable (`viz.show.zoomable_html`):
+        a stage takes its natural width when the row has room for it, and shrinks to
+        the output's width when it is wider."""
         from flowlab.viz import svg
+        from flowlab.viz.show import natural_size, zoomable_html
 
         cells = []
         for (name, _), dot in zip(self.stages, self.pictures()):
             s = svg(dot)
             if s is None:
                 return None  # no dot binary: the text repr is shown
-            s = s[s.find("<svg"):]  # drop the XML prolog and doctype
+            width, _ = natural_size(s)
             cells.append(
-                '<div style="flex:0 0 auto;margin:0 12px 12px 0;">'
-                f"<div style=\"font-weight:bold;font-family:sans-serif\">{html.escape(name)}</div>{s}</div>"
+                f'<div style="flex:0 1 {width:.0f}px;min-width:0;max-width:100%;margin:0 12px 12px 0;">'
+                f"{zoomable_html(s, title=name)}</div>"
             )
         for name, why in self.missing.items():
             cells.append(
@@ -84,6 +88,20 @@ class Passes:
                 f"<b>{html.escape(name)}</b><br>{html.escape(why)}</div>"
             )
         return '<div style="display:flex;flex-wrap:wrap;align-items:flex-start;">' + "".join(cells) + "</div>"
+
+    def select(self, *names: str) -> Passes:
+        """The same step with only the stages named (in the order given), e.g.
+        `passes.select("pruned", "optimized")` when the full graph is shown elsewhere.
+
+        Raises:
+          KeyError: a name is not one of `names()`.
+        """
+        by_name = dict(self.stages)
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            raise KeyError(f"no stage {unknown[0]!r}; stages: {', '.join(self.names())}")
+        return Passes([(n, by_name[n]) for n in names],
+                      {k: v for k, v in self.missing.items() if k in names}, **self._draw)
 
 
 def passes(sess: Any, fetches: Any, feed_dict: Any = None, **draw: Any) -> Passes:

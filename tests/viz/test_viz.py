@@ -111,14 +111,16 @@ def test_partitions_draw_send_recv_pairs_with_bytes_from_a_trace():
     parts = sess.partitions(z, {x: None})
     src = viz.graph(parts).source
     assert src.count("partition CPU:") == 2
-    pairs = [ln for ln in src.splitlines() if "->" in ln and "edge_0_layer1/Relu" in ln]
+    # The pair's edge is labelled with the tensor it carries, not the rendezvous name.
+    pairs = [ln for ln in src.splitlines() if "->" in ln and 'label="layer1/Relu:0' in ln]
+    assert "edge_0_layer1/Relu" not in src.replace("tensor_name", "")
     assert len(pairs) == 1 and "style=bold" in pairs[0] and " B" not in pairs[0]
     md = fl.RunMetadata()
     sess.run(z, {x: np.ones((5, 3), np.float32)},
              options=fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE), run_metadata=md)
     trace = Trace.from_run_metadata(md)
     traced = viz.graph(parts, trace=trace).source
-    pair = [ln for ln in traced.splitlines() if "->" in ln and "edge_0_layer1/Relu" in ln][0]
+    pair = [ln for ln in traced.splitlines() if "->" in ln and 'label="layer1/Relu:0' in ln][0]
     assert "\\n80 B" in pair  # 5x4 float32
     # A trace draws by itself too: the ops it recorded, per device, with run times.
     own = viz.graph(trace).source
@@ -282,7 +284,7 @@ def test_show_picks_the_widget_when_the_extension_is_there(monkeypatch):
     fake.available = lambda: False
     if viz.dot_available():
         fl.show(_two_layer_graph()[0])
-        assert type(shown[-1]).__name__ == "SVG"
+        assert type(shown[-1]).__name__ == "HTML" and "flowlab-picture" in shown[-1].data
 
 
 def test_enters_without_frame_names_share_their_scope():
@@ -365,3 +367,120 @@ def test_a_placement_draws_from_its_own_graph_not_the_default_one() -> None:
     source = viz.graph(placement).source  # the default graph does not hold `y`
     assert 'label="y\\nAddV2"' in source
     assert 'tooltip="y (AddV2)\\n/job:localhost/replica:0/task:0/device:CPU:1\\nrequested' in source
+
+
+# --- fitted, zoomable pictures; bundled edges; runtime-made names (issue 20, item 0) ---
+def test_fitted_svg_scales_to_the_width_and_not_past_its_natural_size():
+    from flowlab.viz.show import fitted_svg, natural_size
+
+    svg = ('<?xml version="1.0"?>\n<!-- dot -->\n<svg width="2070pt" height="1265pt"\n'
+           ' viewBox="0.00 0.00 2070.00 1265.25" xmlns="http://www.w3.org/2000/svg"><g/></svg>')
+    assert natural_size(svg) == (2760.0, pytest.approx(1686.67, abs=0.01))
+    fitted = fitted_svg(svg)
+    tag = fitted[: fitted.index(">") + 1]
+    assert fitted.startswith("<svg ") and "<?xml" not in fitted and fitted.endswith("<g/></svg>")
+    assert 'width="100%"' in tag and "height=" not in tag.replace("height:auto", "")
+    assert 'viewBox="0.00 0.00 2070.00 1265.25"' in tag
+    assert 'style="max-width:2760px;height:auto;display:block"' in tag
+    with pytest.raises(ValueError, match="viewBox"):
+        fitted_svg('<svg width="10pt" height="10pt"></svg>')
+    with pytest.raises(ValueError, match="absolute width"):
+        fitted_svg('<svg width="100%" viewBox="0 0 1 1"></svg>')
+
+
+@needs_dot
+def test_a_drawing_displays_fitted_and_zoomable():
+    g, *_ = _two_layer_graph()
+    d = viz.graph(g)
+    assert isinstance(d, viz.dot.Drawing)
+    bundle = d._repr_mimebundle_()
+    html = bundle["text/html"]
+    assert html.startswith('<div class="flowlab-picture" data-width="')
+    assert 'style="max-width:100%;overflow:auto"' in html  # a zoomed picture scrolls in its box
+    assert '<svg width="100%"' in html and "viewBox=" in html
+    assert [b for b in ("fit", "+", "1:1") if f">{b}</button>" in html] == ["fit", "+", "1:1"]
+    assert bundle["image/svg+xml"].lstrip().startswith("<?xml")  # dot's own, for other front ends
+    assert list(d._repr_mimebundle_(include=["image/svg+xml"])) == ["image/svg+xml"]
+    width = float(re.search(r'data-width="(\d+)"', html).group(1))
+    assert f"max-width:{width:.0f}px" in html
+
+
+@needs_dot
+def test_passes_fit_each_stage_and_select_some():
+    g, x, w, z, _ = _two_layer_graph()
+    sess = fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": 2}))
+    p = viz.passes(sess, z, {x: None})
+    html = p._repr_html_()
+    assert html.count('class="flowlab-picture"') == len(p) and html.count('<svg width="100%"') == len(p)
+    assert re.search(r'flex:0 1 \d+px;min-width:0;max-width:100%', html)
+    two = p.select("pruned", "optimized") if "optimized" in p.names() else p.select("pruned", "placed")
+    assert len(two) == 2 and two.names()[0] == "pruned"
+    with pytest.raises(KeyError, match="stages: full graph"):
+        p.select("nope")
+    sess.close()
+
+
+def test_parallel_edges_of_a_collapsed_scope_are_one_edge_with_a_count():
+    g = fl.Graph()
+    with g.as_default():
+        with fl.name_scope("big"):
+            xs = [fl.constant(float(i), name=f"c{i}") for i in range(45)]
+        fl.add_n(xs, name="total")
+    src = viz.graph(g).source
+    edges = [ln for ln in src.splitlines() if " -> " in ln]
+    assert len(edges) == 1 and "label=×45" in edges[0].replace('"', "")
+    assert "45 edges drawn as one" in edges[0]
+    opened = viz.graph(g, expand=["big"]).source
+    assert sum(" -> " in ln for ln in opened.splitlines()) == 45 and "×" not in opened
+
+
+def _pair(name, src, send_dev, recv_dev, tensor):
+    attrs = {"tensor_name": {"s": tensor}, "send_device": {"s": send_dev}, "recv_device": {"s": recv_dev}}
+    return ({"name": f"{name}/_0", "op": "_Send", "input": [src], "device": send_dev, "attr": attrs},
+            {"name": f"{name}/_1", "op": "_Recv", "device": recv_dev, "attr": attrs})
+
+
+def test_send_recv_pairs_inside_a_collapsed_scope_are_counted_not_drawn_as_loops():
+    a, b = "/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:1"
+    nodes = [{"name": f"g/op{i}", "op": "Neg", "device": a} for i in range(40)]
+    for i in range(3):
+        s, r = _pair(f"g/op{i}", f"g/op{i}", a, b, f"edge_{i}_g/op{i}")
+        nodes += [s, r]
+    nodes.append({"name": "out", "op": "AddN", "device": b, "input": [f"g/op{i}/_1" for i in range(3)]})
+    s2, r2 = _pair("out", "out", b, a, "edge_9_out")
+    nodes += [s2, r2, {"name": "sink", "op": "Identity", "device": a, "input": ["out/_1"]}]
+    pic = model.from_graph_def({"node": nodes})
+    pic.placed = True
+    src = viz.graph(pic).source
+    red = [ln for ln in src.splitlines() if " -> " in ln and "style=bold" in ln]
+    assert len(red) == 1 and 'label="out:0"' in red[0]  # the pair out -> sink; none loops on g/
+    assert not re.search(r"\b(c\d+) -> \1\b", src)
+    assert "3 Send/Recv pairs inside" in src and "label=×3" in src.replace('"', "")
+
+
+def test_runtime_made_names_do_not_label_the_partition_picture():
+    assert model.base_name("layer1/Relu/_0") == "layer1/Relu"
+    assert model.base_name("GradientDescent/learning_rate/replicate/_1") == "GradientDescent/learning_rate"
+    assert model.base_name("GradientDescent/NoOp_2/_38") == "GradientDescent/NoOp_2"
+    assert model.base_name("layer_1") == "layer_1" and not model.is_generated("a/b_2")
+    g, x, w, z, _ = _two_layer_graph()
+    sess = fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": 2}))
+    parts = sess.partitions(z, {x: None})
+    labels = _labels(viz.graph(parts))
+    assert not [lb for lb in labels if re.search(r"(^|/)_\d+|replicate|edge_\d", lb)], labels
+    assert "send Relu\\nto CPU:1" in labels and "recv Relu\\nfrom CPU:0" in labels
+    sess.close()
+
+
+def test_pairs_through_the_client_are_grey_and_the_red_edges_are_the_pairs_run():
+    g, x, w, z, _ = _two_layer_graph()
+    sess = fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": 2}))
+    parts = sess.partitions(z, {x: np.ones((1, 3), np.float32)})
+    assert parts.client_pairs  # z is fetched from CPU:1 through the client device CPU:0
+    src = viz.graph(parts).source
+    red = [ln for ln in src.splitlines() if " -> " in ln and viz.dot.TRANSFER_COLOR in ln]
+    grey = [ln for ln in src.splitlines() if " -> " in ln and "style=dashed" in ln
+            and viz.dot.CLIENT_COLOR in ln and "fetch" in ln]
+    assert len(red) == len(parts.pairs) and len(grey) == len(parts.client_pairs)
+    assert 'label="fetch layer2/sum:0"' in grey[0]
+    sess.close()
