@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowlab.profiler.summary import Summary, Table, summarize
-from flowlab.profiler.trace import Trace
+from flowlab.profiler.trace import Trace, plural
 from flowlab.runtime.client.step_stats import StepStatsCollector, session_resolver
 from flowlab.runtime.task.events import chain_listeners
 
@@ -77,7 +77,7 @@ class Profile:
         return s
 
     def __repr__(self) -> str:
-        return f"<Profile of {len(self.collector.step_ids())} step(s)>\n{self.summary()!r}"
+        return f"<Profile of {plural(len(self.collector.step_ids()), 'step')}>\n{self.summary()!r}"
 
     def _repr_html_(self) -> str:
         return self.summary()._repr_html_()

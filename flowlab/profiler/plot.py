@@ -5,17 +5,42 @@ thread inside it; each op is a bar colored by op type (the same type always gets
 the same color within a figure), waiting ops (`_Recv`, queue waits) are thin and
 pale, dead ops are hatched ticks, and each Send->Recv pair is an arrow from
 the Send to the end of its Recv.  Below, optionally, each device's memory in use.
-The figure is built without pyplot (no global state, any backend); it displays in a
-notebook like any Figure.
+The figure is built without pyplot (no global state, any backend).  A Figure made
+that way is drawn by a notebook only when pyplot's inline backend happens to be set up
+(`<Figure size 1100x380 with 2 Axes>` otherwise), so the figure `plot_trace` makes is a
+`GanttFigure`: it draws itself as PNG as a cell's value, whatever the backend.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from flowlab.profiler.trace import Trace
+from flowlab.profiler.trace import Trace, plural
 
 __all__ = ["plot_trace"]
+
+
+@functools.cache
+def _figure_class() -> type:
+    """The `GanttFigure` class (made on first use: matplotlib is imported only when a
+    figure is wanted)."""
+    from matplotlib.figure import Figure
+
+    class GanttFigure(Figure):
+        """A matplotlib Figure that displays itself in a notebook (`_repr_png_`)."""
+
+        def _print(self, fmt: str) -> bytes:
+            import io
+
+            buf = io.BytesIO()
+            self.savefig(buf, format=fmt, dpi=100, bbox_inches="tight")
+            return buf.getvalue()
+
+        def _repr_png_(self) -> bytes:
+            return self._print("png")
+
+    return GanttFigure
 
 
 def _colors(trace: Trace, cmap: Any) -> dict[str, Any]:
@@ -27,7 +52,8 @@ def _colors(trace: Trace, cmap: Any) -> dict[str, Any]:
 
 def plot_trace(trace: Trace, ax: Any = None, memory: bool = True, legend: int = 12,
                figsize: tuple[float, float] | None = None) -> Any:
-    """Draw `trace`; returns the matplotlib Figure.
+    """Draw `trace`; returns the matplotlib Figure (a `GanttFigure`, which shows
+    itself as a cell's value: write `trace.plot()`, or `display(trace.plot())`).
 
     Args:
       ax: an Axes to draw the Gantt chart into (then no memory panel is added).
@@ -36,7 +62,6 @@ def plot_trace(trace: Trace, ax: Any = None, memory: bool = True, legend: int = 
       figsize: size of a new figure (inches).
     """
     from matplotlib import colormaps
-    from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
     cmap = colormaps["tab20"]
@@ -46,8 +71,8 @@ def plot_trace(trace: Trace, ax: Any = None, memory: bool = True, legend: int = 
     lanes: list[tuple[str, int]] = [(d, th) for d in trace.devices for th in trace.threads(d)]
     want_memory = memory and ax is None and any(trace.memory.values())
     if ax is None:
-        h = figsize or (11.0, 1.2 + 0.5 * max(1, len(lanes)) + (1.6 if want_memory else 0.0))
-        fig = Figure(figsize=h, layout="constrained")
+        h = figsize or (9.5, 1.2 + 0.5 * max(1, len(lanes)) + (1.6 if want_memory else 0.0))
+        fig = _figure_class()(figsize=h, layout="constrained")
         if want_memory:
             ax, max_ = fig.subplots(2, 1, sharex=True,
                                     gridspec_kw={"height_ratios": [max(2, len(lanes)), 1.5]})
@@ -88,8 +113,8 @@ def plot_trace(trace: Trace, ax: Any = None, memory: bool = True, legend: int = 
     ax.set_yticks(range(len(lanes)), labels)
     ax.set_ylim(len(lanes) - 0.5, -0.5)
     ax.set_xlim(0, max(trace.duration_us, 1.0) * 1.01)
-    ax.set_title(f"{len(trace.steps)} step(s), {len(trace.ops)} ops, "
-                 f"{len(trace.transfers)} transfers ({trace.bytes_moved:,} B)")
+    ax.set_title(f"{plural(len(trace.steps), 'step')}, {plural(len(trace.ops), 'op')}, "
+                 f"{plural(len(trace.transfers), 'transfer')} ({trace.bytes_moved:,} B)")
     kinds = sorted(time_by_type, key=lambda k: -time_by_type[k])[:legend]
     handles = [Patch(facecolor=color[k], edgecolor="black", label=k) for k in kinds]
     if trace.transfers:

@@ -14,6 +14,13 @@ Definitions (what the numbers mean):
   an op's time on the path runs from its predecessor's end (or its own start, if
   later) to its end.
 
+Notes (`Summary.notes`, shown above the tables): what a learner should know before
+trusting the numbers -- an op that took most of a step although it is small (its time
+is more than half the step's span and over 20 times the median op's, and its outputs
+are under 64 KiB: the usual cause is the machine, not the op), and a machine that was
+busy when the trace was read (1-minute load average above the CPUs this process may
+use, `Trace.machine_load`).  Both say what to do: trace several steps and read medians.
+
 `Table` is a small column table with a fixed-width text repr and an HTML repr that
 escapes every cell (op names are user text, never markup).
 """
@@ -26,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flowlab.profiler.trace import OpRecord, Trace, busy_us
+from flowlab.profiler.trace import plural as _n
 
 __all__ = ["Summary", "Table", "critical_path", "summarize"]
 
@@ -83,11 +91,13 @@ class Table:
 
 
 class Summary:
-    """The tables of a trace: `top_ops`, `devices`, `transfers`, `critical_path`."""
+    """The tables of a trace: `top_ops`, `devices`, `transfers`, `critical_path`; and
+    `notes`, the warnings to read first (see the module docstring)."""
 
-    def __init__(self, header: str, tables: dict[str, Table]) -> None:
+    def __init__(self, header: str, tables: dict[str, Table], notes: Sequence[str] = ()) -> None:
         self.header = header
         self.tables = tables
+        self.notes = list(notes)
 
     def __getattr__(self, name: str) -> Table:
         tables = self.__dict__.get("tables", {})
@@ -96,10 +106,16 @@ class Summary:
         raise AttributeError(name)
 
     def __repr__(self) -> str:
-        return "\n\n".join([self.header] + [repr(t) for t in self.tables.values()])
+        notes = "\n".join(f"Note: {n}" for n in self.notes)
+        return "\n\n".join([self.header] + ([notes] if notes else [])
+                           + [repr(t) for t in self.tables.values()])
 
     def _repr_html_(self) -> str:
-        return (f"<div><p>{html.escape(self.header)}</p>"
+        notes = "".join(
+            '<p style="background:#fff3cd;border-left:4px solid #e0a800;padding:4px 8px">'
+            f"<b>Note:</b> {html.escape(n)}</p>" for n in self.notes
+        )
+        return (f"<div><p>{html.escape(self.header)}</p>{notes}"
                 + "".join(t._repr_html_() for t in self.tables.values()) + "</div>")
 
 
@@ -130,7 +146,7 @@ def device_utilization(trace: Trace) -> Table:
             busy[d] += busy_us(mine)
             counts[d] += len(mine)
     rows = [
-        [d, counts[d], busy[d], busy[d] / span if span > 0 else 0.0, trace.peak_memory(d)]
+        [_short(d), counts[d], busy[d], busy[d] / span if span > 0 else 0.0, trace.peak_memory(d)]
         for d in busy
     ]
     return Table("Devices", ["device", "ops", "busy_us", "busy_fraction", "peak_bytes"], rows)
@@ -213,7 +229,7 @@ def critical_path_table(trace: Trace, step_id: int | None = None) -> Table:
         prev_end = r.end_us
     total = (path[-1].end_us - path[0].start_us) if path else 0.0
     in_ops = sum(row[5] for row in rows)
-    title = (f"Critical path of step {path[-1].step_id if path else '-'}: {len(path)} ops, "
+    title = (f"Critical path of step {path[-1].step_id if path else '-'}: {_n(len(path), 'op')}, "
              f"{total:,.1f} us from its first op's start ({in_ops:,.1f} us in the ops, the "
              "rest between them)")
     return Table(title, ["op", "type", "device", "start_us", "duration_us", "on_path_us"], rows)
@@ -225,16 +241,58 @@ def summarize(trace: Trace, top: int = 10) -> Summary:
     steps = list(groups)
     spans = [max(r.end_us for r in g) - min(r.start_us for r in g) for g in groups.values()]
     median_step = steps[spans.index(sorted(spans)[(len(spans) - 1) // 2])] if steps else None
-    header = (f"{len(steps)} step(s), median {statistics.median(spans) if spans else 0.0:,.1f} us; "
-              f"{len(trace.ops)} op executions on {len(trace.devices)} device(s); "
-              f"{len(trace.transfers)} transfers moving {trace.bytes_moved:,} bytes; "
-              f"{len(trace.dead_ops)} dead ops; {len(trace.queue_waits)} queue waits")
+    header = (f"{_n(len(steps), 'step')}, median {statistics.median(spans) if spans else 0.0:,.1f} us; "
+              f"{_n(len(trace.ops), 'op execution')} on {_n(len(trace.devices), 'device')}; "
+              f"{_n(len(trace.transfers), 'transfer')} moving {_n(trace.bytes_moved, 'byte')}; "
+              f"{_n(len(trace.dead_ops), 'dead op')}; {_n(len(trace.queue_waits), 'queue wait')}")
     return Summary(header, {
         "top_ops": top_ops(trace, top),
         "devices": device_utilization(trace),
         "transfers": transfer_table(trace),
         "critical_path": critical_path_table(trace, median_step),
-    })
+    }, notes(trace))
+
+
+# An op is "small" below this many output bytes, and "dominates" a step when it takes
+# more than DOMINATES of its span and over SLOWER times the median op.
+SMALL_OUTPUT_BYTES = 64 * 1024
+DOMINATES = 0.5
+SLOWER = 20.0
+
+
+def notes(trace: Trace) -> list[str]:
+    """The warnings of a trace's summary (see the module docstring)."""
+    out: list[str] = []
+    waits = {id(r) for r in trace.queue_waits}
+    for sid, ops in _by_step(trace).items():
+        compute = [r for r in ops if _is_compute(r, waits)]
+        if len(compute) < 3:
+            continue
+        span = max(r.end_us for r in ops) - min(r.start_us for r in ops)
+        median = statistics.median(r.duration_us for r in compute)
+        worst = max(compute, key=lambda r: r.duration_us)
+        if (span > 0 and worst.duration_us > DOMINATES * span
+                and worst.duration_us > SLOWER * max(median, 1.0) and worst.bytes < SMALL_OUTPUT_BYTES):
+            out.append(
+                f"in step {sid}, {worst.op_type} '{worst.name}' took {_ms(worst.duration_us)} of the "
+                f"step's {_ms(span)}, {worst.duration_us / max(median, 1.0):,.0f} times the median op, "
+                f"for {_n(worst.bytes, 'byte')} of output. An op that small is rarely that slow: the "
+                "machine was probably busy (another process, or a first run). Trace a few steps "
+                "(`with fl.profile(sess) as prof:`) and read the medians."
+            )
+            break  # one such note says it; the tables show the rest
+    load = getattr(trace, "machine_load", None)
+    if load is not None and load[0] > load[1]:
+        out.append(
+            f"the machine was busy when this trace was read: load average {load[0]:.1f} on "
+            f"{_n(load[1], 'CPU')}, so op times include waiting for a CPU. Compare runs "
+            "made on a quiet machine, or trace several steps and read the medians."
+        )
+    return out
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:.1f} ms" if us >= 1000 else f"{us:,.0f} us"
 
 
 def _short(device: str) -> str:

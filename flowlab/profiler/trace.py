@@ -26,6 +26,7 @@ merge by concatenation.  Exports and analyses live in `chrome`, `plot`, `summary
 from __future__ import annotations
 
 import bisect
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -143,6 +144,9 @@ class Trace:
         self.queue_waits: list[OpRecord] = [r for r in self.ops if _is_queue_wait(r.op_type)]
         self._memory: dict[str, list[MemorySample]] | None = None
         self._threads: dict[str, list[int]] | None = None
+        # How busy the machine was when the trace was read (1-minute load average, CPUs):
+        # a busy machine stretches op times, and the summary says so.
+        self.machine_load: tuple[float, int] | None = machine_load()
 
     # --- building -----------------------------------------------------------------
     @classmethod
@@ -292,13 +296,32 @@ class Trace:
 
     def __repr__(self) -> str:
         return (
-            f"<Trace {len(self.steps)} step(s), {len(self.ops)} op executions on "
-            f"{len(self.devices)} device(s), {len(self.transfers)} transfer(s), "
+            f"<Trace {plural(len(self.steps), 'step')}, {plural(len(self.ops), 'op execution')} on "
+            f"{plural(len(self.devices), 'device')}, {plural(len(self.transfers), 'transfer')}, "
             f"{self.duration_us:.0f} us>"
         )
 
     def __len__(self) -> int:
         return len(self.ops)
+
+
+def plural(k: int, noun: str) -> str:
+    """`1 transfer`, `3 transfers`, `1,024 bytes`: a count and its noun, agreed."""
+    return f"{k:,} {noun}{'' if k == 1 else 's'}"
+
+
+def machine_load() -> tuple[float, int] | None:
+    """(1-minute load average, CPUs this process may use), or None where the OS does not
+    say (Windows)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cpus = os.cpu_count() or 1
+    return float(load), int(cpus)
 
 
 def _parse_label(label: str) -> tuple[str, tuple[str, ...]]:

@@ -114,7 +114,7 @@ def test_summary_tables_and_repr():
     tr = Trace.from_step_stats(_two_device_stats())
     s = tr.summary()
     devs = s.devices.to_records()
-    assert [d["device"] for d in devs] == [CPU0, CPU1]
+    assert [d["device"] for d in devs] == ["CPU:0", "CPU:1"]  # as the other tables name them
     # Span 100..136 = 36 us; CPU:0 busy 100-110, 112-120 = 18 us; CPU:1's Recv is a wait,
     # so only b (10 us) and the 0-length dead op... which is left out.
     assert devs[0]["busy_us"] == pytest.approx(18.0)
@@ -127,6 +127,69 @@ def test_summary_tables_and_repr():
     text = repr(s)
     assert "Top ops by total time" in text and "Critical path of step 7" in text
     assert "CPU:0" in text and "edge" not in text.split("Transfers")[0]
+
+
+def test_counts_agree_with_their_nouns():
+    from flowlab.profiler.trace import plural
+
+    assert (plural(1, "transfer"), plural(3, "transfer"), plural(1024, "byte")) == (
+        "1 transfer", "3 transfers", "1,024 bytes")
+    tr = Trace.from_step_stats(_two_device_stats())
+    header = tr.summary().header
+    assert header.startswith("1 step, median ") and "; 1 transfer moving 40 bytes;" in header
+    assert "0 dead ops; 0 queue waits" in header and "(s)" not in repr(tr)
+    assert repr(tr).startswith("<Trace 1 step, 6 op executions on 2 devices, 1 transfer, ")
+    assert tr.plot().axes[0].get_title().startswith("1 step, 6 ops, 1 transfer (40 B)")
+
+
+def _dominated_stats():
+    """A step where one tiny MatMul takes 53.7 ms of a 55.3 ms step (a busy machine)."""
+    small = dict(out_shape=(2, 2))
+    return StepStats(dev_stats=[DeviceStepStats(device=CPU0, thread_names={1: "exec"}, node_stats=[
+        _ns("x", "Const", 0, 40, 1, **small),
+        _ns("w", "Const", 50, 30, 1, **small),
+        _ns("mm", "MatMul", 100, 53_700, 1, inputs=["x:0", "w:0"], **small),
+        _ns("relu", "Relu", 53_900, 60, 1, inputs=["mm:0"], **small),
+        _ns("sum", "Sum", 54_000, 1_300, 1, inputs=["relu:0"], out_shape=()),
+    ])])
+
+
+def test_a_small_op_dominating_a_step_gets_a_note():
+    tr = Trace.from_step_stats(_dominated_stats())
+    tr.machine_load = (0.2, 2)  # a quiet machine: only the op's note
+    s = tr.summary()
+    assert len(s.notes) == 1
+    (note,) = s.notes
+    assert note.startswith("in step 7, MatMul 'mm' took 53.7 ms of the step's 55.3 ms, ")
+    assert "for 16 bytes of output" in note and "machine was probably busy" in note
+    assert "fl.profile(sess)" in note
+    assert "Note: in step 7, MatMul 'mm'" in repr(s) and "<b>Note:</b> in step 7" in s._repr_html_()
+    calm = Trace.from_step_stats(_two_device_stats())
+    calm.machine_load = (0.2, 2)
+    assert calm.summary().notes == []
+
+
+def test_a_busy_machine_gets_a_note():
+    tr = Trace.from_step_stats(_two_device_stats())
+    load = tr.machine_load
+    assert load is None or (load[0] >= 0 and load[1] >= 1)  # read when the trace was built
+    tr.machine_load = (3.5, 2)
+    assert tr.summary().notes == [
+        "the machine was busy when this trace was read: load average 3.5 on 2 CPUs, so op "
+        "times include waiting for a CPU. Compare runs made on a quiet machine, or trace "
+        "several steps and read the medians."
+    ]
+
+
+def test_the_gantt_figure_draws_itself_in_a_notebook():
+    from IPython.core.formatters import DisplayFormatter
+
+    fig = Trace.from_step_stats(_two_device_stats()).plot()
+    png = fig._repr_png_()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    data, _ = DisplayFormatter().format(fig)  # what a notebook shows for `trace.plot()`
+    assert data["image/png"] == png or data["image/png"][:8] == b"\x89PNG\r\n\x1a\n"
+    assert fig.get_figwidth() <= 10  # fits a notebook's output area at 100 dpi
 
 
 def test_html_escapes_names():
