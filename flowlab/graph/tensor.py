@@ -34,7 +34,29 @@ class Frame(NamedTuple):
     name: str
 
     def __str__(self) -> str:
+        """`model.py:14`, or `Cell In[3], line 2` for a notebook cell (IPython's names:
+        its cells compile to temporary files such as `1445306353.py`)."""
+        cell = notebook_cell(self.filename)
+        if cell is not None:
+            return f"{cell}, line {self.lineno}"
         return f"{os.path.basename(self.filename)}:{self.lineno}"
+
+
+def notebook_cell(filename: str) -> str | None:
+    """IPython's name of the cell compiled to `filename` (`Cell In[3]`), or None when it
+    is not a cell of the running IPython (or no IPython runs).  IPython is looked up,
+    never imported: a program that does not use it pays nothing."""
+    ipython = sys.modules.get("IPython")
+    get_ipython = getattr(ipython, "get_ipython", None)
+    shell = get_ipython() if callable(get_ipython) else None
+    name_of = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    if not callable(name_of):
+        return None
+    try:
+        named = name_of(filename)
+    except Exception:  # noqa: BLE001 - an odd shell must not break an error message
+        return None
+    return " ".join(str(part) for part in named) if named else None
 
 
 def user_traceback(limit: int = 8) -> tuple[Frame, ...]:
