@@ -166,6 +166,13 @@ def _to_picture(obj: Any, graph: Any) -> Picture:
         for name in getattr(obj, "folded", ()) or ():
             if name in pic.by_name:
                 pic.by_name[name].note = "folded"
+        merged: dict[str, list[str]] = {}
+        for gone, into in (getattr(obj, "merged", None) or {}).items():
+            merged.setdefault(str(into), []).append(str(gone).rpartition("/")[2])
+        for into, gone in merged.items():  # CSE: the op that stands for its duplicates
+            if into in pic.by_name:
+                n = pic.by_name[into]
+                n.note = ", ".join(filter(None, [n.note, f"merged {', '.join(gone)}"]))
         return pic
     if hasattr(obj, "as_graph_def") and hasattr(obj, "get_operations"):  # a Graph
         return from_graph_def(obj.as_graph_def(), title="graph")

@@ -337,6 +337,20 @@ def test_the_optimized_stage_marks_folded_ops():
     sess.close()
 
 
+def test_the_optimized_stage_marks_merged_duplicates():
+    g = fl.Graph()
+    with g.as_default():
+        z = fl.placeholder(fl.float32, [None, 3], name="z")
+        with fl.name_scope("softmax"):  # exp(z) / sum(exp(z)): exp written twice
+            p = fl.exp(z) / fl.reduce_sum(fl.exp(z), axis=1, keepdims=True)
+    sess = fl.Session(graph=g)
+    opt = sess.optimization(p, {z: None})
+    assert opt.merged.get("softmax/Exp_1") == "softmax/Exp"
+    pic = dict(viz.passes(sess, p, {z: None}).stages)["optimized"]
+    assert "softmax/Exp_1" not in pic.by_name and pic.by_name["softmax/Exp"].note == "merged Exp_1"
+    sess.close()
+
+
 @needs_dot
 def test_partitions_placement_and_trace_display_as_pictures():
     from flowlab.profiler import Trace
