@@ -77,18 +77,29 @@ def test_unary(tf1: Any, name: str, fn: Fn, x: np.ndarray, dtype: type) -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
-@pytest.mark.parametrize("fn", [lambda tf: tf.math.abs, lambda tf: tf.math.sign,
-                                lambda tf: tf.math.negative, lambda tf: tf.math.square],
-                         ids=["abs", "sign", "negative", "square"])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda tf: tf.math.abs,
+        lambda tf: tf.math.sign,
+        lambda tf: tf.math.negative,
+        lambda tf: tf.math.square,
+    ],
+    ids=["abs", "sign", "negative", "square"],
+)
 def test_unary_integers(tf1: Any, fn: Fn, dtype: type) -> None:
     x = np.array([[-7, 0, 3], [5, -2, 9]], dtype)
     assert_same(tf1, lambda tf: _fed(tf, fn(tf), x))
 
 
-PREDICATES = [("math.is_finite", lambda tf: tf.math.is_finite),
-              ("is_finite", lambda tf: tf.is_finite),
-              ("math.is_inf", lambda tf: tf.math.is_inf), ("is_inf", lambda tf: tf.is_inf),
-              ("math.is_nan", lambda tf: tf.math.is_nan), ("is_nan", lambda tf: tf.is_nan)]
+PREDICATES = [
+    ("math.is_finite", lambda tf: tf.math.is_finite),
+    ("is_finite", lambda tf: tf.is_finite),
+    ("math.is_inf", lambda tf: tf.math.is_inf),
+    ("is_inf", lambda tf: tf.is_inf),
+    ("math.is_nan", lambda tf: tf.math.is_nan),
+    ("is_nan", lambda tf: tf.is_nan),
+]
 
 
 @pytest.mark.parametrize("name,fn", PREDICATES, ids=[p[0] for p in PREDICATES])
@@ -152,10 +163,20 @@ def test_binary_with_python_scalars(tf1: Any) -> None:
     def build(tf: Any) -> Any:
         x = tf.constant([[1.5, -2.0], [3.0, 4.5]])
         i = tf.constant([7, -8])
-        return [tf.math.add(x, 2), tf.math.multiply(x, 3), tf.math.subtract(x, 1.5),
-                tf.math.divide(i, 2), tf.math.truediv(i, 3), tf.math.floordiv(i, 3),
-                tf.math.mod(i, 3), tf.math.pow(x, 2.0), tf.math.maximum(i, 0),
-                tf.math.minimum(x, 0.0), tf.math.scalar_mul(2.5, x), tf.math.scalar_mul(3, i)]
+        return [
+            tf.math.add(x, 2),
+            tf.math.multiply(x, 3),
+            tf.math.subtract(x, 1.5),
+            tf.math.divide(i, 2),
+            tf.math.truediv(i, 3),
+            tf.math.floordiv(i, 3),
+            tf.math.mod(i, 3),
+            tf.math.pow(x, 2.0),
+            tf.math.maximum(i, 0),
+            tf.math.minimum(x, 0.0),
+            tf.math.scalar_mul(2.5, x),
+            tf.math.scalar_mul(3, i),
+        ]
 
     assert_same(tf1, build)
 
@@ -191,9 +212,11 @@ def test_integer_division_by_zero(tf1: Any) -> None:
     assert_same_error(tf1, build)
 
 
-LOGIC = [("math.logical_and", lambda tf: tf.math.logical_and),
-         ("math.logical_or", lambda tf: tf.math.logical_or),
-         ("math.logical_xor", lambda tf: tf.math.logical_xor)]
+LOGIC = [
+    ("math.logical_and", lambda tf: tf.math.logical_and),
+    ("math.logical_or", lambda tf: tf.math.logical_or),
+    ("math.logical_xor", lambda tf: tf.math.logical_xor),
+]
 
 
 @pytest.mark.parametrize("name,fn", LOGIC, ids=[x[0] for x in LOGIC])
@@ -236,9 +259,14 @@ def test_reductions(tf1: Any, name: str, fn: Fn) -> None:
     def build(tf: Any) -> Any:
         p = tf.placeholder(tf.float32, [2, 3, 4])
         f = fn(tf)
-        return [f(p), f(p, 0), f(p, axis=[0, 2]), f(p, -1, keepdims=True),
-                f(p, axis=1, keep_dims=True), f(p, reduction_indices=[1])], \
-            {p: X3.astype(np.float32)}
+        return [
+            f(p),
+            f(p, 0),
+            f(p, axis=[0, 2]),
+            f(p, -1, keepdims=True),
+            f(p, axis=1, keep_dims=True),
+            f(p, reduction_indices=[1]),
+        ], {p: X3.astype(np.float32)}
 
     assert_same(tf1, build, rtol=1e-5)
     if name != "math.reduce_logsumexp":
@@ -249,9 +277,13 @@ def test_reductions(tf1: Any, name: str, fn: Fn) -> None:
 def test_reductions_of_empty(tf1: Any) -> None:
     def build(tf: Any) -> Any:
         p = tf.placeholder(tf.float32, [0, 3])
-        return [tf.math.reduce_sum(p, 0), tf.math.reduce_prod(p, 0), tf.math.reduce_mean(p),
-                tf.math.reduce_max(p, 0), tf.math.reduce_min(p, 0)], \
-            {p: np.zeros([0, 3], np.float32)}
+        return [
+            tf.math.reduce_sum(p, 0),
+            tf.math.reduce_prod(p, 0),
+            tf.math.reduce_mean(p),
+            tf.math.reduce_max(p, 0),
+            tf.math.reduce_min(p, 0),
+        ], {p: np.zeros([0, 3], np.float32)}
 
     assert_same(tf1, build)
 
@@ -259,9 +291,12 @@ def test_reductions_of_empty(tf1: Any) -> None:
 def test_boolean_reductions(tf1: Any) -> None:
     def build(tf: Any) -> Any:
         p = tf.placeholder(tf.bool, [2, 3])
-        return [tf.math.reduce_all(p), tf.math.reduce_any(p), tf.math.reduce_all(p, 1),
-                tf.math.reduce_any(p, 0, keepdims=True)], \
-            {p: np.array([[True, False, True], [True, True, True]])}
+        return [
+            tf.math.reduce_all(p),
+            tf.math.reduce_any(p),
+            tf.math.reduce_all(p, 1),
+            tf.math.reduce_any(p, 0, keepdims=True),
+        ], {p: np.array([[True, False, True], [True, True, True]])}
 
     assert_same(tf1, build)
 
@@ -269,10 +304,13 @@ def test_boolean_reductions(tf1: Any) -> None:
 def test_count_nonzero(tf1: Any) -> None:
     def build(tf: Any) -> Any:
         x = tf.constant([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]])
-        return [tf.math.count_nonzero(x), tf.math.count_nonzero(x, 0),
-                tf.math.count_nonzero(x, axis=1, keepdims=True),
-                tf.math.count_nonzero(x, dtype=tf.int32),
-                tf.math.count_nonzero(tf.constant([True, False, True]))]
+        return [
+            tf.math.count_nonzero(x),
+            tf.math.count_nonzero(x, 0),
+            tf.math.count_nonzero(x, axis=1, keepdims=True),
+            tf.math.count_nonzero(x, dtype=tf.int32),
+            tf.math.count_nonzero(tf.constant([True, False, True])),
+        ]
 
     assert_same(tf1, build)
 
@@ -284,8 +322,12 @@ def test_scans(tf1: Any, exclusive: bool, reverse: bool) -> None:
         x = tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
         i = tf.constant([1, 2, 3, 4], tf.int64)
         kw = {"exclusive": exclusive, "reverse": reverse}
-        return [tf.math.cumsum(x, 1, **kw), tf.math.cumprod(x, 0, **kw),
-                tf.math.cumsum(i, **kw), tf.math.cumprod(i, **kw)]
+        return [
+            tf.math.cumsum(x, 1, **kw),
+            tf.math.cumprod(x, 0, **kw),
+            tf.math.cumsum(i, **kw),
+            tf.math.cumprod(i, **kw),
+        ]
 
     assert_same(tf1, build)
 
@@ -293,9 +335,15 @@ def test_scans(tf1: Any, exclusive: bool, reverse: bool) -> None:
 def test_arg_reductions(tf1: Any) -> None:
     def build(tf: Any) -> Any:
         x = tf.constant([[1.0, 5.0, 5.0], [7.0, -2.0, 7.0]])
-        return [tf.math.argmax(x, 1), tf.math.argmin(x, 0), tf.math.argmax(x, 0, output_type=tf.int32),
-                tf.math.argmin(x, axis=1, output_type=tf.int32), tf.arg_max(x, 1), tf.arg_min(x, 1),
-                tf.arg_max(x, 0, output_type=tf.int32)]
+        return [
+            tf.math.argmax(x, 1),
+            tf.math.argmin(x, 0),
+            tf.math.argmax(x, 0, output_type=tf.int32),
+            tf.math.argmin(x, axis=1, output_type=tf.int32),
+            tf.arg_max(x, 1),
+            tf.arg_min(x, 1),
+            tf.arg_max(x, 0, output_type=tf.int32),
+        ]
 
     assert_same(tf1, build)
 
@@ -328,10 +376,13 @@ def test_special_functions(tf1: Any) -> None:
         out = []
         for dt in (tf.float32, tf.float64):
             ta, tx = tf.constant(a, dt), tf.constant(x, dt)
-            out += [tf.math.igamma(ta, tx), tf.math.igammac(ta, tx),
-                    tf.math.betainc(ta, tf.constant(x + 0.5, dt), tf.constant(x / 4.0, dt)),
-                    tf.math.zeta(tf.constant(x + 1.5, dt), ta),
-                    tf.math.polygamma(tf.constant([0.0, 1.0, 2.0, 3.0], dt), tx)]
+            out += [
+                tf.math.igamma(ta, tx),
+                tf.math.igammac(ta, tx),
+                tf.math.betainc(ta, tf.constant(x + 0.5, dt), tf.constant(x / 4.0, dt)),
+                tf.math.zeta(tf.constant(x + 1.5, dt), ta),
+                tf.math.polygamma(tf.constant([0.0, 1.0, 2.0, 3.0], dt), tx),
+            ]
         return out
 
     assert_same(tf1, build, rtol=1e-5, atol=1e-6)
@@ -341,13 +392,25 @@ def test_confusion_matrix(tf1: Any) -> None:
     def build(tf: Any) -> Any:
         labels = tf.constant([1, 2, 4, 0, 2])
         preds = tf.constant([2, 2, 4, 0, 1])
-        return [tf.math.confusion_matrix(labels, preds),
-                tf.math.confusion_matrix(labels, preds, num_classes=6, dtype=tf.float32,
-                                         weights=tf.constant([1.0, 2.0, 0.5, 1.0, 3.0]))]
+        return [
+            tf.math.confusion_matrix(labels, preds),
+            tf.math.confusion_matrix(
+                labels,
+                preds,
+                num_classes=6,
+                dtype=tf.float32,
+                weights=tf.constant([1.0, 2.0, 0.5, 1.0, 3.0]),
+            ),
+        ]
 
     assert_same(tf1, build)
 
 
 def test_invert_permutation(tf1: Any) -> None:
-    assert_same(tf1, lambda tf: [tf.math.invert_permutation(tf.constant([3, 4, 0, 2, 1])),
-                                 tf.math.invert_permutation(tf.constant([1, 0], tf.int64))])
+    assert_same(
+        tf1,
+        lambda tf: [
+            tf.math.invert_permutation(tf.constant([3, 4, 0, 2, 1])),
+            tf.math.invert_permutation(tf.constant([1, 0], tf.int64)),
+        ],
+    )

@@ -13,14 +13,17 @@ import pytest
 import flowlab as fl
 from tests.difftest import assert_same, assert_same_error
 
-DATA = np.array([[1.0, 2.0, 3.0], [4.0, -5.0, 6.0], [-7.0, 8.0, 9.0], [0.5, 0.25, -1.0]],
-                np.float32)
+DATA = np.array(
+    [[1.0, 2.0, 3.0], [4.0, -5.0, 6.0], [-7.0, 8.0, 9.0], [0.5, 0.25, -1.0]], np.float32
+)
 Fn = Callable[[Any], Callable[..., Any]]
 
-SEGMENT = [("segment_sum", lambda tf: tf.segment_sum),
-           ("segment_mean", lambda tf: tf.segment_mean),
-           ("segment_max", lambda tf: tf.segment_max),
-           ("segment_min", lambda tf: tf.segment_min)]
+SEGMENT = [
+    ("segment_sum", lambda tf: tf.segment_sum),
+    ("segment_mean", lambda tf: tf.segment_mean),
+    ("segment_max", lambda tf: tf.segment_max),
+    ("segment_min", lambda tf: tf.segment_min),
+]
 
 
 @pytest.mark.parametrize("name,fn", SEGMENT, ids=[s[0] for s in SEGMENT])
@@ -29,8 +32,11 @@ def test_sorted_segments(tf1: Any, name: str, fn: Fn) -> None:
         p = tf.placeholder(tf.float32, [4, 3])
         ints = tf.constant([[1, 2], [3, 4], [5, 6], [7, 8]])
         # Segment 1 is empty: TensorFlow writes the op's identity-less default (0).
-        return [fn(tf)(p, tf.constant([0, 0, 2, 2])), fn(tf)(p, tf.constant([0, 1, 1, 3])),
-                fn(tf)(ints, tf.constant([0, 0, 0, 1], tf.int64))], {p: DATA}
+        return [
+            fn(tf)(p, tf.constant([0, 0, 2, 2])),
+            fn(tf)(p, tf.constant([0, 1, 1, 3])),
+            fn(tf)(ints, tf.constant([0, 0, 0, 1], tf.int64)),
+        ], {p: DATA}
 
     assert_same(tf1, build)
 
@@ -43,12 +49,14 @@ def test_sorted_segments_unsorted_ids_error(tf1: Any) -> None:
     assert_same_error(tf1, build)
 
 
-UNSORTED = [("unsorted_segment_sum", lambda tf: tf.unsorted_segment_sum),
-            ("unsorted_segment_max", lambda tf: tf.unsorted_segment_max),
-            ("unsorted_segment_min", lambda tf: tf.unsorted_segment_min),
-            ("unsorted_segment_prod", lambda tf: tf.unsorted_segment_prod),
-            ("unsorted_segment_mean", lambda tf: tf.unsorted_segment_mean),
-            ("unsorted_segment_sqrt_n", lambda tf: tf.unsorted_segment_sqrt_n)]
+UNSORTED = [
+    ("unsorted_segment_sum", lambda tf: tf.unsorted_segment_sum),
+    ("unsorted_segment_max", lambda tf: tf.unsorted_segment_max),
+    ("unsorted_segment_min", lambda tf: tf.unsorted_segment_min),
+    ("unsorted_segment_prod", lambda tf: tf.unsorted_segment_prod),
+    ("unsorted_segment_mean", lambda tf: tf.unsorted_segment_mean),
+    ("unsorted_segment_sqrt_n", lambda tf: tf.unsorted_segment_sqrt_n),
+]
 
 
 @pytest.mark.parametrize("name,fn", UNSORTED, ids=[s[0] for s in UNSORTED])
@@ -56,8 +64,10 @@ def test_unsorted_segments(tf1: Any, name: str, fn: Fn) -> None:
     def build(tf: Any) -> Any:
         p = tf.placeholder(tf.float32, [4, 3])
         ids = tf.constant([2, 0, 2, -1])  # -1 is dropped; segment 1 stays empty
-        out = [fn(tf)(p, ids, 4), fn(tf)(p, tf.constant([[0, 1, 0], [1, 1, 0], [2, 0, 1],
-                                                           [0, 0, 0]]), 3)]
+        out = [
+            fn(tf)(p, ids, 4),
+            fn(tf)(p, tf.constant([[0, 1, 0], [1, 1, 0], [2, 0, 1], [0, 0, 0]]), 3),
+        ]
         if name not in ("unsorted_segment_mean", "unsorted_segment_sqrt_n"):
             out.append(fn(tf)(tf.constant([3, 1, 4, 1]), tf.constant([1, 1, 0, 0]), 2))
         return out, {p: DATA}
@@ -70,17 +80,22 @@ def test_sparse_segments(tf1: Any) -> None:
         data = tf.constant(DATA)
         idx = tf.constant([0, 2, 3, 1])
         seg = tf.constant([0, 0, 1, 1])
-        return [tf.sparse_segment_mean(data, idx, seg), tf.sparse_segment_sqrt_n(data, idx, seg),
-                tf.sparse_segment_mean(data, tf.constant([3, 3]), tf.constant([0, 2])),
-                tf.sparse_segment_sqrt_n(data, idx, seg, num_segments=3)]
+        return [
+            tf.sparse_segment_mean(data, idx, seg),
+            tf.sparse_segment_sqrt_n(data, idx, seg),
+            tf.sparse_segment_mean(data, tf.constant([3, 3]), tf.constant([0, 2])),
+            tf.sparse_segment_sqrt_n(data, idx, seg, num_segments=3),
+        ]
 
     assert_same(tf1, build)
 
 
-SCATTER = [("scatter_sub", lambda tf: tf.scatter_sub),
-           ("scatter_mul", lambda tf: tf.scatter_mul),
-           ("scatter_max", lambda tf: tf.scatter_max),
-           ("scatter_min", lambda tf: tf.scatter_min)]
+SCATTER = [
+    ("scatter_sub", lambda tf: tf.scatter_sub),
+    ("scatter_mul", lambda tf: tf.scatter_mul),
+    ("scatter_max", lambda tf: tf.scatter_max),
+    ("scatter_min", lambda tf: tf.scatter_min),
+]
 
 
 @pytest.mark.parametrize("name,fn", SCATTER, ids=[s[0] for s in SCATTER])
@@ -88,8 +103,11 @@ def test_scatter_updates(tf1: Any, name: str, fn: Fn) -> None:
     def build(tf: Any) -> Any:
         v = tf.Variable(DATA, name="v")
         iv = tf.Variable([1, 5, 3, 2], name="iv")
-        up = fn(tf)(v, tf.constant([2, 0, 2]), tf.constant([[1.5, 1.5, 1.5], [2.0, 3.0, -1.0],
-                                                           [0.5, 10.0, -4.0]]))
+        up = fn(tf)(
+            v,
+            tf.constant([2, 0, 2]),
+            tf.constant([[1.5, 1.5, 1.5], [2.0, 3.0, -1.0], [0.5, 10.0, -4.0]]),
+        )
         with tf.control_dependencies([up]):
             ui = fn(tf)(iv, tf.constant([3, 3]), tf.constant([4, -6]))
         with tf.control_dependencies([ui]):
@@ -119,17 +137,28 @@ def test_scatter_nd_update(tf1: Any) -> None:
     assert_same(tf1, build)
 
 
-@pytest.mark.parametrize("name", ["assert_greater", "assert_greater_equal", "assert_less_equal",
-                                  "assert_none_equal"])
+@pytest.mark.parametrize(
+    "name", ["assert_greater", "assert_greater_equal", "assert_less_equal", "assert_none_equal"]
+)
 def test_binary_asserts(tf1: Any, name: str) -> None:
-    cases = {"assert_greater": ([3, 4], [1, 4]), "assert_greater_equal": ([3, 4], [1, 5]),
-             "assert_less_equal": ([1, 4], [1, 3]), "assert_none_equal": ([1, 2], [1, 3])}
-    ok_y = {"assert_greater": [1, 2], "assert_greater_equal": [3, 4],
-            "assert_less_equal": [3, 4], "assert_none_equal": [2, 3]}
-    fns = {"assert_greater": lambda tf: tf.assert_greater,
-           "assert_greater_equal": lambda tf: tf.assert_greater_equal,
-           "assert_less_equal": lambda tf: tf.assert_less_equal,
-           "assert_none_equal": lambda tf: tf.assert_none_equal}
+    cases = {
+        "assert_greater": ([3, 4], [1, 4]),
+        "assert_greater_equal": ([3, 4], [1, 5]),
+        "assert_less_equal": ([1, 4], [1, 3]),
+        "assert_none_equal": ([1, 2], [1, 3]),
+    }
+    ok_y = {
+        "assert_greater": [1, 2],
+        "assert_greater_equal": [3, 4],
+        "assert_less_equal": [3, 4],
+        "assert_none_equal": [2, 3],
+    }
+    fns = {
+        "assert_greater": lambda tf: tf.assert_greater,
+        "assert_greater_equal": lambda tf: tf.assert_greater_equal,
+        "assert_less_equal": lambda tf: tf.assert_less_equal,
+        "assert_none_equal": lambda tf: tf.assert_none_equal,
+    }
     x, bad_y = cases[name]
 
     def build(tf: Any, y: list[int]) -> Any:
@@ -143,16 +172,23 @@ def test_binary_asserts(tf1: Any, name: str) -> None:
     assert "checked" in a.message and "checked" in e.message
 
 
-@pytest.mark.parametrize("name", ["assert_negative", "assert_non_negative",
-                                  "assert_non_positive"])
+@pytest.mark.parametrize("name", ["assert_negative", "assert_non_negative", "assert_non_positive"])
 def test_sign_asserts(tf1: Any, name: str) -> None:
-    fns = {"assert_negative": lambda tf: tf.assert_negative,
-           "assert_non_negative": lambda tf: tf.assert_non_negative,
-           "assert_non_positive": lambda tf: tf.assert_non_positive}
-    good = {"assert_negative": [-1.0, -2.0], "assert_non_negative": [0.0, 2.0],
-            "assert_non_positive": [0.0, -3.0]}
-    bad = {"assert_negative": [-1.0, 0.0], "assert_non_negative": [-0.5, 2.0],
-           "assert_non_positive": [0.0, 3.0]}
+    fns = {
+        "assert_negative": lambda tf: tf.assert_negative,
+        "assert_non_negative": lambda tf: tf.assert_non_negative,
+        "assert_non_positive": lambda tf: tf.assert_non_positive,
+    }
+    good = {
+        "assert_negative": [-1.0, -2.0],
+        "assert_non_negative": [0.0, 2.0],
+        "assert_non_positive": [0.0, -3.0],
+    }
+    bad = {
+        "assert_negative": [-1.0, 0.0],
+        "assert_non_negative": [-0.5, 2.0],
+        "assert_non_positive": [0.0, 3.0],
+    }
 
     def build(tf: Any, x: list[float]) -> Any:
         p = tf.placeholder(tf.float32, [2])
@@ -178,30 +214,41 @@ def test_variable_collections(tf1: Any) -> None:
         with tf.Graph().as_default():
             a = tf.Variable(1.0, name="a")
             b = tf.Variable(2, name="b", collections=[tf.GraphKeys.LOCAL_VARIABLES])
-            c = tf.Variable([3.0, 4.0], name="c",
-                            collections=[tf.GraphKeys.GLOBAL_VARIABLES,
-                                         tf.GraphKeys.MODEL_VARIABLES])
-            names = ([v.op.name for v in tf.all_variables()],
-                     [v.op.name for v in tf.model_variables()])
-            inits = [tf.initialize_all_variables(), tf.initialize_local_variables(),
-                     tf.initialize_variables([a])]
+            c = tf.Variable(
+                [3.0, 4.0],
+                name="c",
+                collections=[tf.GraphKeys.GLOBAL_VARIABLES, tf.GraphKeys.MODEL_VARIABLES],
+            )
+            names = (
+                [v.op.name for v in tf.all_variables()],
+                [v.op.name for v in tf.model_variables()],
+            )
+            inits = [
+                tf.initialize_all_variables(),
+                tf.initialize_local_variables(),
+                tf.initialize_variables([a]),
+            ]
             with tf.Session() as s:
                 s.run(inits[:2])
                 vals = s.run([a, b, c])
                 s.run(tf.assign(a, 5.0))
                 s.run(inits[2])
                 vals.append(s.run(a))
-            out.append((names, [op.type for op in inits],
-                        [np.asarray(v).tolist() for v in vals]))
+            out.append((names, [op.type for op in inits], [np.asarray(v).tolist() for v in vals]))
     assert out[0] == out[1]
 
 
 def test_lin_space_matrix_transpose_reverse_v2(tf1: Any) -> None:
     def build(tf: Any) -> Any:
         m = tf.constant(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
-        return [tf.lin_space(0.0, 1.0, 5), tf.lin_space(tf.constant(-2.0, tf.float64), 2.0, 3),
-                tf.matrix_transpose(m), tf.matrix_transpose(tf.constant([[1, 2], [3, 4]])),
-                tf.reverse_v2(m, [0, 2]), tf.reverse_v2(tf.constant([1, 2, 3]), axis=[-1])]
+        return [
+            tf.lin_space(0.0, 1.0, 5),
+            tf.lin_space(tf.constant(-2.0, tf.float64), 2.0, 3),
+            tf.matrix_transpose(m),
+            tf.matrix_transpose(tf.constant([[1, 2], [3, 4]])),
+            tf.reverse_v2(m, [0, 2]),
+            tf.reverse_v2(tf.constant([1, 2, 3]), axis=[-1]),
+        ]
 
     assert_same(tf1, build)
 
@@ -212,8 +259,10 @@ def test_cholesky_solve(tf1: Any) -> None:
     def build(tf: Any) -> Any:
         chol = tf.cholesky(tf.constant(a))
         rhs = tf.constant([[1.0, 0.0], [2.0, 1.0], [0.5, -1.0]], tf.float64)
-        return [tf.cholesky_solve(chol, rhs),
-                tf.linalg.cholesky_solve(tf.cast(chol, tf.float32), tf.cast(rhs, tf.float32))]
+        return [
+            tf.cholesky_solve(chol, rhs),
+            tf.linalg.cholesky_solve(tf.cast(chol, tf.float32), tf.cast(rhs, tf.float32)),
+        ]
 
     assert_same(tf1, build, rtol=1e-5)
 
@@ -222,8 +271,16 @@ def test_dtypes(tf1: Any) -> None:
     out = []
     for tf in (tf1, fl):
         ds = [tf.uint32, tf.uint64, tf.variant]
-        row = [(d.name, d.size if d is not tf.variant else None, d.is_unsigned, d.is_integer,
-                d.as_numpy_dtype.__name__ if d is not tf.variant else None) for d in ds]
+        row = [
+            (
+                d.name,
+                d.size if d is not tf.variant else None,
+                d.is_unsigned,
+                d.is_integer,
+                d.as_numpy_dtype.__name__ if d is not tf.variant else None,
+            )
+            for d in ds
+        ]
         row.append(tf.as_dtype(tf.uint32.as_datatype_enum) == tf.uint32)
         row.append(isinstance(tf.float32, tf.DType))
         row.append(isinstance(tf.as_dtype("uint64"), tf.DType))
@@ -231,14 +288,20 @@ def test_dtypes(tf1: Any) -> None:
     assert out[0] == out[1]
 
     def build(tf: Any) -> Any:
-        return [tf.constant([1, 2**32 - 1], tf.uint32), tf.constant([7], tf.uint64),
-                tf.cast(tf.constant([3.7, 2.0]), tf.uint32)]
+        return [
+            tf.constant([1, 2**32 - 1], tf.uint32),
+            tf.constant([7], tf.uint64),
+            tf.cast(tf.constant([3.7, 2.0]), tf.uint32),
+        ]
 
     assert_same(tf1, build)
 
 
-@pytest.mark.xfail(strict=True, reason="flowlab's DType is built from (name, numpy dtype); "
-                   "TensorFlow's from its DataType enum (flowlab/graph/dtypes.py)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="flowlab's DType is built from (name, numpy dtype); "
+    "TensorFlow's from its DataType enum (flowlab/graph/dtypes.py)",
+)
 def test_dtype_from_enum(tf1: Any) -> None:
     out = [repr(tf.DType(tf.uint64.as_datatype_enum)) for tf in (tf1, fl)]
     assert out[0] == out[1]
@@ -258,8 +321,12 @@ def test_convert_to_tensor_or_indexed_slices(tf1: Any) -> None:
         t = tf.convert_to_tensor_or_indexed_slices([[1.0, 2.0]])
         s = tf.IndexedSlices(tf.constant([[1.0]]), tf.constant([0]), tf.constant([2, 1]))
         same = tf.convert_to_tensor_or_indexed_slices(s)
-        return [t, tf.constant(same is s), tf.constant(isinstance(t, tf.Tensor)),
-                tf.convert_to_tensor_or_indexed_slices(np.int64(3), dtype=tf.int64)]
+        return [
+            t,
+            tf.constant(same is s),
+            tf.constant(isinstance(t, tf.Tensor)),
+            tf.convert_to_tensor_or_indexed_slices(np.int64(3), dtype=tf.int64),
+        ]
 
     assert_same(tf1, build)
 
@@ -293,11 +360,16 @@ def test_no_regularizer(tf1: Any) -> None:
     def build(tf: Any) -> Any:
         with tf.variable_scope("s", regularizer=lambda w: tf.reduce_sum(w)):
             a = tf.get_variable("a", [2], initializer=tf.ones_initializer())
-            b = tf.get_variable("b", [2], initializer=tf.ones_initializer(),
-                                regularizer=tf.no_regularizer)
+            b = tf.get_variable(
+                "b", [2], initializer=tf.ones_initializer(), regularizer=tf.no_regularizer
+            )
         losses = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
-        return [tf.constant(len(losses)), tf.add_n(losses), a + b,
-                tf.constant(tf.no_regularizer(a) is None)]
+        return [
+            tf.constant(len(losses)),
+            tf.add_n(losses),
+            a + b,
+            tf.constant(tf.no_regularizer(a) is None),
+        ]
 
     assert_same(tf1, build)
 
@@ -308,8 +380,12 @@ def test_variable_scope_object(tf1: Any) -> None:
         with tf.Graph().as_default():
             with tf.variable_scope("outer") as scope:
                 pass
-            row = [isinstance(scope, tf.VariableScope), scope.name, scope.original_name_scope,
-                   scope.reuse]
+            row = [
+                isinstance(scope, tf.VariableScope),
+                scope.name,
+                scope.original_name_scope,
+                scope.reuse,
+            ]
             with tf.variable_scope(scope, reuse=True) as again:
                 row += [again.name, again.reuse]
             vs = tf.VariableScope(False, name="made")
@@ -323,9 +399,11 @@ def test_unconnected_gradients(tf1: Any) -> None:
         x = tf.constant([1.0, 2.0])
         y = tf.constant([3.0])
         z = x * 2.0
-        return [tf.gradients(z, [x, y], unconnected_gradients=tf.UnconnectedGradients.ZERO),
-                tf.constant(tf.UnconnectedGradients.NONE.value),
-                tf.constant(tf.UnconnectedGradients("zero").name)]
+        return [
+            tf.gradients(z, [x, y], unconnected_gradients=tf.UnconnectedGradients.ZERO),
+            tf.constant(tf.UnconnectedGradients.NONE.value),
+            tf.constant(tf.UnconnectedGradients("zero").name),
+        ]
 
     assert_same(tf1, build)
 
@@ -335,8 +413,14 @@ def test_gpu_options(tf1: Any) -> None:
     for tf in (tf1, fl):
         o = tf.GPUOptions(per_process_gpu_memory_fraction=0.5, allow_growth=True)
         cfg = tf.ConfigProto(gpu_options=o)
-        out.append((o.per_process_gpu_memory_fraction, o.allow_growth,
-                    cfg.gpu_options.allow_growth, o.visible_device_list))
+        out.append(
+            (
+                o.per_process_gpu_memory_fraction,
+                o.allow_growth,
+                cfg.gpu_options.allow_growth,
+                o.visible_device_list,
+            )
+        )
     assert out[0] == out[1]
 
 
@@ -345,6 +429,13 @@ def test_event_proto(tf1: Any) -> None:
     for tf in (tf1, fl):
         e = tf.Event(wall_time=1.5, step=3, file_version="brain.Event:2")
         back = tf.Event.FromString(e.SerializeToString())
-        out.append((back.wall_time, back.step, back.file_version, back.WhichOneof("what"),
-                    e.SerializeToString()))
+        out.append(
+            (
+                back.wall_time,
+                back.step,
+                back.file_version,
+                back.WhichOneof("what"),
+                e.SerializeToString(),
+            )
+        )
     assert out[0] == out[1]
