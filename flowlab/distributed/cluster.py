@@ -50,6 +50,7 @@ class Cluster:
         self._connection = Connection(self.client)
         self._server = TaskServer(device_count, threads_per_task)
         self._tasks: dict[tuple[str, int], RemoteTask] = {}
+        self._seen: dict[tuple[str, int], str] = {}  # every task found so far, with its last address
         self._workers: dict[str, Any] = {}
         self._closed = False
         self.refresh(install=True)
@@ -93,6 +94,11 @@ class Cluster:
         places them on the task of the session's target).  `default`: that task;
         otherwise chief/0, else worker/0, else the first."""
         self.refresh()
+        gone = sorted(k for k in self._seen if k not in self._tasks)
+        if gone:
+            raise errors.UnavailableError(
+                None, None, "Tasks " + ", ".join(f"{j}/{i} (last at {self._seen[(j, i)]})" for j, i in gone)
+                + f" are gone from the cluster at {self.scheduler_address}: waiting for their workers to restart.")
         keys = sorted(self._tasks)
         if not keys:
             raise errors.UnavailableError(
@@ -143,6 +149,7 @@ class Cluster:
             else:
                 tasks[key] = RemoteTask(self._connection, addr, r)
         self._tasks = tasks
+        self._seen.update({k: t.address for k, t in tasks.items()})
 
     def reset(self, containers: list[str] | None = None) -> None:
         """`tf.Session.reset` on this cluster: drop the state of every task."""

@@ -63,6 +63,10 @@ class Connection:
 
     async def call(self, task: RemoteTask, call: str, message: dict[str, Any], timeout_s: float | None) -> Any:
         """One call's reply; its failures as TensorFlow errors naming the task."""
+        if task.lost:
+            raise errors.UnavailableError(
+                None, None, f"Task {task.name} at {task.address} was lost (it died or restarted): create a new "
+                "session (MonitoredTrainingSession does) to run on the task that replaced it.")
         send = getattr(self.client.rpc(task.address), f"flowlab_{call}")(message=to_wire(message))
         try:
             reply = await (asyncio.wait_for(send, timeout_s) if timeout_s else send)

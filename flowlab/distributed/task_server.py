@@ -40,7 +40,12 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from flowlab import errors
 from flowlab.distributed.wire import check_message, from_wire, to_wire
 from flowlab.kernels.sendrecv_kernels import DEAD
-from flowlab.runtime.interface import error_to_message, values_to_wire
+from flowlab.runtime.interface import (
+    error_from_message,
+    error_to_message,
+    values_from_wire,
+    values_to_wire,
+)
 from flowlab.runtime.task.step import Step
 from flowlab.runtime.task.task import LocalTask
 
@@ -94,14 +99,13 @@ class ServedTask(LocalTask):
                 message={"step_id": step.step_id, "key": pull["key"], "timeout_ms": timeout_ms})
             reply = await (asyncio.wait_for(call, timeout_ms / 1000.0) if timeout_ms > 0 else call)
             if "error" in reply:
-                from flowlab.runtime.interface import error_from_message
                 raise error_from_message(reply["error"])
             if reply.get("incarnation") != pull.get("incarnation"):
                 raise errors.UnavailableError(
                     None, None, f"Task {pull['task']} at {address} restarted (a new incarnation): its "
                     "state is gone; the step cannot take its tensors.")
             r = reply["reply"]
-            table.send(pull["key"], DEAD if r["is_dead"] else r["value"])
+            table.send(pull["key"], DEAD if r["is_dead"] else values_from_wire([r["value"]])[0])
         except asyncio.CancelledError:
             return
         except Exception as e:  # noqa: BLE001 - the step fails with it, naming the peer
@@ -204,8 +208,6 @@ class TaskServer(WorkerPlugin):
         return await self._in_pool(task.register_partitions, m)
 
     async def _run_step(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
-        from flowlab.runtime.interface import values_from_wire
-
         values = await self._in_pool(task.run, m["handle"], int(m["step_id"]), values_from_wire(m["feeds"]),
                                      int(m.get("timeout_ms") or 0), None, bool(m.get("trace")))
         return {"values": values_to_wire(values)}
@@ -230,7 +232,8 @@ class TaskServer(WorkerPlugin):
                 None, None, f"RecvTensor of '{key}' on {task.name} timed out after {timeout} ms.") from None
         task._pulled(step_id, key)
         dead = value is DEAD
-        return {"value": None if dead else value, "is_dead": dead}
+        # A NumPy scalar keeps its type ({"scalar": 0-d array}), as a step's values do.
+        return {"value": None if dead else values_to_wire([value])[0], "is_dead": dead}
 
     async def _abort_step(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
         return task.abort_step(m)

@@ -89,3 +89,10 @@ from flowlab.kernels.example_proto import (  # noqa: E402
 
 __all__ += ["BytesList", "Example", "Feature", "FeatureList", "FeatureLists", "Features",
             "FloatList", "Int64List", "SequenceExample"]
+
+# Clusters (flowlab.distributed): a process as one task; variables on ps tasks.
+from flowlab.distributed.cluster_spec import ClusterSpec  # noqa: E402
+from flowlab.distributed.server import Server  # noqa: E402
+from flowlab.train.device_setter import replica_device_setter  # noqa: E402
+
+__all__ += ["ClusterSpec", "Server", "replica_device_setter"]

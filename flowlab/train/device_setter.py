@@ -17,7 +17,7 @@ from typing import Any
 from flowlab.distributed.cluster_spec import ClusterSpec
 from flowlab.graph.device_spec import DeviceSpec
 
-__all__ = ["GreedyLoadBalancingStrategy", "byte_size_load_fn", "replica_device_setter"]
+__all__ = ["replica_device_setter"]
 
 STANDARD_PS_OPS = (
     "Variable", "VariableV2", "AutoReloadVariable", "MutableHashTable", "MutableHashTableV2",
@@ -36,34 +36,6 @@ class _RoundRobinStrategy:
     def __call__(self, unused_op: Any) -> int:
         task = self._next_task
         self._next_task = (self._next_task + 1) % self._num_tasks
-        return task
-
-
-def byte_size_load_fn(op: Any) -> int:
-    """The load of a variable op for GreedyLoadBalancingStrategy: its bytes (its
-    shape must be fully defined)."""
-    t = op.outputs[0]
-    shape = t.get_shape()
-    if not shape.is_fully_defined():
-        raise ValueError(f"Op {op.name} does not have a fully defined shape: {shape}")
-    n = 1
-    for d in shape.as_list():
-        n *= d
-    return n * t.dtype.base_dtype.size
-
-
-class GreedyLoadBalancingStrategy:
-    """Each new stateful op to the ps task with the least load so far (`load_fn`:
-    bytes by default), ties to the lowest index -- as TensorFlow's."""
-
-    def __init__(self, num_tasks: int, load_fn: Callable[[Any], int]) -> None:
-        self._num_tasks = num_tasks
-        self._load_fn = load_fn
-        self._ps_loads = [0] * num_tasks
-
-    def __call__(self, op: Any) -> int:
-        task = min(range(self._num_tasks), key=lambda i: self._ps_loads[i])
-        self._ps_loads[task] += self._load_fn(op)
         return task
 
 

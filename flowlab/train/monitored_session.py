@@ -9,8 +9,15 @@ A MonitoredSession starts the graph's queue runners under a Coordinator; `run` m
 the hooks' fetches and feeds into the caller's (a tensor fed twice is a RuntimeError)
 and `should_stop()` turns True once a hook requested it or the coordinator stopped.
 Leaving the `with` block on OutOfRangeError or StopIteration closes it normally (hooks'
-`end()` run) and swallows the error.  Not here: recovery from AbortedError /
-UnavailableError (a distributed-runtime event) and non-chief WorkerSessionCreator.
+`end()` run) and swallows the error.
+
+Recovery (TensorFlow's `_RecoverableSession`): a run that fails with AbortedError or
+UnavailableError -- a task of the cluster died, hung or restarted -- closes the
+session and creates a new one through the same creator, which restores the latest
+checkpoint (the chief) or waits until the model is ready again (a worker,
+`WorkerSessionCreator`); queue runners start again and hooks see
+`after_create_session` again; then the run is retried.  Creating a session retries
+on the same errors, so training waits while the cluster replaces the task.
 """
 
 from __future__ import annotations
@@ -23,10 +30,14 @@ from flowlab.graph.graph import GraphKeys, get_default_graph
 from flowlab.platform import tf_logging as logging
 from flowlab.train.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
 
-__all__ = ["Scaffold", "SessionManager", "SessionCreator", "ChiefSessionCreator", "MonitoredSession",
-           "SingularMonitoredSession", "MonitoredTrainingSession"]
+__all__ = ["Scaffold", "SessionManager", "SessionCreator", "ChiefSessionCreator", "WorkerSessionCreator",
+           "MonitoredSession", "SingularMonitoredSession", "MonitoredTrainingSession"]
+
+# What a lost or restarted task raises: the session is made again, not given up.
+_PREEMPTION_ERRORS = (errors.AbortedError, errors.UnavailableError)
 
 USE_DEFAULT = object()
+_RECREATE_WAIT_SECS = 0.5
 
 
 class Scaffold:
@@ -210,6 +221,32 @@ class SessionManager:
         return sess
 
 
+    def wait_for_session(self, master: str = "", config: Any = None, max_wait_secs: float = float("inf")) -> Any:
+        """A session once the model is ready (the chief initialized or restored it),
+        polling every `recovery_wait_secs`; None after `max_wait_secs`."""
+        from flowlab.runtime.session import Session
+
+        start = time.time()
+        while True:
+            sess = Session(master, graph=self._graph, config=config)
+            msg = None
+            if self._local_init_op is not None:
+                msg = self._uninitialized(sess, self._ready_for_local_init_op)
+                if msg is None:
+                    sess.run(self._local_init_op, feed_dict=self._local_init_feed_dict)
+            if msg is None:
+                msg = self._uninitialized(sess, self._ready_op)
+            if msg is None:
+                return sess
+            sess.close()
+            if time.time() - start + self._recovery_wait_secs > max_wait_secs:
+                raise errors.DeadlineExceededError(
+                    None, None, f"Session was not ready after waiting {max_wait_secs} secs: {msg}")
+            logging.info("Waiting for model to be ready.  Ready_for_local_init_op:  %s, ready: %s",
+                         _name(self._ready_for_local_init_op), msg)
+            time.sleep(self._recovery_wait_secs)
+
+
 def _name(op: Any) -> str:
     return "None" if op is None else getattr(op, "name", str(op))
 
@@ -243,6 +280,28 @@ class ChiefSessionCreator(SessionCreator):
                                        init_feed_dict=self._scaffold.init_feed_dict, init_fn=self._scaffold.init_fn)
 
 
+class WorkerSessionCreator(SessionCreator):
+    """A non-chief worker's session: it waits until the chief made the model ready."""
+
+    def __init__(self, scaffold: Scaffold | None = None, master: str = "", config: Any = None,
+                 max_wait_secs: float = 30 * 60) -> None:
+        self._scaffold = scaffold or Scaffold()
+        self._master, self._config, self._max_wait_secs = master, config, max_wait_secs
+
+    def create_session(self) -> Any:
+        self._scaffold.finalize()
+        manager = SessionManager(local_init_op=self._scaffold.local_init_op,
+                                 local_init_feed_dict=self._scaffold.local_init_feed_dict,
+                                 ready_for_local_init_op=self._scaffold.ready_for_local_init_op,
+                                 ready_op=self._scaffold.ready_op, graph=get_default_graph(),
+                                 recovery_wait_secs=_WORKER_POLL_SECS)
+        return manager.wait_for_session(self._master, config=self._config, max_wait_secs=self._max_wait_secs)
+
+
+# How often a waiting worker looks again (TensorFlow: 30 s; a notebook cluster is quicker).
+_WORKER_POLL_SECS = 1.0
+
+
 class MonitoredSession:
     """A session that initializes itself, runs hooks around each run and stops when
     asked to (see the module docstring).
@@ -254,22 +313,51 @@ class MonitoredSession:
 
     def __init__(self, session_creator: SessionCreator | None = None, hooks: Any = None,
                  stop_grace_period_secs: float = 120) -> None:
-        from flowlab.train.coordinator import Coordinator
-        from flowlab.train.queue_runner import start_queue_runners
-
         self._graph_was_finalized = get_default_graph().finalized
         self._hooks = list(hooks or [])
         for h in self._hooks:
             h.begin()
         self._graph = get_default_graph()
         self._stop_grace_period_secs = stop_grace_period_secs
-        self._sess = (session_creator or ChiefSessionCreator()).create_session()
+        self._creator = session_creator or ChiefSessionCreator()
+        self._should_stop = False
+        self._closed = False
+        self._create_session()
+
+    def _create_session(self) -> None:
+        """A session from the creator, retried while the cluster is missing a task; its
+        queue runners started and the hooks told (see the module docstring)."""
+        from flowlab.train.coordinator import Coordinator
+        from flowlab.train.queue_runner import start_queue_runners
+
+        while True:
+            try:
+                self._sess = self._creator.create_session()
+                break
+            except _PREEMPTION_ERRORS as e:
+                logging.info("An error was raised while a session was being created. This may be due to a "
+                             "preemption of a connected worker or parameter server. A new session will be "
+                             "created. Error: %s", e)
+                time.sleep(_RECREATE_WAIT_SECS)
         self._coord = Coordinator()
         start_queue_runners(sess=self._sess, coord=self._coord)
         for h in self._hooks:
             h.after_create_session(self._sess, self._coord)
-        self._should_stop = False
-        self._closed = False
+
+    def _recover(self, error: BaseException) -> None:
+        logging.info("An error was raised. This may be due to a preemption in a connected worker or "
+                     "parameter server. The current session will be closed and a new session will be "
+                     "created. Error: %s", error)
+        try:
+            self._coord.request_stop()
+            self._coord.join(stop_grace_period_secs=self._stop_grace_period_secs, ignore_live_threads=True)
+        except Exception:  # noqa: BLE001 - the old session's threads failed with the same error
+            pass
+        try:
+            self._sess.close()
+        except Exception:  # noqa: BLE001
+            pass
+        self._create_session()
 
     @property
     def graph(self) -> Any:
@@ -285,6 +373,13 @@ class MonitoredSession:
         """Runs `fetches` plus the hooks' requests; returns the caller's values."""
         if self._closed:
             raise RuntimeError("Run called even after should_stop requested.")
+        while True:
+            try:
+                return self._run_once(fetches, feed_dict, options, run_metadata)
+            except _PREEMPTION_ERRORS as e:
+                self._recover(e)
+
+    def _run_once(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
         actual_fetches: dict[Any, Any] = {"caller": fetches}
         run_context = SessionRunContext(original_args=SessionRunArgs(fetches, feed_dict), session=self._sess)
         feeds = self._call_hook_before_run(run_context, actual_fetches, feed_dict)
@@ -377,7 +472,8 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True, checkpoint
     )
 
     if not is_chief:
-        raise NotImplementedError("flowlab's MonitoredTrainingSession runs the chief only (is_chief=True)")
+        worker = WorkerSessionCreator(scaffold=scaffold, master=master, config=config, max_wait_secs=max_wait_secs)
+        return MonitoredSession(session_creator=worker, hooks=hooks, stop_grace_period_secs=stop_grace_period_secs)
     if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
         save_summaries_steps, save_summaries_secs = 100, None
     elif save_summaries_secs is USE_DEFAULT:

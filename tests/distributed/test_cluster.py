@@ -1,0 +1,191 @@
+"""Sessions on a real Dask LocalCluster (ps/0, worker/0, worker/1 in their own
+processes): TF1 programs give TensorFlow's numbers, state lives on the tasks."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import flowlab as fl
+from flowlab.distributed.remote_task import CONTROL_TIMEOUT_S
+
+X = np.array([[1.0, 2.0], [3.0, 4.0], [-1.0, 0.5]], np.float32)
+Y = np.array([[1.0], [0.0], [2.0]], np.float32)
+
+
+def build_model(tf, placed=True):
+    # TensorFlow's one-process session has no ps job: its reference runs unplaced.
+    setter = tf.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:0") if placed else None
+    with tf.device(setter):
+        w = tf.get_variable("w", initializer=np.array([[0.5], [-0.25]], np.float32))
+        b = tf.get_variable("b", initializer=np.zeros([1], np.float32))
+        x = tf.placeholder(tf.float32, [None, 2], name="x")
+        y = tf.placeholder(tf.float32, [None, 1], name="y")
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
+        step = tf.train.get_or_create_global_step()
+        train = tf.train.MomentumOptimizer(0.1, 0.9).minimize(loss, global_step=step)
+    return w, b, x, y, loss, train, step
+
+
+def train_steps(tf, sess_factory, n=5, placed=True):
+    g = tf.Graph()
+    with g.as_default():
+        w, b, x, y, loss, train, step = build_model(tf, placed)
+        init = tf.global_variables_initializer()
+        with sess_factory(g) as sess:
+            sess.run(init)
+            losses = [sess.run([loss, train], {x: X, y: Y})[0] for _ in range(n)]
+            return losses, sess.run([w, b, step])
+
+
+def test_training_on_the_cluster_gives_tensorflows_numbers(tf1, cluster):
+    expected = train_steps(tf1, lambda g: tf1.Session(graph=g), placed=False)
+    actual = train_steps(fl, lambda g: fl.Session(cluster, graph=g))
+    for e, a in zip(expected[0] + expected[1], actual[0] + actual[1]):
+        assert np.asarray(a).dtype == np.asarray(e).dtype
+        np.testing.assert_allclose(a, e, rtol=1e-6, atol=1e-7)
+
+
+def test_placement_and_partitions_span_the_tasks(cluster):
+    g = fl.Graph()
+    with g.as_default():
+        w, b, x, y, loss, train, step = build_model(fl)
+        with fl.Session(cluster, graph=g) as sess:
+            placement = sess.placement(train, {x: X, y: Y})
+            assert placement.device_of["w"].name == "/job:ps/replica:0/task:0/device:CPU:0"
+            matmul = next(op.name for op in g.get_operations() if op.type == "MatMul")
+            assert placement.device_of[matmul].name == "/job:worker/replica:0/task:0/device:CPU:0"
+            parts = sess.partitions(train, {x: X, y: Y})
+            devices = {p.device for p in parts.partitions} if hasattr(parts, "partitions") else set(parts)
+            assert any("job:ps" in str(d) for d in devices) and any("job:worker" in str(d) for d in devices)
+            assert [d.name for d in sess.list_devices()][0].startswith("/job:worker/replica:0/task:0")
+
+
+def test_make_callable_and_fetch_types(cluster):
+    g = fl.Graph()
+    with g.as_default():
+        with fl.device("/job:worker/task:1"):
+            a = fl.placeholder(fl.float32, [], name="a")
+            s = fl.strings.join([fl.as_string(a), fl.constant("x")], separator="-")
+        with fl.device("/job:ps/task:0"):
+            doubled = a * 2.0
+            n = fl.constant(7, fl.int64)
+        with fl.Session(cluster, graph=g) as sess:
+            f = sess.make_callable([doubled, s, n], [a])
+            d, text, seven = f(1.5)
+            assert type(d) is np.float32 and d == 3.0
+            assert text == b"1.500000-x"
+            assert type(seven) is np.int64 and seven == 7
+            assert f(2.0)[0] == 4.0
+
+
+def test_state_outlives_sessions_until_reset(cluster):
+    def graph():
+        g = fl.Graph()
+        with g.as_default():
+            with fl.device("/job:ps/task:0"):
+                v = fl.Variable(10.0, name="kept")
+            inc = v.assign_add(1.0)
+            init = v.initializer
+        return g, v, inc, init
+
+    g, v, inc, init = graph()
+    with fl.Session(cluster, graph=g) as sess:
+        sess.run(init)
+        sess.run(inc)
+    g2, v2, inc2, _ = graph()  # another graph, the same variable name on ps/0
+    with fl.Session(cluster.target, graph=g2) as sess:
+        assert sess.run(inc2) == 12.0
+    fl.Session.reset(cluster.target)
+    with fl.Session(cluster, graph=g2) as sess:
+        with pytest.raises(fl.errors.FailedPreconditionError, match="uninitialized value kept"):
+            sess.run(v2)
+
+
+def test_between_graph_replication_shares_the_ps_state(cluster):
+    """Two clients (threads, each with its own graph and session) update one counter
+    on ps/0 by name, as TF1's between-graph replication does."""
+    g0 = fl.Graph()
+    with g0.as_default():
+        with fl.device("/job:ps/task:0"):
+            counter = fl.Variable(0, dtype=fl.int64, name="shared_counter")
+        with fl.Session(cluster, graph=g0) as sess:
+            sess.run(counter.initializer)
+    errors: list[BaseException] = []
+
+    def replica(index: int) -> None:
+        try:
+            g = fl.Graph()
+            with g.as_default():
+                with fl.device("/job:ps/task:0"):
+                    c = fl.Variable(0, dtype=fl.int64, name="shared_counter")
+                with fl.device(f"/job:worker/task:{index}"):
+                    delta = fl.constant(index + 1, fl.int64) * 1
+                add = c.assign_add(delta)
+                with fl.Session(f"{cluster.target}/job:worker/task:{index}", graph=g) as sess:
+                    for _ in range(20):
+                        sess.run(add)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=replica, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    with fl.Session(cluster, graph=g0) as sess:
+        assert sess.run(counter) == 20 * 1 + 20 * 2
+
+
+def test_a_failed_step_writes_nothing_on_any_task(cluster):
+    g = fl.Graph()
+    with g.as_default():
+        with fl.device("/job:ps/task:0"):
+            v = fl.Variable(1.0, name="rolled_back")
+            bump = v.assign_add(5.0)
+        with fl.device("/job:worker/task:1"):
+            x = fl.placeholder(fl.float32, [None], name="x")
+            with fl.control_dependencies([bump]):
+                checked = fl.debugging.check_numerics(x, "x has a NaN")
+        with fl.Session(cluster, graph=g) as sess:
+            sess.run(v.initializer)
+            with pytest.raises(fl.errors.InvalidArgumentError, match="x has a NaN") as e:
+                sess.run(checked, {x: np.array([1.0, np.nan], np.float32)})
+            assert e.value.op is checked.op  # the client's op, not the task's copy
+            assert sess.run(v) == 1.0
+            assert list(sess.run(checked, {x: np.array([2.0], np.float32)})) == [2.0]
+            assert sess.run(v) == 6.0
+
+
+def test_missing_task_names_the_workers_found(cluster):
+    with pytest.raises(ValueError, match=r"no task worker/5.*'ps/0' at tcp://127\.0\.0\.1:\d+.*--name worker/5"):
+        cluster.task("worker", 5)
+    g = fl.Graph()
+    with g.as_default():
+        with fl.device("/job:worker/task:5"):
+            c = fl.constant(1.0)
+        with fl.Session(cluster, graph=g) as sess:
+            with pytest.raises(fl.errors.InvalidArgumentError, match="worker/task:5"):
+                sess.run(c)
+
+
+@pytest.mark.parametrize("call,message,match", [
+    ("run_step", {"handle": 3, "step_id": 1, "feeds": []}, "field 'handle' of run_step must be str"),
+    ("run_step", {"step_id": 1, "feeds": []}, "run_step needs field 'handle'"),
+    ("register_partitions", {"handle": "h", "graph_version": 1, "units": "nope", "num_fetches": 0},
+     "field 'units' of register_partitions must be list"),
+    ("register_partitions", {"handle": "h", "graph_version": 1, "units": [{"graph_def": {"node": [
+        {"name": "x", "op": "NoSuchOp", "input": [], "attr": {}, "device": ""}]}}], "num_fetches": 0}, ""),
+    ("recv_tensor", {"step_id": "1", "key": "k"}, "field 'step_id' of recv_tensor must be int"),
+    ("abort_step", [], "expects a message dict"),
+])
+def test_malformed_messages_get_an_error_and_change_nothing(cluster, call, message, match):
+    task = cluster.task("ps", 0)
+    before = task.status()
+    with pytest.raises(fl.errors.OpError, match=match):
+        task.connection.sync(task.connection.call(task, call, message, CONTROL_TIMEOUT_S))
+    after = task.status()
+    assert after["incarnation"] == before["incarnation"] and after["handles"] == before["handles"]
