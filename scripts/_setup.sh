@@ -206,7 +206,7 @@ fl_ensure_venv() {
 # 4, the `flowlab-widgets` ipywidgets module) into flowlab/labextension with jlpm (the
 # yarn that ships with jupyterlab): `jlpm install --immutable` (the committed
 # yarn.lock) then `jlpm build:prod`.  Skipped when the sources, lockfile and config are
-# unchanged since the last build (a stamp in flowlab/labextension).  Then links the
+# unchanged since the last build (a stamp in extension/node_modules).  Then links the
 # build into the venv's share/jupyter/labextensions/flowlab-widgets, as `jupyter
 # labextension develop` does for an editable install (a wheel carries it as shared
 # data), and checks that `jupyter labextension list` shows it enabled.  MODE "strict"
@@ -228,7 +228,7 @@ PY
 
 fl_build_extension() {
     local mode="${1:-warn}" ext="$FLOWLAB_ROOT/extension" out="$FLOWLAB_ROOT/flowlab/labextension"
-    local name=flowlab-widgets key stamp="$FLOWLAB_ROOT/flowlab/labextension/.flowlab-build-stamp"
+    local name=flowlab-widgets key stamp="$FLOWLAB_ROOT/extension/node_modules/.flowlab-build-stamp"
     if ! command -v node >/dev/null 2>&1; then
         if [ "$mode" = strict ]; then
             fl_die "node is not installed: it builds the JupyterLab extension (apt: nodejs)"

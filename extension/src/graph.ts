@@ -38,6 +38,8 @@ export class GraphView extends DOMWidgetView {
   private tx = 0;
   private ty = 0;
   private selected = '';
+  private selectedName = '';
+  private stage = '';
   private steps = 0;
   private liveTimer = 0;
 
@@ -49,7 +51,12 @@ export class GraphView extends DOMWidgetView {
     htmlEl('span', 'fl-label', this.toolbar, 'stage');
     this.stageSelect = htmlEl('select', 'fl-stage', this.toolbar);
     this.stageSelect.addEventListener('change', () => {
-      this.send({ t: 'stage', name: this.stageSelect.value });
+      // Every stage is laid out already: switching needs no kernel (it may be busy).
+      this.stage = this.stageSelect.value;
+      this.draw();
+      if (this.live) {
+        this.send({ t: 'stage', stage: this.stage });
+      }
     });
     this.searchBox = htmlEl('input', 'fl-search', this.toolbar);
     this.searchBox.type = 'search';
@@ -68,10 +75,14 @@ export class GraphView extends DOMWidgetView {
     htmlEl('div', 'fl-panel-hint', this.panel, 'Click a node to see its details.');
     this.installPanZoom();
 
-    this.listenTo(this.model, 'change:model', () => this.draw());
-    this.listenTo(this.model, 'change:stage_names change:stage change:missing', () =>
-      this.drawStages()
-    );
+    this.stage = String(this.model.get('stage') || '');
+    this.listenTo(this.model, 'change:layouts', () => this.draw());
+    this.listenTo(this.model, 'change:stage', () => {
+      this.stage = String(this.model.get('stage') || '');
+      this.drawStages();
+      this.draw();
+    });
+    this.listenTo(this.model, 'change:stage_names change:missing', () => this.drawStages());
     this.listenTo(this.model, 'change:view_height', () => this.sizeToModel());
     this.listenTo(this.model, 'comm_live_update', () => this.showConnection());
     this.model.on('msg:custom', (msg: KernelMessage) => this.onMessage(msg));
@@ -91,6 +102,12 @@ export class GraphView extends DOMWidgetView {
     return this.model.comm_live;
   }
 
+  /** The laid-out stage shown. */
+  private current(): IGraphLayout | undefined {
+    const all = (this.model.get('layouts') as { [stage: string]: IGraphLayout }) || {};
+    return all[this.stage];
+  }
+
   private sizeToModel(): void {
     const h = Number(this.model.get('view_height')) || 520;
     this.root.style.height = `${h}px`;
@@ -100,10 +117,9 @@ export class GraphView extends DOMWidgetView {
   private showConnection(): void {
     const live = this.live;
     this.root.classList.toggle('fl-offline', !live);
-    this.stageSelect.disabled = !live;
     if (!live) {
       this.status.textContent =
-        'kernel gone: a saved picture (re-run the cell to make it live again)';
+        'kernel gone: a saved picture (run the cell again for a live view)';
       this.scene.querySelectorAll('.fl-running').forEach(el => el.classList.remove('fl-running'));
     } else {
       this.status.textContent = this.steps ? `${this.steps} steps seen` : 'live';
@@ -112,7 +128,7 @@ export class GraphView extends DOMWidgetView {
 
   private drawStages(): void {
     const names = (this.model.get('stage_names') as string[]) || [];
-    const current = String(this.model.get('stage') || '');
+    const current = this.stage;
     const missing = (this.model.get('missing') as { [k: string]: string }) || {};
     this.stageSelect.textContent = '';
     for (const name of names) {
@@ -129,7 +145,7 @@ export class GraphView extends DOMWidgetView {
 
   /** (Re)draw the scene from the `model` trait. */
   private draw(): void {
-    const m = this.model.get('model') as IGraphLayout;
+    const m = this.current();
     this.scene.textContent = '';
     this.nodeEls.clear();
     this.nodes.clear();
@@ -139,7 +155,7 @@ export class GraphView extends DOMWidgetView {
     if (!m || !m.nodes) {
       return;
     }
-    this.svg.setAttribute('data-stage', String(this.model.get('stage') || ''));
+    this.svg.setAttribute('data-stage', this.stage);
     const gClusters = svgEl('g', { class: 'fl-clusters' }, this.scene);
     const gEdges = svgEl('g', { class: 'fl-edges' }, this.scene);
     const gNodes = svgEl('g', { class: 'fl-nodes' }, this.scene);
@@ -158,7 +174,9 @@ export class GraphView extends DOMWidgetView {
         tip.textContent = `${c.name}: click to collapse`;
         title.addEventListener('click', ev => {
           ev.stopPropagation();
-          this.send({ t: 'collapse', scope: c.name });
+          if (this.live) {
+            this.send({ t: 'collapse', scope: c.name, stage: this.stage });
+          }
         });
       }
     }
@@ -206,7 +224,9 @@ export class GraphView extends DOMWidgetView {
       if (n.kind === 'scope') {
         g.addEventListener('dblclick', ev => {
           ev.stopPropagation();
-          this.send({ t: 'expand', scope: n.name });
+          if (this.live) {
+            this.send({ t: 'expand', scope: n.name, stage: this.stage });
+          }
         });
       }
       this.nodeEls.set(n.id, g);
@@ -224,8 +244,11 @@ export class GraphView extends DOMWidgetView {
     } else {
       this.legend.style.display = '';
     }
-    if (this.selected && this.nodeEls.has(this.selected)) {
-      this.nodeEls.get(this.selected)?.classList.add('fl-selected');
+    // Ids are per layout: the selection follows the node's name to the new one.
+    const again = m.nodes.find(n => n.name === this.selectedName);
+    this.selected = again ? again.id : '';
+    if (again) {
+      this.nodeEls.get(again.id)?.classList.add('fl-selected');
     }
     this.fit();
     this.search();
@@ -239,6 +262,8 @@ export class GraphView extends DOMWidgetView {
       refY: 5,
       markerWidth: 6,
       markerHeight: 6,
+      // Arrowheads keep their size when a pulsing edge gets wider.
+      markerUnits: 'userSpaceOnUse',
       orient: 'auto-start-reverse'
     });
     svgEl('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'fl-arrowhead' }, mk);
@@ -265,7 +290,7 @@ export class GraphView extends DOMWidgetView {
 
   /** Fit the whole stage into the canvas. */
   fit(): void {
-    const m = this.model.get('model') as IGraphLayout;
+    const m = this.current();
     const box = this.svg.getBoundingClientRect();
     if (!m || !m.size || box.width === 0) {
       // Not in the document yet: fit once it is.
@@ -333,7 +358,7 @@ export class GraphView extends DOMWidgetView {
       el.classList.toggle('fl-match', !!q && !!n && n.name.toLowerCase().includes(q));
     }
     if (q && this.live) {
-      this.send({ t: 'search', q }); // ops inside collapsed scopes: the kernel knows them
+      this.send({ t: 'search', q, stage: this.stage }); // ops in collapsed scopes: the kernel knows
     }
   }
 
@@ -347,20 +372,23 @@ export class GraphView extends DOMWidgetView {
     if (!n) {
       return;
     }
-    if (this.live) {
-      this.send({ t: 'select', id });
+    this.selectedName = n.name;
+    if (this.live && n.kind !== 'scope') {
+      this.send({ t: 'select', name: n.name, stage: this.stage }); // watch its values
     }
-    // Until the kernel answers (or without one), what the saved picture knows.
-    this.showDetails(id, [
-      ['op', 'name', n.name],
-      ['op', 'type', n.kind === 'scope' ? 'name scope (collapsed)' : n.op],
-      ['placement', 'device', this.deviceName(n)]
-    ]);
+    this.showDetails(
+      id,
+      n.info ?? [
+        ['op', 'name', n.name],
+        ['op', 'type', n.op],
+        ['placement', 'device', this.deviceName(n)]
+      ]
+    );
   }
 
   private deviceName(n: IGraphNode): string {
-    const m = this.model.get('model') as IGraphLayout;
-    return n.dev >= 0 && m.devices[n.dev] ? m.devices[n.dev][0] : '(none or several)';
+    const m = this.current();
+    return m && n.dev >= 0 && m.devices[n.dev] ? m.devices[n.dev][0] : '(none or several)';
   }
 
   private showDetails(id: string, rows: [string, string, string][]): void {
@@ -382,14 +410,22 @@ export class GraphView extends DOMWidgetView {
     }
   }
 
+  /** The selected node's last value summary, in its own panel row. */
+  private showValue(text: string): void {
+    let cell = this.panel.querySelector('.fl-last-value');
+    if (!cell) {
+      htmlEl('div', 'fl-panel-section', this.panel, 'last value');
+      const tr = htmlEl('tr', '', htmlEl('table', 'fl-panel-table', this.panel));
+      htmlEl('td', 'fl-key', tr, 'summary');
+      cell = htmlEl('td', 'fl-value fl-last-value', tr);
+    }
+    cell.textContent = text;
+  }
+
   // --- kernel messages and the live overlay ------------------------------------------
   private onMessage(msg: KernelMessage): void {
-    if (msg.t === 'details') {
-      if (msg.id === this.selected) {
-        this.showDetails(msg.id, msg.rows);
-      }
-    } else if (msg.t === 'found') {
-      if (msg.q === this.searchBox.value.trim().toLowerCase()) {
+    if (msg.t === 'found') {
+      if (msg.stage === this.stage && msg.q === this.searchBox.value.trim().toLowerCase()) {
         for (const id of msg.ids) {
           this.nodeEls.get(id)?.classList.add('fl-match');
         }
@@ -404,10 +440,11 @@ export class GraphView extends DOMWidgetView {
     for (const el of this.scene.querySelectorAll('.fl-running')) {
       el.classList.remove('fl-running');
     }
-    for (const id of msg.run) {
+    const here = msg.stages[this.stage] ?? { run: [], done: [], xfer: {} };
+    for (const id of here.run) {
       this.nodeEls.get(id)?.classList.add('fl-running');
     }
-    for (const id of msg.done) {
+    for (const id of here.done) {
       const el = this.nodeEls.get(id);
       if (el) {
         el.classList.add('fl-done');
@@ -417,7 +454,7 @@ export class GraphView extends DOMWidgetView {
         });
       }
     }
-    for (const [key, nbytes] of Object.entries(msg.xfer)) {
+    for (const [key, nbytes] of Object.entries(here.xfer)) {
       const i = Number(key);
       const p = this.edgeEls[i];
       if (!p) {
@@ -431,12 +468,8 @@ export class GraphView extends DOMWidgetView {
         label.setAttribute('data-bytes', String(nbytes));
       }
     }
-    if (msg.value && msg.value[0] && this.selected) {
-      const rows = this.panel.querySelectorAll('.fl-value');
-      const last = Array.from(rows).find(r => r.previousElementSibling?.textContent === 'summary');
-      if (last) {
-        last.textContent = msg.value[1];
-      }
+    if (msg.value && msg.value[0] === this.selectedName) {
+      this.showValue(msg.value[1]);
     }
     this.status.textContent = msg.idle ? `idle, ${msg.steps} steps seen` : `running, ${msg.steps} steps seen`;
     this.root.classList.toggle('fl-busy', !msg.idle);

@@ -1,5 +1,5 @@
 /**
- * The laid-out stage the kernel sends (flowlab/viz/layout.py), and the widget model.
+ * The laid-out stages the kernel sends (flowlab/viz/layout.py), and the widget model.
  *
  * Every string in it is plain text: the views put it in `textContent`, never in markup.
  * Coordinates are points with y growing downwards, as the kernel computed them with
@@ -27,6 +27,8 @@ export interface IGraphNode {
   dev: number;
   shape: string;
   state?: string;
+  /** The side panel: [section, key, value] rows, computed by the kernel. */
+  info?: [string, string, string][];
 }
 
 /** A box: a partition, a loop frame, or an open name scope. */
@@ -66,15 +68,19 @@ export interface IGraphLayout {
   edges: IGraphEdge[];
 }
 
+/** What one live update says about one stage: node ids and edge indices. */
+export interface ILiveStage {
+  run: string[];
+  done: string[];
+  xfer: { [edge: string]: number };
+}
+
 /** A kernel -> browser message. */
 export type KernelMessage =
-  | { t: 'details'; id: string; rows: [string, string, string][] }
-  | { t: 'found'; q: string; ids: string[] }
+  | { t: 'found'; q: string; stage: string; ids: string[] }
   | {
       t: 'live';
-      run: string[];
-      done: string[];
-      xfer: { [edge: string]: number };
+      stages: { [stage: string]: ILiveStage };
       steps: number;
       idle: boolean;
       value?: [string, string];
@@ -91,7 +97,7 @@ export class GraphModel extends DOMWidgetModel {
       _view_name: 'GraphView',
       _view_module: MODULE_NAME,
       _view_module_version: MODULE_VERSION,
-      model: {},
+      layouts: {},
       stage_names: [],
       stage: '',
       missing: {},

@@ -10,6 +10,11 @@ when the `dot` binary (apt: graphviz) is installed; `svg(obj)` gives the SVG tex
 `flowlab.viz.passes(sess, fetches, feed_dict)` shows what a session does with a step:
 full graph -> pruned -> optimized -> placed -> partitioned, one picture per stage.
 
+`flowlab.viz.GraphView(sess, fetches, feed_dict)` is the live, clickable view of the
+same pictures in JupyterLab (the `flowlab-widgets` extension; `flowlab.viz.widgets`):
+pan, zoom, scopes that open, search, the stage switch, a node's details, and steps
+lighting up while they run.  It is imported on first use (it needs ipywidgets).
+
 `flowlab.viz.plot_scalars(logdir)` draws a logdir's scalar summaries with matplotlib
 and `.update()` redraws them live while the run trains (flowlab.viz.scalars).
 
@@ -37,8 +42,17 @@ from flowlab.viz.scalars import ScalarsPlot, plot_scalars
 __all__ = [
     "graph", "svg", "mimebundle", "passes", "Passes", "Picture", "PNode", "to_picture",
     "dot_available", "format_bytes", "short_device", "MAX_AUTO_DISPLAY_OPS",
-    "ScalarsPlot", "plot_scalars",
+    "ScalarsPlot", "plot_scalars", "GraphView",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # GraphView lives in flowlab.viz.widgets, which imports ipywidgets: only on first use.
+    if name == "GraphView":
+        from flowlab.viz.widgets import GraphView
+
+        return GraphView
+    raise AttributeError(f"module 'flowlab.viz' has no attribute {name!r}")
 
 # Rich display of a bigger graph is skipped (text only): dot needs seconds there, and a
 # notebook re-renders a repr whenever it is shown.  `fl.show(g)` draws any size.

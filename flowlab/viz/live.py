@@ -1,0 +1,182 @@
+"""Executor events to a live view, batched and throttled (at most `rate` updates a second).
+
+A `LiveBridge` is a session listener (`Session.set_listener`, chained with the one
+already there, as the profiler does).  Its listening side runs on the executor's
+threads and does almost nothing: it appends `(kind, node name, bytes)` to a list
+(one `list.append`, atomic under the GIL).  A flusher thread wakes `rate` times a
+second at most, swaps the list for a fresh one, folds the batch into "running now",
+"finished since the last update" and "bytes moved per Recv", and hands that one
+message to `send`.  So a step of 10,000 ops costs 10,000 appends, not 10,000 messages,
+and the browser gets at most ~30 small updates a second however fast the loop runs.
+
+The bridge also takes whole-step records (`take_records`): with it attached, the
+executor keeps its fast straight-line path for plain steps (with a traced twin) and
+hands one `StepRecords` per step, instead of falling back to two events per op.
+
+State: `pending` (events not yet sent, owned by the listening threads until swapped),
+`running` (names started and not finished, owned by the flusher), `steps` (steps seen).
+Invariant: `send` is called only from the flusher thread, never from the executor's.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from flowlab.runtime.task.events import ExecEvent, StepRecords, chain_listeners
+from flowlab.viz.model import RECV_TYPES, SEND_TYPES
+
+_TRANSFER = SEND_TYPES | RECV_TYPES
+
+
+def nbytes_of(value: Any) -> int | None:
+    """The bytes of a value (an ndarray's `nbytes`), or None when it has none."""
+    n = getattr(value, "nbytes", None)
+    return int(n) if isinstance(n, int) else None
+
+
+class LiveBridge:
+    """Listen to a session's steps and send throttled summaries.
+
+    Args:
+      session: a flowlab Session (anything with `set_listener` and `listener`).
+      send: called from the flusher thread with each update, a dict
+        `{"t": "live", "run": [names], "done": [names], "bytes": {recv name: n},
+        "steps": int, "idle": bool}`.
+      rate: the most updates a second.
+      idle_after: seconds without events after which one last update says `idle`.
+      watch: a callable returning the node name whose outputs to summarize (or None);
+        `on_value(name, outputs)` gets them, on the executor's thread, for that node only.
+    """
+
+    def __init__(self, session: Any, send: Callable[[dict[str, Any]], None], *, rate: float = 30.0,
+                 idle_after: float = 0.4, watch: Callable[[], str | None] | None = None,
+                 on_value: Callable[[str, Any], None] | None = None) -> None:
+        self.session = session
+        self.send = send
+        self.period = 1.0 / rate
+        self.idle_after = idle_after
+        self.watch = watch or (lambda: None)
+        self.on_value = on_value
+        self.pending: list[tuple[str, str, int | None]] = []
+        self.running: set[str] = set()
+        self.steps = 0
+        self.sent = 0
+        self._step_id = -1
+        self._stop = threading.Event()
+        self._previous: Any = None
+        self._listener: Any = None
+        self._thread: threading.Thread | None = None
+
+    # --- listening side (executor threads) ------------------------------------------
+    def listen(self, ev: ExecEvent) -> None:
+        """A session listener: one append per event."""
+        kind = ev.kind
+        if ev.step_id != self._step_id:
+            self._step_id = ev.step_id
+            self.pending.append(("step", "", None))
+        if kind == "op_end":
+            nb = None
+            if ev.op_type in _TRANSFER and ev.info:
+                nb = nbytes_of(ev.info[0]) if ev.op_type in RECV_TYPES else None
+            self.pending.append(("e", ev.node, nb))
+            if self.on_value is not None and ev.node == self.watch():
+                self.on_value(ev.node, ev.info)
+        elif kind == "op_start":
+            self.pending.append(("s", ev.node, None))
+        elif kind in ("op_dead", "error"):
+            self.pending.append(("e", ev.node, None))
+
+    def take_records(self, rec: StepRecords) -> None:
+        """A whole straight-line step: every op that ran is finished."""
+        watched = self.watch()
+        nodes = rec.nodes
+        for k in range(rec.ran):
+            name = nodes[k].op.name
+            self.pending.append(("e", name, None))
+            if watched == name and self.on_value is not None and rec.outputs is not None:
+                self.on_value(name, rec.outputs[rec.out_start[k]:rec.out_start[k + 1]])
+        self.pending.append(("step", "", None))
+
+    # --- lifetime -------------------------------------------------------------------
+    def start(self) -> None:
+        """Attach to the session (chained with its listener) and start the flusher."""
+        if self._thread is not None:
+            return
+        self._previous = self.session.listener
+        self._listener = chain_listeners(self._previous, _Listener(self))
+        self.session.set_listener(self._listener)
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="flowlab-live", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Detach from the session (putting back the listener it had) and stop."""
+        if self._thread is None:
+            return
+        if self.session.listener is self._listener:  # else someone chained after us: keep theirs
+            self.session.set_listener(self._previous)
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self._thread = None
+
+    @property
+    def active(self) -> bool:
+        return self._thread is not None
+
+    # --- flusher --------------------------------------------------------------------
+    def _run(self) -> None:
+        last_event = 0.0
+        idle_sent = True
+        while not self._stop.wait(self.period):
+            if not self.pending:
+                if not idle_sent and time.monotonic() - last_event > self.idle_after:
+                    self.running.clear()
+                    self._send({"t": "live", "run": [], "done": [], "bytes": {},
+                                "steps": self.steps, "idle": True})
+                    idle_sent = True
+                continue
+            batch, self.pending = self.pending, []
+            last_event = time.monotonic()
+            idle_sent = False
+            self._send(self.fold(batch))
+
+    def fold(self, batch: list[tuple[str, str, int | None]]) -> dict[str, Any]:
+        """One update from a batch of events (see the class docstring)."""
+        done: dict[str, None] = {}
+        nbytes: dict[str, int] = {}
+        running = self.running
+        for kind, name, nb in batch:
+            if kind == "s":
+                running.add(name)
+            elif kind == "e":
+                running.discard(name)
+                done[name] = None
+                if nb is not None:
+                    nbytes[name] = nbytes.get(name, 0) + nb
+            else:
+                self.steps += 1
+        return {"t": "live", "run": sorted(running), "done": list(done), "bytes": nbytes,
+                "steps": self.steps, "idle": False}
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        try:
+            self.send(msg)
+            self.sent += 1
+        except Exception:  # noqa: BLE001 - a closed comm: the view is gone, stop watching
+            self._stop.set()
+
+
+class _Listener:
+    """The callable handed to the session: events and whole-step records."""
+
+    __slots__ = ("bridge", "take_records")
+
+    def __init__(self, bridge: LiveBridge) -> None:
+        self.bridge = bridge
+        self.take_records = bridge.take_records
+
+    def __call__(self, ev: ExecEvent) -> None:
+        self.bridge.listen(ev)

@@ -1,0 +1,404 @@
+"""`GraphView`: the live, clickable view of a graph in JupyterLab (an ipywidgets DOMWidget).
+
+Its front end is the `flowlab-widgets` JupyterLab extension (`extension/`, shipped in
+the wheel).  The widget holds the stages of a step as `Picture`s (the same model as the
+static SVG, `flowlab.viz.model`) and sends the browser one laid-out stage at a time
+(`flowlab.viz.layout`): the `model` trait, which is also what the notebook saves, so a
+reopened notebook shows the last picture without a kernel.
+
+Kernel <-> browser messages (custom comm messages, `{"t": kind, ...}`):
+  browser -> kernel: `stage` (the one shown), `expand` / `collapse` (scope, stage),
+    `select` (op name: its outputs are summarized while steps run), `search` (q);
+  kernel -> browser: `found` (ids whose ops match a search, collapsed scopes
+    included), `live` (per stage: running / finished node ids, bytes per edge; steps;
+    from `flowlab.viz.live`, at most ~30 a second).
+The kernel answers the browser only between cells (a running cell holds its shell
+channel), so everything the browser needs while a step runs is already in `layouts`:
+every stage laid out, every drawn node with its side-panel rows (`info`).  The live
+updates flow the other way, from the bridge's thread, and do not wait.
+Everything sent is data; the front end renders every string as text.
+
+State: `stages` (name -> Picture), `stage`, `expanded` / `collapsed` scopes per stage,
+`_maps` (per stage: op name -> drawn id, for live events), `values` (the last value
+summary of the watched node).  Invariant: `layouts[stage]` is the layout of
+`stages[stage]` with that stage's expand/collapse sets, and `_maps[stage]` its ids.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+import traitlets
+
+from flowlab.viz.layout import layout
+from flowlab.viz.live import LiveBridge
+from flowlab.viz.model import RECV_TYPES, SEND_TYPES, Picture, from_graph_def, to_picture
+
+MODULE = "flowlab-widgets"
+MODULE_VERSION = "^0.1.0"
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where the built labextension lies, for `jupyter labextension develop` (relative
+    to the `flowlab` package, whose `flowlab/labextension` the build writes)."""
+    return [{"src": "labextension", "dest": MODULE}]
+
+
+def labextension_installed() -> bool:
+    """Whether JupyterLab can find the `flowlab-widgets` labextension."""
+    try:
+        from jupyter_core.paths import jupyter_path
+    except ImportError:
+        return False
+    return any(os.path.exists(os.path.join(d, MODULE, "package.json"))
+               for d in jupyter_path("labextensions"))
+
+
+def available() -> bool:
+    """Whether the live views can be shown here: inside a Jupyter kernel, with the
+    labextension installed (`flowlab.show` uses the widget then, else the SVG)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    ip = get_ipython()
+    return ip is not None and getattr(ip, "kernel", None) is not None and labextension_installed()
+
+
+def view(obj: Any, **kwargs: Any) -> GraphView:
+    """The widget `flowlab.show(obj, **kwargs)` displays."""
+    return GraphView(obj, **kwargs)
+
+
+class GraphView(widgets.DOMWidget):
+    """A graph, its step's stages, and its steps live.
+
+    Args:
+      graph_or_session: a Session (its graph; its steps light up live), a Graph, or
+        anything `flowlab.viz.graph` draws (a GraphDef dict, a Placement, partitions, a
+        Trace, a Picture).
+      fetches, feed_dict: with a Session, the step whose stages to show (full graph,
+        pruned, optimized, placed, partitioned), as `Session.run` takes them.
+      trace: a profiler Trace: Send/Recv edges show its bytes, nodes their run time.
+      collapse_above, expand, collapse, rankdir: as for `flowlab.viz.graph`.
+      stage: the stage shown first (default: "placed" when there is one).
+      live: watch the session's steps (default: when a Session is given).
+      height: the view's height in CSS pixels.
+
+    Example:
+      >>> view = fl.viz.GraphView(sess, loss, {x: None})   # doctest: +SKIP
+      >>> view                                            # then sess.run(...) anywhere
+    """
+
+    _model_name = traitlets.Unicode("GraphModel").tag(sync=True)
+    _model_module = traitlets.Unicode(MODULE).tag(sync=True)
+    _model_module_version = traitlets.Unicode(MODULE_VERSION).tag(sync=True)
+    _view_name = traitlets.Unicode("GraphView").tag(sync=True)
+    _view_module = traitlets.Unicode(MODULE).tag(sync=True)
+    _view_module_version = traitlets.Unicode(MODULE_VERSION).tag(sync=True)
+
+    # stage -> its laid-out picture (flowlab.viz.layout), each node with its details
+    layouts = traitlets.Dict().tag(sync=True)
+    stage_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    stage = traitlets.Unicode("").tag(sync=True)  # shown first; the browser switches itself
+    missing = traitlets.Dict().tag(sync=True)  # stage -> why it is not shown
+    view_height = traitlets.Int(520).tag(sync=True)
+
+    def __init__(self, graph_or_session: Any, fetches: Any = None, feed_dict: Any = None, *,
+                 trace: Any = None, collapse_above: int = 40, expand: Any = (), collapse: Any = (),
+                 rankdir: str = "TB", stage: str | None = None, live: bool | None = None,
+                 height: int = 520, title: str | None = None, legend: bool = True,
+                 graph: Any = None) -> None:
+        super().__init__()
+        obj = graph_or_session
+        self.session = obj if hasattr(obj, "set_listener") and hasattr(obj, "graph") else None
+        self.graph = self.session.graph if self.session is not None else (
+            obj if hasattr(obj, "get_operation_by_name") else graph)
+        self.placement: Any = None
+        self.stages: dict[str, Picture] = {}
+        missing: dict[str, str] = {}
+        if self.session is not None and fetches is not None:
+            from flowlab.viz.passes import passes
+
+            p = passes(self.session, fetches, feed_dict)
+            self.stages = dict(p.stages)
+            missing = dict(p.missing)
+            self.placement = self.session.placement(fetches, feed_dict)
+        elif self.session is not None:
+            self.stages = {"full graph": from_graph_def(self.graph.as_graph_def(), title="full graph")}
+        else:
+            pic = to_picture(obj, graph=graph, title=title)
+            self.stages = {pic.title or "graph": pic}
+            self.placement = obj if hasattr(obj, "device_of") else None
+        if trace is not None:
+            from flowlab.viz import apply_trace
+
+            for pic in self.stages.values():
+                apply_trace(pic, trace)
+        self.options = {"collapse_above": collapse_above, "rankdir": rankdir}
+        self.expanded: dict[str, set[str]] = {s: set(_names(expand)) for s in self.stages}
+        self.collapsed: dict[str, set[str]] = {s: set(_names(collapse)) for s in self.stages}
+        self.values: dict[str, str] = {}
+        self.selected: str | None = None
+        # stage -> (op name -> drawn id, Recv or tensor name -> edge indices)
+        self._maps: dict[str, tuple[dict[str, str], dict[str, list[int]]]] = {}
+        self._lock = threading.Lock()
+        self.missing = missing
+        self.view_height = height
+        self.stage_names = list(self.stages)
+        first = stage if stage is not None else ("placed" if "placed" in self.stages else self.stage_names[0])
+        if first not in self.stages:
+            raise ValueError(f"no stage {first!r}; stages: {', '.join(self.stages)}")
+        self.layouts = {name: self._layout(name) for name in self.stages}
+        self.stage = first
+        self.on_msg(self._on_msg)
+        self.bridge: LiveBridge | None = None
+        if self.session is not None and (live is None or live):
+            self.bridge = LiveBridge(self.session, self._send_live, watch=lambda: self.selected,
+                                     on_value=self._on_value)
+            self.bridge.start()
+
+    # --- what is shown --------------------------------------------------------------
+    @property
+    def picture(self) -> Picture:
+        """The picture of the stage shown first (or last asked for by the browser)."""
+        return self.stages[self.stage]
+
+    @property
+    def model(self) -> dict[str, Any]:
+        """The laid-out stage shown first (see `flowlab.viz.layout`)."""
+        return self.layouts[self.stage]
+
+    def show_stage(self, name: str) -> None:
+        """Show stage `name` ("full graph", "pruned", "optimized", "placed", "partitioned")."""
+        if name not in self.stages:
+            raise ValueError(f"no stage {name!r}; stages: {', '.join(self.stages)}")
+        self.stage = name
+
+    def expand(self, scope: str, stage: str | None = None) -> None:
+        """Open name scope `scope` of a stage (default: the one shown), re-laid out here."""
+        stage = stage or self.stage
+        scope = scope.rstrip("/")
+        self.collapsed[stage].discard(scope)
+        self.expanded[stage].add(scope)
+        self.layouts = {**self.layouts, stage: self._layout(stage)}
+
+    def collapse(self, scope: str, stage: str | None = None) -> None:
+        """Draw name scope `scope` of a stage (default: the one shown) as one node."""
+        stage = stage or self.stage
+        scope = scope.rstrip("/")
+        self.expanded[stage].discard(scope)
+        self.collapsed[stage].add(scope)
+        self.layouts = {**self.layouts, stage: self._layout(stage)}
+
+    def _layout(self, stage: str) -> dict[str, Any]:
+        pic = self.stages[stage]
+        m = layout(pic, expand=self.expanded[stage], collapse=self.collapsed[stage], **self.options)
+        id_of: dict[str, str] = {}
+        for node in m["nodes"]:
+            if node["kind"] != "scope":
+                id_of[node["name"]] = node["id"]
+        members = m.pop("members")  # the kernel keeps them: the saved state stays small
+        for nid, names in members.items():
+            for n in names:
+                id_of[n] = nid
+        edge_of: dict[str, list[int]] = {}
+        for i, e in enumerate(m["edges"]):
+            if e["kind"] == "t":
+                edge_of.setdefault(e["key"], []).append(i)
+            elif e["kind"] == "x":
+                edge_of.setdefault(_tensor(e["key"]), []).append(i)
+        # A Recv not drawn in this stage (one before partitioning) finds its edge through
+        # the tensor it carries (the cross-device edge of the placed stage).
+        for other in self.stages.values():
+            for n in other.nodes:
+                if n.op in RECV_TYPES and n.name not in edge_of:
+                    # `_src`: the op whose output it carries (TF's rendezvous key is not a tensor)
+                    tensor = _tensor(str(n.attrs.get("_src") or n.attrs.get("tensor_name", "")))
+                    if tensor in edge_of:
+                        edge_of[n.name] = edge_of[tensor]
+        for node in m["nodes"]:  # the side panel, there with no kernel round trip
+            if node["kind"] == "scope":
+                node["info"] = self._scope_rows(node["name"], members.get(node["id"], []), pic)
+            else:
+                node["info"] = self.node_rows(node["name"], pic)
+        with self._lock:
+            self._maps[stage] = (id_of, edge_of)
+        return m
+
+    # --- browser messages -----------------------------------------------------------
+    def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
+        kind = content.get("t")
+        stage = str(content.get("stage", "")) or self.stage
+        if stage not in self.stages:
+            return
+        if kind == "stage":
+            self.show_stage(stage)
+        elif kind == "expand":
+            self.expand(str(content.get("scope", "")), stage)
+        elif kind == "collapse":
+            self.collapse(str(content.get("scope", "")), stage)
+        elif kind == "select":
+            name = str(content.get("name", ""))
+            self.selected = name if name in self.stages[stage].by_name else None
+        elif kind == "search":
+            q = str(content.get("q", ""))
+            self.send({"t": "found", "q": q, "stage": stage, "ids": self.search(q, stage)})
+
+    def search(self, q: str, stage: str | None = None) -> list[str]:
+        """Ids of the nodes drawn in a stage holding an op whose name contains `q`
+        (case-blind), ops inside collapsed scopes included."""
+        q = q.lower()
+        if not q:
+            return []
+        with self._lock:
+            id_of = self._maps[stage or self.stage][0]
+            return sorted({nid for name, nid in id_of.items() if q in name.lower()})
+
+    def _scope_rows(self, scope: str, names: list[str], pic: Picture) -> list[list[str]]:
+        rows = [["scope", "name", scope], ["scope", "ops", str(len(names))]]
+        ops: dict[str, int] = {}
+        devices: dict[str, None] = {}
+        for n in names:
+            pn = pic.by_name[n]
+            ops[pn.op] = ops.get(pn.op, 0) + 1
+            if pn.partition or pn.device:
+                devices.setdefault(pn.partition or pn.device, None)
+        rows += [["op types", op, str(k)] for op, k in sorted(ops.items(), key=lambda kv: -kv[1])[:12]]
+        rows += [["placement", "device", d] for d in devices]
+        rows.append(["scope", "open it", "double-click the box"])
+        return rows
+
+    def node_rows(self, name: str, pic: Picture | None = None) -> list[list[str]]:
+        """The side panel of op `name` in `pic` (default: the stage shown): `[section,
+        key, value]` rows, all text -- type, attrs, inputs and outputs with dtypes and
+        shapes, requested and placed device, the placement's reason and predicted
+        finish times, bytes moved, where it was defined, its traced run time and the
+        last value seen."""
+        pic = pic or self.picture
+        pn = pic.by_name[name]
+        rows: list[list[str]] = [["op", "name", pn.name], ["op", "type", pn.op]]
+        op = _op(self.graph, name)
+        for k, v in sorted(pn.attrs.items()):
+            rows.append(["attrs", str(k), _short(v)])
+        if op is not None:
+            for i, t in enumerate(op.inputs):
+                rows.append(["inputs", str(i), f"{t.name}  {_tensor_type(t)}"])
+            for c in op.control_inputs:
+                rows.append(["inputs", "^", c.name])
+            for i, t in enumerate(op.outputs):
+                rows.append(["outputs", str(i), f"{t.name}  {_tensor_type(t)}"])
+        else:
+            for i, inp in enumerate(pn.inputs):
+                rows.append(["inputs", str(i), inp])
+            for c in pn.control_inputs:
+                rows.append(["inputs", "^", c])
+        device = pn.partition or pn.device
+        if op is not None and op.device and op.device != device:
+            rows.append(["placement", "requested", op.device])
+        rows.append(["placement", "device", device or "(not placed)"])
+        pl = self.placement
+        if pl is not None:
+            reason = (getattr(pl, "reasons", None) or {}).get(name)
+            if reason:
+                rows.append(["placement", "reason", str(reason)])
+            for dev, t in sorted((getattr(pl, "estimates", None) or {}).get(name, {}).items(),
+                                 key=lambda kv: kv[1]):
+                rows.append(["placement", f"finish on {dev}", f"{t * 1e3:.3f} ms (predicted)"])
+        if pn.op in SEND_TYPES or pn.op in RECV_TYPES:
+            tensor = str(pn.attrs.get("tensor_name", ""))
+            nbytes = pic.transfer_bytes.get(pn.name, pic.transfer_bytes.get(tensor))
+            if nbytes is not None:
+                rows.append(["transfer", "bytes", str(nbytes)])
+        if op is not None:
+            for f in op.traceback[:3]:
+                rows.append(["defined at", f"{os.path.basename(f.filename)}:{f.lineno}", f.name])
+        if pn.note:
+            rows.append(["traced", "run time", pn.note])
+        return rows
+
+    # --- live -----------------------------------------------------------------------
+    def _on_value(self, name: str, outputs: Any) -> None:
+        if outputs:
+            self.values[name] = summarize(outputs[0])
+
+    def _send_live(self, msg: dict[str, Any]) -> None:
+        """The bridge's update, from op names to the ids and edges drawn in every stage
+        (the browser switches stages by itself, even while the kernel is busy)."""
+        with self._lock:
+            maps = dict(self._maps)
+        per_stage: dict[str, Any] = {}
+        for stage, (id_of, edge_of) in maps.items():
+            run = sorted({id_of[n] for n in msg["run"] if n in id_of})
+            done = sorted({id_of[n] for n in msg["done"] if n in id_of} - set(run))
+            xfer: dict[str, int] = {}
+            for recv, nb in msg["bytes"].items():
+                for i in edge_of.get(recv, ()):
+                    xfer[str(i)] = xfer.get(str(i), 0) + nb
+            if run or done or xfer:
+                per_stage[stage] = {"run": run, "done": done, "xfer": xfer}
+        out: dict[str, Any] = {"t": "live", "stages": per_stage, "steps": msg["steps"],
+                               "idle": msg["idle"]}
+        if self.selected is not None and self.selected in self.values:
+            out["value"] = [self.selected, self.values[self.selected]]
+        self.send(out)
+
+    def stop(self) -> None:
+        """Stop watching the session's steps (the view stays, static)."""
+        if self.bridge is not None:
+            self.bridge.stop()
+
+    def close(self) -> None:
+        self.stop()
+        super().close()
+
+
+def summarize(value: Any) -> str:
+    """`shape (2, 3) float32  min -1 max 4 mean 0.5  nan 0 inf 0` of an array-like."""
+    try:
+        a = np.asarray(value)
+    except Exception:  # noqa: BLE001 - an opaque value (a resource handle): its type
+        return type(value).__name__
+    text = f"shape {tuple(a.shape)} {a.dtype}"
+    if a.size and a.dtype.kind in "fiub":
+        af = a.astype(np.float64, copy=False)
+        finite = np.isfinite(af)
+        if finite.any():
+            f = af[finite]
+            text += f"  min {f.min():.4g} max {f.max():.4g} mean {f.mean():.4g}"
+        text += f"  nan {int(np.isnan(af).sum())} inf {int(np.isinf(af).sum())}"
+    elif a.size and a.dtype.kind in "OSU":
+        text += f"  first {str(a.flat[0])[:40]!r}"
+    return text
+
+
+def _names(names: Any) -> list[str]:
+    return [names] if isinstance(names, str) else list(names or ())
+
+
+def _tensor(name: str) -> str:
+    base, sep, idx = name.rpartition(":")
+    return name if sep and idx.isdigit() else name + ":0"
+
+
+def _op(graph: Any, name: str) -> Any:
+    if graph is None:
+        return None
+    try:
+        return graph.get_operation_by_name(name)
+    except (KeyError, ValueError):
+        return None
+
+
+def _tensor_type(t: Any) -> str:
+    dtype = getattr(getattr(t, "dtype", None), "name", "?")
+    return f"{dtype} {t.shape}"
+
+
+def _short(v: Any, limit: int = 120) -> str:
+    s = str(v)
+    return s if len(s) <= limit else s[: limit - 1] + "…"

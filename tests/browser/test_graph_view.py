@@ -1,0 +1,262 @@
+"""GraphView in a real JupyterLab, in the system Chromium (tests/browser_support.py).
+
+One `jupyter lab` server (127.0.0.1, a free port, no token, stopped by its PID) and one
+headless Chromium for the module.  Each test writes a notebook through the contents
+API, opens it, runs its cells through JupyterLab's own command, and reads the widget's
+SVG.  Screenshots go to tests/browser/artifacts/ (git-ignored).
+
+What they check: the view renders the step's stage with devices in its legend; nodes
+light up while the cell that runs the steps is still running (its prompt is `[*]`);
+clicking a node opens its panel with the kernel's details; the stage switch shows the
+Send/Recv nodes after partitioning; a node named like HTML is shown as text and runs
+nothing; after a kernel restart the view says the kernel is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flowlab.viz.widgets import labextension_installed
+from tests.browser_support import chromium, free_port, server
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not labextension_installed(),
+                       reason="the flowlab-widgets labextension is not built (scripts/_setup.sh)"),
+    pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz `dot` is not installed"),
+]
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+SETUP = """\
+import time
+import numpy as np
+import flowlab as fl
+g = fl.Graph()
+with g.as_default():
+    x = fl.placeholder(fl.float32, [None, 3], name="x")
+    with fl.name_scope("layer1"):
+        w = fl.Variable(np.ones((3, 4), np.float32), name="w")
+        y = fl.nn.relu(fl.matmul(x, w))
+    with fl.device("/cpu:1"), fl.name_scope("layer2"):
+        z = fl.reduce_sum(y * 2.0, name="sum")
+    init = fl.global_variables_initializer()
+sess = fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": 2}))
+sess.run(init)
+view = fl.viz.GraphView(sess, z, {x: None}, height=420)
+view
+"""
+
+LOOP = """\
+feed = {x: np.ones((2, 3), np.float32)}
+for i in range(1000):  # ~40 s; the test restarts the kernel once it has seen enough
+    sess.run(z, feed)
+    time.sleep(0.04)
+"""
+
+EVIL = "<img src=x onerror=alert(1)>"
+HTML_NAME = f"""\
+import flowlab as fl
+gd = {{"node": [
+    {{"name": {EVIL!r}, "op": "Const", "attr": {{}}}},
+    {{"name": "out", "op": "Identity", "input": [{EVIL!r}], "attr": {{}}}},
+]}}
+fl.viz.GraphView(gd)
+"""
+
+
+def _notebook(*sources: str) -> dict[str, Any]:
+    return {
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                    "language": "python"}},
+        "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "source": s,
+                   "outputs": [], "execution_count": None} for i, s in enumerate(sources)],
+    }
+
+
+class Lab:
+    """The running server, the browser context, and how to open a notebook in it."""
+
+    def __init__(self, base: str, ctx: Any, root: Path) -> None:
+        self.base = base
+        self.ctx = ctx
+        self.root = root
+
+    def open(self, name: str, *sources: str) -> Any:
+        """Open notebook `name` in a new page, first written with `sources` as its cells
+        (none: open it as it is on disk)."""
+        if sources:
+            body = json.dumps({"type": "notebook", "format": "json", "content": _notebook(*sources)})
+            req = urllib.request.Request(f"{self.base}/api/contents/{name}", data=body.encode(),
+                                         method="PUT", headers={"Content-Type": "application/json"})
+            urllib.request.urlopen(req, timeout=30).read()
+        page = self.ctx.new_page()
+        page.dialogs = []  # type: ignore[attr-defined]
+        page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+        page.goto(f"{self.base}/lab/tree/{name}?reset", wait_until="domcontentloaded")
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                               " && window.jupyterapp.shell.currentWidget.sessionContext"
+                               " && window.jupyterapp.shell.currentWidget.sessionContext.session"
+                               " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel",
+                               timeout=60_000)
+        page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext"
+                               ".session.kernel.status === 'idle'", timeout=90_000)
+        return page
+
+    @staticmethod
+    def run_all(page: Any) -> None:
+        """Start running every cell; does not wait for them (the command resolves late)."""
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lab")
+    settings = root / "settings"
+    # The notebook saves its widgets' state (so a reopened one draws without a kernel),
+    # and JupyterLab asks nothing about news (a pop-up over the view).
+    for plugin, values in {"@jupyter-widgets/jupyterlab-manager/plugin": {"saveState": True},
+                           "@jupyterlab/apputils-extension/notification": {"fetchNews": "false"}}.items():
+        path = settings / f"{plugin}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    port = free_port()
+    env_cmd = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+        "--ServerApp.token=", "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
+        f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
+        f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={root / 'workspaces'}",
+    ]
+    base = f"http://127.0.0.1:{port}"
+    ARTIFACTS.mkdir(exist_ok=True)
+    with server(env_cmd, root / "lab.log", f"{base}/api/status", b"started", timeout=120), \
+            chromium(root / "profile") as ctx:
+        ctx.set_default_timeout(60_000)
+        yield Lab(base, ctx, root)
+
+
+def _view(page: Any, index: int = 0) -> Any:
+    views = page.locator(".fl-graph-view")
+    views.nth(index).locator(".fl-node").first.wait_for(timeout=90_000)
+    return views.nth(index)
+
+
+def test_graph_view_renders_lights_up_and_shows_details(lab):
+    page = lab.open("live.ipynb", SETUP, LOOP)
+    lab.run_all(page)
+    view = _view(page)
+    assert view.locator("svg.fl-svg").get_attribute("data-stage") == "placed"
+    legend = view.locator(".fl-legend-item")
+    assert legend.count() == 2 and "CPU:1" in legend.all_inner_texts()[1]
+    names = view.locator(".fl-node").evaluate_all("els => els.map(e => e.dataset.name)")
+    assert "layer1/MatMul" in names and "layer2/sum" in names
+    # A cross-device edge of the placed stage is drawn as one (red, class fl-edge-x).
+    assert view.locator("path.fl-edge-x").count() >= 1
+
+    # While the loop cell is still running, nodes that ran light up.
+    page.locator(".fl-node.fl-done").first.wait_for(timeout=30_000)
+    prompt = page.locator(".jp-Cell").nth(1).locator(".jp-InputPrompt").inner_text()
+    assert "*" in prompt, f"the loop had already finished (prompt {prompt!r})"
+    lit = view.locator(".fl-node.fl-done").evaluate_all("els => els.map(e => e.dataset.name)")
+    assert "layer1/MatMul" in lit
+    status = view.locator(".fl-status").inner_text()
+    assert "steps seen" in status
+    page.screenshot(path=str(ARTIFACTS / "graph_view_live.png"))
+
+    # Clicking a node opens its panel, with the kernel's details (shapes, placement).
+    view.locator('.fl-node[data-name="layer1/MatMul"]').click()
+    panel = view.locator(".fl-panel")
+    panel.locator("text=float32 (?, 4)").wait_for(timeout=15_000)
+    text = panel.inner_text()
+    assert "MatMul" in text and "layer1/MatMul:0" in text and "reason" in text
+    assert "defined at" in text.lower()
+    page.screenshot(path=str(ARTIFACTS / "graph_view_panel.png"))
+
+    # The stage switch: after partitioning, the Send/Recv nodes and their edges show.
+    view.locator("select.fl-stage").select_option("partitioned")
+    page.wait_for_function("() => document.querySelector('svg.fl-svg').dataset.stage === 'partitioned'")
+    view.locator(".fl-node-send").first.wait_for()
+    assert view.locator(".fl-node-recv").count() >= 1
+    assert view.locator("path.fl-edge-t").count() >= 1
+    assert view.locator(".fl-cluster-partition").count() == 2
+    page.screenshot(path=str(ARTIFACTS / "graph_view_partitioned.png"))
+
+    # Steps still running light the partitioned stage, and Send/Recv edges show bytes.
+    page.locator(".fl-edge-bytes[data-bytes]").first.wait_for(timeout=30_000, state="attached")
+    assert "B" in page.locator(".fl-edge-bytes[data-bytes]").first.text_content()
+
+    # After a kernel restart the view says so, and still shows its picture.
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()")
+    view.locator(".fl-status", has_text="kernel gone").wait_for(timeout=30_000)
+    assert view.locator(".fl-node").count() > 0
+    page.screenshot(path=str(ARTIFACTS / "graph_view_kernel_gone.png"))
+    page.close()
+
+
+def test_a_node_named_like_html_is_text(lab):
+    page = lab.open("html_name.ipynb", HTML_NAME)
+    lab.run_all(page)
+    view = _view(page)
+    labels = view.locator(".fl-node-label").all_text_contents()
+    assert any(EVIL in t for t in labels), labels
+    assert view.locator("img").count() == 0
+    assert page.locator("img[src=x]").count() == 0
+    view.locator(".fl-node").first.click()
+    view.locator(".fl-panel-title").wait_for()
+    time.sleep(1.0)  # the kernel's details arrive; an injected script would have run
+    assert EVIL in view.locator(".fl-panel").inner_text()
+    assert view.locator(".fl-panel img").count() == 0
+    assert page.dialogs == []  # type: ignore[attr-defined]
+    page.screenshot(path=str(ARTIFACTS / "graph_view_html_name.png"))
+    page.close()
+
+
+def _api(lab: Lab, path: str, method: str = "GET") -> Any:
+    req = urllib.request.Request(f"{lab.base}{path}", method=method)
+    with urllib.request.urlopen(req, timeout=30) as r:
+        body = r.read()
+    return json.loads(body) if body else None
+
+
+def test_a_reopened_notebook_draws_its_saved_picture(lab):
+    page = lab.open("saved.ipynb", SETUP)
+    lab.run_all(page)
+    view = _view(page)
+    drawn = view.locator(".fl-node").count()
+    page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext"
+                           ".session.kernel.status === 'idle'")
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    deadline = time.monotonic() + 30
+    state: dict[str, Any] = {}
+    while time.monotonic() < deadline and not state:
+        nb = _api(lab, "/api/contents/saved.ipynb")["content"]
+        state = nb["metadata"].get("widgets", {}).get(
+            "application/vnd.jupyter.widget-state+json", {}).get("state", {})
+        time.sleep(0.5)
+    ours = [m for m in state.values() if m["model_name"] == "GraphModel"]
+    assert len(ours) == 1 and ours[0]["state"]["layouts"]["placed"]["nodes"]
+    size = len(json.dumps(ours[0]))
+    assert size < 100_000, size
+    (ARTIFACTS / "saved_state_bytes.txt").write_text(f"{size}\n")
+    page.close()
+    for s in _api(lab, "/api/sessions"):  # no kernel keeps the old widgets alive
+        _api(lab, f"/api/sessions/{s['id']}", method="DELETE")
+
+    page = lab.open("saved.ipynb")  # not run: drawn from the saved state alone
+    view = _view(page)
+    assert view.locator(".fl-node").count() == drawn
+    view.locator(".fl-status", has_text="kernel gone").wait_for()
+    view.locator('.fl-node[data-name="layer1/MatMul"]').click()
+    assert "layer1/MatMul" in view.locator(".fl-panel").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "graph_view_reopened.png"))
+    page.close()
