@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,6 +98,15 @@ class TransferRecord:
     iteration: int
     send: OpRecord | None
     recv: OpRecord | None
+
+    @property
+    def tensor(self) -> str:
+        """The tensor the pair carries (`layer1/Relu:0`), from the Send's input; else the
+        rendezvous name without the partitioner's `edge_<n>_` prefix."""
+        if self.send is not None and self.send.inputs:
+            inp = self.send.inputs[0]
+            return inp if ":" in inp else inp + ":0"
+        return re.sub(r"^edge_\d+_", "", self.tensor_name)
 
     @property
     def src_task(self) -> str:

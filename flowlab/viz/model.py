@@ -168,7 +168,7 @@ def _to_picture(obj: Any, graph: Any) -> Picture:
                 pic.by_name[name].note = "folded"
         merged: dict[str, list[str]] = {}
         for gone, into in (getattr(obj, "merged", None) or {}).items():
-            merged.setdefault(str(into), []).append(str(gone).rpartition("/")[2])
+            merged.setdefault(str(into), []).append(_relative(str(gone), str(into)))
         for into, gone in merged.items():  # CSE: the op that stands for its duplicates
             if into in pic.by_name:
                 n = pic.by_name[into]
@@ -199,6 +199,16 @@ def _to_picture(obj: Any, graph: Any) -> Picture:
         f"flowlab.viz cannot draw a {type(obj).__name__}: pass a Graph, a GraphDef dict, a "
         "list of Operations, a Placement, partitions (device -> GraphDef), a Trace or a Stepper."
     )
+
+
+def _relative(name: str, to: str) -> str:
+    """`name` without the scopes it shares with `to`: ("loss/Sum/c", "loss/Max/c") ->
+    "Sum/c", ("loss/Exp_1", "loss/Exp") -> "Exp_1"."""
+    a, b = name.split("/"), to.split("/")
+    k = 0
+    while k < min(len(a), len(b)) - 1 and a[k] == b[k]:
+        k += 1
+    return "/".join(a[k:])
 
 
 def plain_attrs(attr: Mapping[str, Any]) -> dict[str, Any]:

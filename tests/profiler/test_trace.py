@@ -78,6 +78,7 @@ def test_records_and_transfer_pairing():
     assert a.task == TASK and a.device == CPU0 and a.thread == 11
     (t,) = tr.transfers
     assert (t.tensor_name, t.src_device, t.dst_device) == ("edge_1_a", CPU0, CPU1)
+    assert t.tensor == "a:0"  # what the pair carries, as the user named it
     assert t.src_task == t.dst_task == TASK
     assert t.bytes == 40
     assert t.wait_us == 20.0  # Recv start (101) -> value available (121)

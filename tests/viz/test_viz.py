@@ -342,12 +342,17 @@ def test_the_optimized_stage_marks_merged_duplicates():
     with g.as_default():
         z = fl.placeholder(fl.float32, [None, 3], name="z")
         with fl.name_scope("softmax"):  # exp(z) / sum(exp(z)): exp written twice
+            z = z - fl.reduce_max(z, axis=1, keepdims=True)  # its axis: a duplicate of Sum's
             p = fl.exp(z) / fl.reduce_sum(fl.exp(z), axis=1, keepdims=True)
+        z = g.get_tensor_by_name("z:0")
     sess = fl.Session(graph=g)
     opt = sess.optimization(p, {z: None})
     assert opt.merged.get("softmax/Exp_1") == "softmax/Exp"
     pic = dict(viz.passes(sess, p, {z: None}).stages)["optimized"]
     assert "softmax/Exp_1" not in pic.by_name and pic.by_name["softmax/Exp"].note == "merged Exp_1"
+    # Duplicates named alike are told apart by their scopes.
+    assert opt.merged["softmax/Sum/reduction_indices"] == "softmax/Max/reduction_indices"
+    assert pic.by_name["softmax/Max/reduction_indices"].note == "merged Sum/reduction_indices"
     sess.close()
 
 
