@@ -107,6 +107,7 @@ class Connection:
         futures = [asyncio.ensure_future(self.call(t, "run_step", message, deadline)) for t in tasks]
         pending = set(futures)
         failure: BaseException | None = None
+        hung: list[RemoteTask] = []
         while pending and failure is None:
             done, pending = await asyncio.wait(pending, timeout=HEARTBEAT_S, return_when=asyncio.FIRST_EXCEPTION)
             failure = next((f.exception() for f in done if f.exception() is not None), None)
@@ -114,17 +115,24 @@ class Connection:
                 running = [t for t, f in zip(tasks, futures) if f in pending]
                 beats = await asyncio.gather(*(self.call(t, "status", {}, HEARTBEAT_TIMEOUT_S) for t in running),
                                              return_exceptions=True)
+                hung = [t for t, b in zip(running, beats) if isinstance(b, BaseException)]
                 failure = next((b for b in beats if isinstance(b, BaseException)), None)
         if failure is not None:
-            await self._abort(tasks, step_id, f"The step failed on another task: {failure}")
-            # The others end soon (their Recvs and waits were cancelled); a hung one never does.
+            answering = [t for t in tasks if t not in hung]
+            for t in hung:  # told when it wakes, if it ever does; nobody waits for it
+                asyncio.ensure_future(self._abort([t], step_id, "The master gave up on this task.", 120.0))
+            for t, f in zip(tasks, futures):
+                if t in hung:
+                    f.cancel()
+            await self._abort(answering, step_id, f"The step failed on another task: {failure}")
+            # The others end soon (their Recvs and waits were cancelled).
             if pending:
                 await asyncio.wait(pending, timeout=CONTROL_TIMEOUT_S)
             for f in futures:
                 if not f.done():
                     f.cancel()
             # Again, now that every task has ended: roll back those that finished anyway.
-            await self._abort(tasks, step_id, "The step failed on another task.")
+            await self._abort(answering, step_id, "The step failed on another task.")
             raised: list[BaseException] = [failure]
             raised += [e for f in futures if not f.cancelled() and (e := f.exception()) is not None]
             raise next((e for e in raised if not isinstance(e, (errors.CancelledError, errors.AbortedError))),
@@ -135,8 +143,9 @@ class Connection:
                                    for t in tasks))
         return values
 
-    async def _abort(self, tasks: list[RemoteTask], step_id: int, reason: str) -> None:
-        await asyncio.gather(*(self.call(t, "abort_step", {"step_id": step_id, "reason": reason}, CONTROL_TIMEOUT_S)
+    async def _abort(self, tasks: list[RemoteTask], step_id: int, reason: str,
+                     timeout_s: float = CONTROL_TIMEOUT_S) -> None:
+        await asyncio.gather(*(self.call(t, "abort_step", {"step_id": step_id, "reason": reason}, timeout_s)
                                for t in tasks if not t.lost), return_exceptions=True)
 
 

@@ -137,7 +137,7 @@ class Server:
         threads = int(getattr(self._config, "intra_op_parallelism_threads", 0) or 1)
         self._worker = await Worker(
             self._scheduler_address, name=f"{self.job_name}/{self.task_index}", nthreads=1, host=host, port=port,
-            dashboard=False, plugins={TaskServer(self._device_count, threads)})
+            dashboard=False, plugins=(TaskServer(self._device_count, threads),))
 
     def join(self) -> None:
         """Block until this task's worker ends (a ps task's main loop)."""
