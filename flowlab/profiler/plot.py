@@ -71,7 +71,11 @@ def plot_trace(trace: Trace, ax: Any = None, memory: bool = True, legend: int = 
     lanes: list[tuple[str, int]] = [(d, th) for d in trace.devices for th in trace.threads(d)]
     want_memory = memory and ax is None and any(trace.memory.values())
     if ax is None:
-        h = figsize or (9.5, 1.2 + 0.5 * max(1, len(lanes)) + (1.6 if want_memory else 0.0))
+        # Tall enough for the lanes and for the legend beside them (one entry per op
+        # type shown, and the Send -> Recv entry).
+        entries = min(legend, len({r.op_type for r in trace.ops if not r.dead})) + bool(trace.transfers)
+        gantt_h = max(0.5 * max(1, len(lanes)), 0.22 * entries)
+        h = figsize or (9.5, 1.2 + gantt_h + (1.6 if want_memory else 0.0))
         fig = _figure_class()(figsize=h, layout="constrained")
         if want_memory:
             ax, max_ = fig.subplots(2, 1, sharex=True,

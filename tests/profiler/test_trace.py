@@ -182,6 +182,24 @@ def test_a_busy_machine_gets_a_note():
     ]
 
 
+def test_the_gantt_figure_has_room_for_its_legend():
+    import warnings
+
+    x = fl.placeholder(fl.float32, [None, 4], name="x")
+    h = x
+    for op in (fl.nn.relu, fl.square, fl.exp, fl.tanh, fl.sigmoid, fl.abs, fl.negative, fl.sqrt,
+               fl.log1p, fl.sin, fl.cos, fl.floor):
+        h = op(h)
+    md = fl.RunMetadata()
+    with fl.Session() as s:
+        s.run(h, {x: np.ones((2, 4))}, options=FULL, run_metadata=md)
+    fig = Trace.from_run_metadata(md).plot(memory=False)  # one lane, 12 op types in the legend
+    assert fig.get_figheight() >= 1.2 + 0.22 * 12
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "constrained_layout not applied ..." would raise
+        fig._repr_png_()
+
+
 def test_the_gantt_figure_draws_itself_in_a_notebook():
     from IPython.core.formatters import DisplayFormatter
 
