@@ -54,6 +54,7 @@ from flowlab.debug.stops import (
     tensor_name,
 )
 from flowlab.kernels.registry import DEAD
+from flowlab.profiler.trace import plural
 from flowlab.runtime.task.fp_errors import enter_quiet, exit_quiet
 
 __all__ = ["Stepper", "Stop", "Watch", "DEAD", "has_nan_or_inf"]
@@ -108,7 +109,7 @@ class Stepper:
         self._status = "running"  # running, finished, failed, aborted
         self._values: list[Any] | None = None
         self._error: errors.OpError | None = None
-        self.stop = Stop("start", None, f"not started: {len(self._node_of)} ops to run")
+        self.stop = Stop("start", None, f"not started: {plural(len(self._node_of), 'op')} to run")
         token = enter_quiet()
         try:
             drive.start()
@@ -290,7 +291,7 @@ class Stepper:
             return
         self._drive.abort(errors.CancelledError(None, None, "The step was aborted by the Stepper."))
         self._status = "aborted"
-        self.stop = Stop("aborted", None, f"aborted after {len(self._ran)} ops; variable writes undone")
+        self.stop = Stop("aborted", None, f"aborted after {plural(len(self._ran), 'op')}; variable writes undone")
 
     # --- the loop -------------------------------------------------------------------
     def _advance(self, n: int | None, target: str | None = None, until: str | None = None,
@@ -412,7 +413,8 @@ class Stepper:
             self.stop = Stop("error", error_op(e), f"failed: {type(e).__name__}: {e.message}")
             return
         self._status = "finished"
-        msg = f"finished: all {len(self._node_of)} ops ran"
+        n = len(self._node_of)
+        msg = f"finished: all {n} ops ran" if n != 1 else "finished: its one op ran"
         if hit is not None:
             msg = f"{hit.message}; the step has finished"
         self.stop = Stop("finished" if hit is None else hit.kind, hit.op if hit else None, msg)
@@ -514,7 +516,7 @@ class Stepper:
     def __repr__(self) -> str:
         total = len(self._node_of)
         if self._has_control_flow and len(self._ran) > len(set(self._ran)):
-            done = f"{len(self._ran)} op executions ({len(set(self._ran))} of {total} ops)"
+            done = f"{plural(len(self._ran), 'op execution')} ({len(set(self._ran))} of {total} ops)"
         else:
             done = f"{len(self._ran)} of {total} ops run"
         lines = [f"<flowlab.debug.Stepper: {done}, {self._status}"]

@@ -17,6 +17,7 @@ from typing import Any
 
 import graphviz
 
+from flowlab.profiler.trace import plural
 from flowlab.viz.model import Picture, from_graph_def, from_ops, reasons_of, to_picture
 
 
@@ -59,8 +60,8 @@ class Passes:
         lines = ["<flowlab.viz.Passes"]
         for name, pic in self.stages:
             devs = pic.devices() if pic.placed else []
-            extra = f" on {len(devs)} device{'s' if len(devs) != 1 else ''}" if devs else ""
-            lines.append(f"  {name}: {len(pic.nodes)} ops{extra}")
+            extra = f" on {plural(len(devs), 'device')}" if devs else ""
+            lines.append(f"  {name}: {plural(len(pic.nodes), 'op')}{extra}")
         for name, why in self.missing.items():
             lines.append(f"  {name}: not shown ({why})")
         return "\n".join(lines) + ">"

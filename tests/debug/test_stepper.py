@@ -351,3 +351,22 @@ def test_a_training_step_on_two_devices():
     loss_value, _ = st.result()
     assert loss_value == np.mean(np.square(FEED @ np.ones((3, 2), np.float32)))
     assert not np.array_equal(sess.run(w), np.ones((3, 2)))  # the update landed
+
+
+def test_messages_agree_with_their_counts():
+    g = fl.Graph()
+    with g.as_default():
+        c = fl.constant(1.0, name="c")
+        neg = fl.negative(c, name="neg")
+    sess = fl.Session(graph=g)
+    st = Stepper(sess, c)
+    assert st.stop.message == "not started: 1 op to run"
+    st.continue_()
+    assert st.stop.message == "finished: its one op ran"
+    st = Stepper(sess, neg)
+    st.step()
+    st.abort()
+    assert st.stop.message.startswith("aborted after 1 op;")
+    passes = viz.passes(sess, c)
+    assert "  pruned: 1 op" in repr(passes) and "placed: 1 op on 1 device" in repr(passes)
+    sess.close()
