@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
+from flowlab.kernels.philox import PhiloxRandom, SingleSamples
 
 _ids = itertools.count()
 
@@ -349,7 +350,11 @@ class RandomShuffleState(QueueState):
         super().__init__(op_name, capacity, dtypes, shapes)
         self.min_after_dequeue = min_after_dequeue
         self._items: list[tuple[Any, ...]] = []
-        self._rng = np.random.default_rng(None if seed == 0 and seed2 == 0 else [seed, seed2])
+        if seed == 0 and seed2 == 0:  # both unset: fresh seeds, as TensorFlow draws
+            seed, seed2 = (int(w) for w in np.random.default_rng().integers(1, 2**63, size=2))
+        # TensorFlow's generator: one uint32 of Philox(seed, seed2) per dequeued element,
+        # taken modulo the queue's size, so a seeded queue yields TensorFlow's order.
+        self._rng = SingleSamples(PhiloxRandom(seed, seed2))
 
     def _size(self) -> int:
         return len(self._items)
@@ -362,6 +367,6 @@ class RandomShuffleState(QueueState):
 
     def _take(self) -> tuple[Any, ...]:
         items = self._items
-        i = int(self._rng.integers(len(items)))
+        i = self._rng() % len(items)
         items[i], items[-1] = items[-1], items[i]
         return items.pop()

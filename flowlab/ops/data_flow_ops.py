@@ -17,6 +17,7 @@ with a static batch dimension of 4.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from flowlab.graph import dtypes as _dtypes
@@ -120,6 +121,15 @@ def _as_shape_list(shapes: Any, dtypes: list[Any], unknown_dim_allowed: bool = F
     return out
 
 
+def _shape_common(s1: Any, s2: Any) -> TensorShape:
+    """The most specific shape both `s1` and `s2` are instances of."""
+    s1, s2 = as_shape(s1), as_shape(s2)
+    if s1.ndims is None or s2.ndims is None or s1.ndims != s2.ndims:
+        return TensorShape(None)
+    return TensorShape([d1 if d1 is not None and d1 == d2 else None
+                        for d1, d2 in zip(s1.as_list(), s2.as_list())])
+
+
 class QueueBase:
     """A queue's handle plus the builders of its ops (`tf.QueueBase`)."""
 
@@ -134,6 +144,27 @@ class QueueBase:
         self._names = names
         self._queue_ref = queue_ref
         self._name = queue_ref.op.name.split("/")[-1]
+
+    @staticmethod
+    def from_list(index: Any, queues: list[QueueBase]) -> QueueBase:
+        """The queue `queues[index]`, chosen when the graph runs (`tf.QueueBase.from_list`):
+        the handles are stacked and gathered; component dtypes and names must agree, and
+        each shape is the most specific one all the queues share."""
+        from flowlab.ops.array_ops import stack
+        from flowlab.ops.slicing import gather
+
+        if not queues or not isinstance(queues, list) or not all(
+                isinstance(q, QueueBase) for q in queues):
+            raise TypeError("A list of queues expected")
+        first = queues[0]
+        if not all(first.dtypes == q.dtypes for q in queues[1:]):
+            raise TypeError("Queues do not have matching component dtypes.")
+        if not all(first.names == q.names for q in queues[1:]):
+            raise TypeError("Queues do not have matching component names.")
+        shapes = [functools.reduce(_shape_common, s) for s in zip(*(q.shapes for q in queues))]
+        selected = gather(stack([q.queue_ref for q in queues]), index)
+        return QueueBase(dtypes=first.dtypes, shapes=shapes, names=first.names,
+                         queue_ref=selected)
 
     # --- properties -----------------------------------------------------------------
     @property
