@@ -158,7 +158,7 @@ class Stepper:
                     node = self._node_of[name]
                     self._hit = Stop(
                         "nan_or_inf", name,
-                        f"stopped after '{name}' ({node.op.type} on {node.ctx.device.name}): output "
+                        f"stopped after '{name}' ({node.op.type} on {_short(node.ctx.device.name)}): output "
                         f"{name}:{i} has {nan} NaN and {inf} Inf of {np.size(plain(v))} values; "
                         "its inputs had none",
                     )

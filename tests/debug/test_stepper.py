@@ -73,6 +73,7 @@ def test_stop_on_nan_or_inf_names_the_first_op():
     np.testing.assert_array_equal(st.value("layer2/sub:0"), [[3, 3], [0, 0]])
     assert np.isneginf(st.value("layer2/Log")).sum() == 2
     assert "stopped after 'layer2/Log'" in repr(st)
+    assert "(Log on CPU:0)" in stop.message  # devices named as everywhere else
 
 
 def test_breakpoints_stop_before_the_op_and_continue_passes_them():
