@@ -50,7 +50,7 @@ class Cluster:
         self._connection = Connection(self.client)
         self._server = TaskServer(device_count, threads_per_task)
         self._tasks: dict[tuple[str, int], RemoteTask] = {}
-        self._seen: dict[tuple[str, int], str] = {}  # every task found so far, with its last address
+        self._seen: dict[tuple[str, int], RemoteTask] = {}  # every task found so far, the latest
         self._workers: dict[str, Any] = {}
         self._closed = False
         self.refresh(install=True)
@@ -94,19 +94,19 @@ class Cluster:
         places them on the task of the session's target).  `default`: that task;
         otherwise chief/0, else worker/0, else the first."""
         self.refresh()
-        gone = sorted(k for k in self._seen if k not in self._tasks)
-        if gone:
-            raise errors.UnavailableError(
-                None, None, "Tasks " + ", ".join(f"{j}/{i} (last at {self._seen[(j, i)]})" for j, i in gone)
-                + f" are gone from the cluster at {self.scheduler_address}: waiting for their workers to restart.")
-        keys = sorted(self._tasks)
+        # A task seen before and gone now (its worker died and has not come back) stays
+        # in the list, lost: a step that needs it fails with UnavailableError (and a
+        # MonitoredSession waits for it), a step that does not runs without it.
+        tasks = {**self._seen, **self._tasks}
+        keys = sorted(tasks)
         if not keys:
             raise errors.UnavailableError(
                 None, None, f"The cluster at {self.scheduler_address} has no flowlab tasks: no worker named "
                 "'job/index' runs the task server.")
-        key: tuple[str, int] = default or next((k for k in (("chief", 0), ("worker", 0)) if k in self._tasks), keys[0])
-        first = self.task(*key)
-        return [first] + [self._tasks[k] for k in keys if k != key]
+        key: tuple[str, int] = default or next((k for k in (("chief", 0), ("worker", 0)) if k in tasks), keys[0])
+        if key not in tasks:
+            self.task(*key)  # the error that lists the workers found
+        return [tasks[key]] + [tasks[k] for k in keys if k != key]
 
     def refresh(self, install: bool = False) -> None:
         """Look up the workers again (a restarted worker has a new address and a new
@@ -148,8 +148,11 @@ class Cluster:
                 tasks[key] = old
             else:
                 tasks[key] = RemoteTask(self._connection, addr, r)
+        for key, old in self._seen.items():
+            if key not in tasks:
+                old.lost = True
         self._tasks = tasks
-        self._seen.update({k: t.address for k, t in tasks.items()})
+        self._seen.update(tasks)
 
     def reset(self, containers: list[str] | None = None) -> None:
         """`tf.Session.reset` on this cluster: drop the state of every task."""

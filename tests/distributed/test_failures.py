@@ -27,16 +27,17 @@ def blocking_step_graph():
         with fl.device("/job:worker/task:1"):
             q = fl.FIFOQueue(1, fl.float32, name="q")
             waited = q.dequeue()
+            size = q.size()
         with fl.device("/job:ps/task:0"):
             bumped = v.assign_add(10.0)
             with fl.control_dependencies([bumped]):
                 step = fl.identity(waited) + 1.0
-    return g, v, step
+    return g, v, step, size
 
 
 def test_a_killed_worker_fails_the_step_at_once_and_the_others_roll_back():
     with fd.LocalCluster(ps=1, worker=2) as cluster:
-        g, v, step = blocking_step_graph()
+        g, v, step, size = blocking_step_graph()
         with fl.Session(cluster, graph=g) as sess:
             sess.run(v.initializer)
             victim = cluster.task("worker", 1)
@@ -51,22 +52,26 @@ def test_a_killed_worker_fails_the_step_at_once_and_the_others_roll_back():
             # The session's task is lost for good: it fails at once, saying what to do.
             with pytest.raises(fl.errors.UnavailableError, match="create a new session"):
                 sess.run(step)
+        # A new session runs what does not need the lost task at once, and fails fast
+        # (UnavailableError, what MonitoredSession waits on) what does.
+        with fl.Session(cluster, graph=g) as sess:
+            assert sess.run(v) == 1.0  # ps/0 kept its state
         # The Nanny restarts the worker: a new incarnation, a new address, no state.
         deadline = time.monotonic() + 60
         while True:
-            try:
-                with fl.Session(cluster, graph=g) as sess:
-                    assert cluster.task("worker", 1).incarnation != victim.incarnation
-                    assert sess.run(v) == 1.0  # ps/0 kept its state
+            with fl.Session(cluster, graph=g) as sess:
+                try:
+                    assert sess.run(size) == 0  # a new queue on the new worker/1
                     break
-            except fl.errors.UnavailableError:
-                assert time.monotonic() < deadline, "worker/1 did not come back"
-                time.sleep(0.5)
+                except fl.errors.UnavailableError:
+                    assert time.monotonic() < deadline, "worker/1 did not come back"
+                    time.sleep(0.5)
+        assert cluster.task("worker", 1).incarnation != victim.incarnation
 
 
 def test_a_stopped_worker_fails_the_step_within_the_heartbeat_deadline():
     with fd.LocalCluster(ps=1, worker=2) as cluster:
-        g, v, step = blocking_step_graph()
+        g, v, step, size = blocking_step_graph()
         with fl.Session(cluster, graph=g) as sess:
             sess.run(v.initializer)
             pid = worker_pid(cluster, "worker", 1)
