@@ -148,12 +148,13 @@ def with_space_to_batch(input: Any, dilation_rate: Any, padding: str, op: Callab
     if dims != list(range(1, m + 1)):
         raise NotImplementedError("with_space_to_batch: only the spatial dimensions 1..M (NHWC-like) are supported")
     if (rate < 1).any():
-        raise ValueError(f"dilation_rate must be positive: {rate.tolist()}")
+        raise ValueError(f"`dilation_rate` must be positive. Received: dilation_rate={rate}")
     if (rate == 1).all():
         return op(input, m, padding)
     if padding == "SAME":
         if filter_shape is None:
-            raise ValueError("filter_shape must be specified for SAME padding")
+            raise ValueError("`filter_shape` must be specified for `padding='SAME'`. "
+                             f"Received: filter_shape={filter_shape} and padding={padding}")
         fs = np.asarray(filter_shape, dtype=np.int64).reshape(-1)[:m]
         extra = (fs - 1) * rate
         start = extra // 2
@@ -161,7 +162,7 @@ def with_space_to_batch(input: Any, dilation_rate: Any, padding: str, op: Callab
     elif padding == "VALID":
         base = np.zeros((m, 2), dtype=np.int64)
     else:
-        raise ValueError(f"Invalid padding method {padding!r}")
+        raise ValueError(f"`padding` must be one of 'SAME' or 'VALID'. Received: padding={padding}")
     shape = input.shape
     if shape.ndims is None or any(shape.as_list()[d] is None for d in dims):
         raise NotImplementedError("with_space_to_batch needs the spatial sizes when the graph is built")
