@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
+from flowlab.kernels.record_io import read_tfrecords
 from flowlab.kernels.registry import CPU, kernel
 
 
@@ -138,6 +139,46 @@ class WholeFileState(ReaderState):
         return self.work or "", self.data
 
 
+class TFRecordState(ReaderState):
+    """Records read lazily, so the ones before a corrupt record are still produced."""
+
+    def __init__(self, name: str, compression_type: str) -> None:
+        self.compression_type = compression_type
+        super().__init__(name)
+
+    def start(self, work: str) -> None:
+        self.work = work
+        try:
+            self._records = read_tfrecords(work, self.compression_type)
+            self._first = next(self._records, None)  # opens the file: errors come now
+        except errors.OpError:
+            self.work = None
+            raise
+        self.offset = 0
+
+    def next_record(self) -> tuple[str, bytes] | None:
+        value, self._first = self._first, None
+        if value is None:
+            value = next(self._records, None)
+            if value is None:
+                return None
+        key = f"{self.work}:{self.offset}"
+        self.offset += 16 + len(value)  # length, its CRC, the data, its CRC
+        return key, value
+
+
+class IdentityState(ReaderState):
+    def start(self, work: str) -> None:
+        self.work = work
+        self.pos = 0
+
+    def next_record(self) -> tuple[str, bytes] | None:
+        if self.pos > 0:
+            return None
+        self.pos = 1
+        return self.work or "", (self.work or "").encode()
+
+
 def _reader(ctx: Any, make: Any) -> ReaderState:
     a = ctx.attrs
     key = a["shared_name"] or ctx.name
@@ -164,6 +205,19 @@ def fixed_length_reader(ctx: Any) -> ReaderState:
 @kernel("WholeFileReaderV2", devices=CPU)
 def whole_file_reader(ctx: Any) -> ReaderState:
     return _reader(ctx, lambda: WholeFileState(ctx.name))
+
+
+@kernel("TFRecordReaderV2", devices=CPU)
+def tf_record_reader(ctx: Any) -> ReaderState:
+    c = ctx.attrs["compression_type"]
+    if c not in ("", "ZLIB", "GZIP"):
+        raise errors.InvalidArgumentError(None, None, f"Unsupported compression_type: {c}.")
+    return _reader(ctx, lambda: TFRecordState(ctx.name, c))
+
+
+@kernel("IdentityReaderV2", devices=CPU)
+def identity_reader(ctx: Any) -> ReaderState:
+    return _reader(ctx, lambda: IdentityState(ctx.name))
 
 
 def _read(reader: ReaderState, queue: Any, step: Any, limit: int, finish: Any) -> None:

@@ -73,3 +73,21 @@ def uniform_int(ctx: Any, shape: Any, key: Any, counter: Any, alg: Any, minval: 
     dt = np.dtype(ctx.attrs["dtype"].as_numpy_dtype)
     n = int(np.prod(dims)) if dims else 1
     return random_kernels.uniform_int(_generator(key, counter), n, lo, hi, dt).astype(dt).reshape(dims)
+
+
+@kernel("StatelessRandomUniformFullIntV2", devices=CPU)
+def uniform_full_int(ctx: Any, shape: Any, key: Any, counter: Any, alg: Any) -> Any:
+    """TensorFlow's UniformFullIntDistribution: one uint32 word per 32-bit value, two
+    (low word first) per 64-bit value, reinterpreted in the output dtype."""
+    _check_alg(alg)
+    dims = _dims(shape)
+    dt = np.dtype(ctx.attrs["dtype"].as_numpy_dtype)
+    n = int(np.prod(dims)) if dims else 1
+    per = 2 if dt.itemsize == 8 else 1
+    words = _generator(key, counter).generate((n * per + 3) // 4).reshape(-1)[: n * per]
+    if per == 2:
+        lo, hi = words[0::2].astype(np.uint64), words[1::2].astype(np.uint64)
+        bits = lo | (hi << np.uint64(32))
+    else:
+        bits = words.astype(np.uint32)
+    return bits.view(dt).reshape(dims)

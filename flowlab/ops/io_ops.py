@@ -28,6 +28,8 @@ __all__ = [
     "TextLineReader",
     "FixedLengthRecordReader",
     "WholeFileReader",
+    "TFRecordReader",
+    "IdentityReader",
     "decode_csv",
     "decode_raw",
     "read_file",
@@ -59,6 +61,12 @@ op_def("FixedLengthRecordReaderV2", outputs=["reader_handle: resource"],
        doc="A reader that outputs fixed-length records of a file, keyed by 'file:index'.")
 op_def("WholeFileReaderV2", outputs=["reader_handle: resource"], attrs=_READER_ATTRS,
        shape_fn=_scalar, stateful=True, doc="A reader that outputs whole files, keyed by name.")
+op_def("TFRecordReaderV2", outputs=["reader_handle: resource"],
+       attrs=[*_READER_ATTRS, "compression_type: string = ''"], shape_fn=_scalar, stateful=True,
+       doc="A reader that outputs the records of TFRecord files, keyed by 'file:offset'.")
+op_def("IdentityReaderV2", outputs=["reader_handle: resource"], attrs=_READER_ATTRS,
+       shape_fn=_scalar, stateful=True,
+       doc="A reader that outputs each work unit (file name) as both key and value.")
 op_def("ReaderReadV2", inputs=["reader_handle: resource", "queue_handle: resource"],
        outputs=["key: string", "value: string"], shape_fn=_two_scalars, stateful=True,
        doc="The next (key, value) record; takes file names from the queue as needed.")
@@ -101,7 +109,8 @@ op_def("MatchingFiles", inputs=["pattern: string"], outputs=["filenames: string"
 op_def("ReadFile", inputs=["filename: string"], outputs=["contents: string"], shape_fn=_scalar,
        doc="The contents of a file.")
 
-for _t in ("TextLineReaderV2", "FixedLengthRecordReaderV2", "WholeFileReaderV2", "ReaderReadV2",
+for _t in ("TextLineReaderV2", "FixedLengthRecordReaderV2", "WholeFileReaderV2", "TFRecordReaderV2",
+           "IdentityReaderV2", "ReaderReadV2",
            "ReaderReadUpToV2", "ReaderNumRecordsProducedV2", "ReaderNumWorkUnitsCompletedV2",
            "ReaderResetV2", "DecodeCSV", "DecodeRaw", "ReadFile", "MatchingFiles"):
     not_differentiable(_t)
@@ -180,6 +189,40 @@ class WholeFileReader(ReaderBase):
 
     def __init__(self, name: str | None = None) -> None:
         super().__init__(apply_op("WholeFileReaderV2", name=name or "WholeFileReaderV2"))
+
+
+_COMPRESSION_NAMES = {0: "", 1: "ZLIB", 2: "GZIP"}  # tf.io.TFRecordCompressionType's values
+
+
+def _compression_type_string(options: Any) -> str:
+    """TFRecordOptions, a TFRecordCompressionType value, a string or None -> "", "ZLIB"
+    or "GZIP" (TFRecordOptions.get_compression_type_string)."""
+    if options is None:
+        return ""
+    if isinstance(options, int):
+        return _COMPRESSION_NAMES[options]
+    if isinstance(options, str):
+        return options
+    return _compression_type_string(options.compression_type)
+
+
+class TFRecordReader(ReaderBase):
+    """The records of TFRecord files (`options`: their compression); keys are
+    'file:offset', the record's byte offset in the uncompressed stream."""
+
+    def __init__(self, name: str | None = None, options: Any = None) -> None:
+        ref = apply_op("TFRecordReaderV2", compression_type=_compression_type_string(options),
+                       name=name or "TFRecordReaderV2")
+        super().__init__(ref)
+
+
+class IdentityReader(ReaderBase):
+    """Each work unit from the queue as one record: key and value are the file name,
+    and the file is never opened."""
+
+    def __init__(self, name: str | None = None) -> None:
+        super().__init__(apply_op("IdentityReaderV2", name=name or "IdentityReaderV2"),
+                         supports_serialize=True)
 
 
 def decode_csv(records: Any, record_defaults: Any, field_delim: str = ",", use_quote_delim: bool = True,

@@ -24,7 +24,7 @@ from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.op_def import op_def
 
-__all__ = ["stateless_uniform", "stateless_normal", "stateless_truncated_normal"]
+__all__ = ["stateless_uniform", "stateless_normal", "stateless_truncated_normal", "split", "fold_in"]
 
 _AUTO_SELECT = 3
 
@@ -44,8 +44,12 @@ for _t in ("StatelessRandomUniformV2", "StatelessRandomNormalV2", "StatelessTrun
            shape_fn=_from_shape)
 op_def("StatelessRandomUniformIntV2", inputs=[*_V2, "minval: dtype", "maxval: dtype"], outputs=["output: dtype"],
        attrs=["dtype: {int32, int64, uint32, uint64}", "Tshape: {int32, int64} = int32"], shape_fn=_from_shape)
+op_def("StatelessRandomUniformFullIntV2", inputs=_V2, outputs=["output: dtype"],
+       attrs=["dtype: {int32, int64, uint32, uint64} = uint64", "Tshape: {int32, int64} = int32"],
+       shape_fn=_from_shape)
 for _t in ("StatelessRandomGetKeyCounter", "StatelessRandomUniformV2", "StatelessRandomNormalV2",
-           "StatelessTruncatedNormalV2", "StatelessRandomUniformIntV2"):
+           "StatelessTruncatedNormalV2", "StatelessRandomUniformIntV2",
+           "StatelessRandomUniformFullIntV2"):
     not_differentiable(_t)
 
 
@@ -69,14 +73,26 @@ def _alg() -> Tensor:
 
 def stateless_uniform(shape: Any, seed: Any, minval: Any = 0, maxval: Any = None, dtype: Any = dtypes.float32,
                       name: str | None = None, alg: str = "auto_select") -> Tensor:
-    """Uniform values in [minval, maxval) (floats: maxval 1 by default), fixed by `seed`."""
+    """Uniform values in [minval, maxval) (floats: maxval 1 by default), fixed by `seed`;
+    integers over their whole range when minval and maxval are both None."""
     dtype = dtypes.as_dtype(dtype)
-    if dtype.is_integer and maxval is None:
-        raise ValueError("flowlab's stateless_uniform needs minval and maxval for integer dtypes")
-    if maxval is None:
+    if dtype.is_integer:
+        if (minval is None) != (maxval is None):
+            raise ValueError(
+                f"For integer `dtype` argument {dtype}, argument `minval` and `maxval` must be "
+                f"both None or not None. Got `minval`={minval} and `maxval`={maxval}.")
+        if minval is not None and dtype in (dtypes.uint32, dtypes.uint64):
+            raise ValueError(
+                f"Argument `dtype` got invalid value {dtype} when argument `minval` is not None. "
+                "Please don't use unsigned integers in this case.")
+    elif maxval is None:
         maxval = 1
     with get_default_graph().name_scope(name or "stateless_random_uniform") as scope:
         shape_t = _shape(shape)
+        if dtype.is_integer and minval is None:
+            key, counter = _key_counter(seed)
+            return apply_op("StatelessRandomUniformFullIntV2", shape=shape_t, key=key,
+                            counter=counter, alg=_alg(), dtype=dtype, name=scope)
         lo = convert_to_tensor(minval, dtype=dtype, name="min")
         hi = convert_to_tensor(maxval, dtype=dtype, name="max")
         key, counter = _key_counter(seed)
@@ -112,3 +128,20 @@ def stateless_truncated_normal(shape: Any, seed: Any, mean: Any = 0.0, stddev: A
     """Normal values within two standard deviations, fixed by `seed`."""
     return _scaled("StatelessTruncatedNormalV2", "stateless_truncated_normal", shape, seed, mean, stddev, dtype,
                    name)
+
+
+def split(seed: Any, num: int = 2, alg: str = "auto_select") -> Tensor:
+    """`num` new seeds (shape [num, 2], the seed's dtype) derived from `seed`
+    (`tf.random.split`): full-range stateless uniform integers."""
+    seed = convert_to_tensor(seed)
+    return stateless_uniform([num, 2], seed=seed, dtype=seed.dtype, minval=None, maxval=None,
+                             alg=alg)
+
+
+def fold_in(seed: Any, data: Any, alg: str = "auto_select") -> Tensor:
+    """A new seed [2] from `seed` and the integer `data` (`tf.random.fold_in`)."""
+    from flowlab.ops.array_ops import stack
+
+    data = convert_to_tensor(data)
+    seed1 = stateless_uniform([], seed=seed, dtype=data.dtype, minval=None, maxval=None, alg=alg)
+    return stack([seed1, data])

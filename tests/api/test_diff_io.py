@@ -350,3 +350,46 @@ def test_image_resize_and_transpose(tf1: Any) -> None:
         ]
 
     assert_same(tf1, build, rtol=1e-5, atol=1e-4)
+
+
+def _record_reader_program(tf: Any, root: Path, compression: str) -> list[Any]:
+    kind = getattr(tf.python_io.TFRecordCompressionType, compression)
+    paths = [str(root / "a.tfr"), str(root / "b.tfr")]
+    for path, recs in zip(paths, ([b"one", b"two" * 10], [b"", b"four"])):
+        with tf.python_io.TFRecordWriter(path, tf.python_io.TFRecordOptions(kind)) as w:
+            for r in recs:
+                w.write(r)
+    with tf.Graph().as_default():
+        q = tf.FIFOQueue(4, tf.string)
+        fill = q.enqueue_many([paths + [str(root / "missing.tfr")]])
+        reader = tf.TFRecordReader(options=tf.python_io.TFRecordOptions(kind))
+        ident = tf.IdentityReader()
+        q2 = tf.FIFOQueue(4, tf.string)
+        fill2 = q2.enqueue_many([["no/such/file", "other"]])
+        key, value = reader.read(q)
+        keys, values = reader.read_up_to(q, 5)
+        out: list[Any] = [reader.supports_serialize, ident.supports_serialize]
+        with tf.Session() as s:
+            s.run([fill, fill2])
+            k, v = s.run([key, value])
+            out.append((k.decode().replace(str(root), ""), v))
+            ks, vs = s.run([keys, values])  # the rest of a.tfr: up to the file's end
+            out.append(([x.decode().replace(str(root), "") for x in ks], vs.tolist()))
+            ks, vs = s.run([keys, values])
+            out.append(([x.decode().replace(str(root), "") for x in ks], vs.tolist()))
+            try:
+                s.run(key)
+            except tf.errors.OpError as e:
+                out.append(type(e).__name__)
+            out.append(s.run([reader.num_records_produced(), reader.num_work_units_completed()]))
+            out.append(s.run(ident.read(q2)))
+            out.append(s.run(ident.read_up_to(q2, 3)))
+        return out
+
+
+@pytest.mark.parametrize("compression", ["NONE", "GZIP", "ZLIB"])
+def test_tf_record_and_identity_readers(tf1: Any, tmp_path: Path, compression: str) -> None:
+    (tmp_path / "tf").mkdir()
+    (tmp_path / "fl").mkdir()
+    expected = _record_reader_program(tf1, tmp_path / "tf", compression)
+    assert _record_reader_program(fl, tmp_path / "fl", compression) == expected

@@ -148,3 +148,32 @@ def test_initializer_values_are_reproducible(tf1: Any) -> None:
     for _ in range(2):
         values.append(assert_same(tf1, lambda tf: tf.initializers.glorot_normal(seed=9)([3])))
     np.testing.assert_array_equal(values[0], values[1])
+
+
+def test_split_and_fold_in(tf1: Any) -> None:
+    def build(tf: Any) -> Any:
+        return [
+            tf.random.split([1, 2]),
+            tf.random.split(tf.constant([3, 4], tf.int64), 3),
+            tf.random.fold_in([1, 2], 7),
+            tf.random.fold_in(tf.constant([5, 6], tf.int64), tf.constant(9, tf.int64)),
+            tf.random.stateless_uniform([5], [1, 2], minval=None, maxval=None, dtype=tf.uint32),
+            tf.random.stateless_uniform([3], [1, 2], minval=None, maxval=None, dtype=tf.uint64),
+            tf.random.stateless_uniform([2, 3], [7, 8], minval=None, maxval=None, dtype=tf.int64),
+        ]
+
+    assert_same(tf1, build)
+
+
+def test_stateless_uniform_integer_bounds_errors(tf1: Any) -> None:
+    msgs = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default():
+            for kw in (
+                {"minval": 0, "maxval": None, "dtype": tf.int32},
+                {"minval": 0, "maxval": 5, "dtype": tf.uint32},
+            ):
+                with pytest.raises(ValueError) as info:
+                    tf.random.stateless_uniform([2], [1, 2], **kw)
+                msgs.append(str(info.value))
+    assert msgs[:2] == msgs[2:]
