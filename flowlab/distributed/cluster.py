@@ -19,6 +19,7 @@ from typing import Any
 
 from flowlab import errors
 from flowlab.distributed.cluster_spec import ClusterSpec
+from flowlab.distributed.events import clock_offset_us, now_us
 from flowlab.distributed.remote_task import CONTROL_TIMEOUT_S, Connection, RemoteTask
 from flowlab.distributed.task_server import (
     PLUGIN_NAME,
@@ -130,12 +131,16 @@ class Cluster:
                 named[addr] = parsed
 
         async def status(addr: str) -> Any:
+            sent = now_us()
             try:
                 reply = await asyncio.wait_for(
                     self.client.rpc(addr).flowlab_status(message={}), CONTROL_TIMEOUT_S)
             except Exception:  # noqa: BLE001 - a worker that does not answer is left out
                 return None
-            return reply.get("reply") if isinstance(reply, dict) else None
+            r = reply.get("reply") if isinstance(reply, dict) else None
+            if r is not None:
+                r["clock_offset_us"] = clock_offset_us(sent, float(r.get("clock_us", sent)), now_us())
+            return r
 
         replies = dict(zip(named, await asyncio.gather(*(status(a) for a in named))))
         tasks: dict[tuple[str, int], RemoteTask] = {}
@@ -147,7 +152,7 @@ class Cluster:
             if old is not None and old.address == addr and old.incarnation == r["incarnation"] and not old.lost:
                 tasks[key] = old
             else:
-                tasks[key] = RemoteTask(self._connection, addr, r)
+                tasks[key] = RemoteTask(self._connection, addr, r, r["clock_offset_us"])
         for key, old in self._seen.items():
             if key not in tasks:
                 old.lost = True

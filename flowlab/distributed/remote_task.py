@@ -28,6 +28,7 @@ import asyncio
 from typing import Any
 
 from flowlab import errors
+from flowlab.distributed.events import replay
 from flowlab.distributed.wire import from_wire, to_wire
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.runtime.interface import (
@@ -37,7 +38,7 @@ from flowlab.runtime.interface import (
     values_to_wire,
 )
 from flowlab.runtime.task.device import Device
-from flowlab.runtime.task.partitioned_plan import compile_units
+from flowlab.runtime.task.partitioned_plan import CompiledPartition, PartitionedPlan, compile_units
 from flowlab.runtime.task.registration import import_unit
 from flowlab.runtime.task.task import Registered
 
@@ -97,11 +98,18 @@ class Connection:
         return self.sync(self.call(task, call, message, timeout_s))
 
     def run_tasks(self, tasks: list[RemoteTask], handle: str, step_id: int, feeds: list[Any], timeout_ms: int,
-                  traced: bool) -> list[list[Any]]:
-        return self.sync(self._run_tasks(tasks, handle, step_id, feeds, timeout_ms, traced))
+                  listener: Any, traced: bool) -> list[list[Any]]:
+        """Each task's values of one step; with a listener or a trace, each task's
+        events replayed to `listener` on the client's clock (flowlab.distributed.events)."""
+        watched = traced or listener is not None
+        replies = self.sync(self._run_tasks(tasks, handle, step_id, feeds, timeout_ms, watched))
+        if listener is not None:
+            for t, r in zip(tasks, replies):
+                replay(r.get("events") or [], step_id, t.clock_offset_us, listener)
+        return [values_from_wire(r["values"]) for r in replies]
 
     async def _run_tasks(self, tasks: list[RemoteTask], handle: str, step_id: int, feeds: list[Any],
-                         timeout_ms: int, traced: bool) -> list[list[Any]]:
+                         timeout_ms: int, traced: bool) -> list[dict[str, Any]]:
         message = {"handle": handle, "step_id": step_id, "feeds": values_to_wire(feeds),
                    "timeout_ms": timeout_ms, "trace": traced}
         deadline = timeout_ms / 1000.0 + CONTROL_TIMEOUT_S if timeout_ms > 0 else None
@@ -138,13 +146,13 @@ class Connection:
             raised += [e for f in futures if not f.cancelled() and (e := f.exception()) is not None]
             raise next((e for e in raised if not isinstance(e, (errors.CancelledError, errors.AbortedError))),
                        failure)
-        values = [values_from_wire(f.result()["values"]) for f in futures]
+        replies = [f.result() for f in futures]
         if len(tasks) > 1:
             # Each task's writes are in place already; committing only drops its undo
             # log, so nobody waits for it (a lost commit costs that log's memory).
             for t in tasks:
                 asyncio.ensure_future(self._commit(t, step_id))
-        return values
+        return replies
 
     async def _commit(self, task: RemoteTask, step_id: int) -> None:
         try:
@@ -163,12 +171,14 @@ class RemoteTask:
 
     in_process = False
 
-    def __init__(self, connection: Connection, address: str, status: dict[str, Any]) -> None:
+    def __init__(self, connection: Connection, address: str, status: dict[str, Any], clock_offset_us: float = 0.0
+                 ) -> None:
         self.connection = connection
         self.address = address
         self.name: str = status["task"]
         self.incarnation: int = status["incarnation"]
         self.lost = False  # a call found it dead or restarted
+        self.clock_offset_us = clock_offset_us  # its clock minus the client's (events.clock_offset_us)
         self.devices: list[Device] = []
         for m in status["devices"]:
             a = DeviceAttributes.from_message(m)
@@ -178,6 +188,7 @@ class RemoteTask:
         self._device_of = {d.name: d for d in self.devices}
         self._messages: dict[str, dict[str, Any]] = {}
         self._views: dict[str, Registered] = {}
+        self._combined: dict[tuple[str, tuple[str, ...]], PartitionedPlan] = {}
 
     def __repr__(self) -> str:
         return f"<RemoteTask {self.name} at {self.address}>"
@@ -190,12 +201,12 @@ class RemoteTask:
 
     def run(self, handle: str, step_id: int, feeds: list[Any], timeout_ms: int = 0, listener: Any = None,
             traced: bool = False) -> list[Any]:
-        return self.connection.run_tasks([self], handle, step_id, feeds, timeout_ms, traced)[0]
+        return self.connection.run_tasks([self], handle, step_id, feeds, timeout_ms, listener, traced)[0]
 
     def run_together(self, tasks: list[RemoteTask], handle: str, step_id: int, feeds: list[Any],
-                     timeout_ms: int, traced: bool) -> list[list[Any]]:
+                     timeout_ms: int, listener: Any, traced: bool) -> list[list[Any]]:
         """One step on `tasks` (all of this task's connection) at once."""
-        return self.connection.run_tasks(tasks, handle, step_id, feeds, timeout_ms, traced)
+        return self.connection.run_tasks(tasks, handle, step_id, feeds, timeout_ms, listener, traced)
 
     def abort_step(self, message: dict[str, Any]) -> dict[str, Any]:
         return self.connection.call_sync(self, "abort_step", message, CONTROL_TIMEOUT_S)
@@ -206,6 +217,8 @@ class RemoteTask:
     def deregister_partitions(self, message: dict[str, Any]) -> dict[str, Any]:
         self._messages.pop(message["handle"], None)
         self._views.pop(message["handle"], None)
+        for key in [k for k in self._combined if k[0] == message["handle"]]:
+            del self._combined[key]
         if self.lost:
             return {"deregistered": False}
         try:
@@ -235,6 +248,26 @@ class RemoteTask:
                                  m.get("sequence"), with_peers=True)
             reg = self._views[handle] = Registered(plan, int(m["num_fetches"]), None, None, fast=False)
         return reg
+
+    def view_of(self, tasks: list[RemoteTask], handle: str) -> PartitionedPlan:
+        """The partitions of a step over `tasks`, compiled here as one plan for the
+        client's views (RunMetadata, the profiler, pictures): every task's units and
+        every pair between them.  Nothing of it runs."""
+        key = (handle, tuple(t.name for t in tasks))
+        view = self._combined.get(key)
+        if view is None:
+            parts, pairs = [], []
+            for t in tasks:
+                plan = t.compiled(handle).plan
+                if isinstance(plan, PartitionedPlan):
+                    parts.extend(plan.partitions)
+                    pairs.extend(plan.pairs)
+                else:
+                    unit = plan.unit  # type: ignore[attr-defined]
+                    parts.append(CompiledPartition(unit.device, plan, unit.feed_index, unit.fetch_index, unit))
+            m = self._messages[handle]
+            view = self._combined[key] = PartitionedPlan(int(m["graph_version"]), parts, pairs, int(m["num_fetches"]))
+        return view
 
     def close(self) -> None:
         """Nothing to release here: the task and its state live on the worker."""

@@ -38,6 +38,7 @@ from typing import Any
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from flowlab import errors
+from flowlab.distributed.events import EventRecorder, now_us
 from flowlab.distributed.wire import check_message, from_wire, to_wire
 from flowlab.kernels.sendrecv_kernels import DEAD
 from flowlab.runtime.interface import (
@@ -208,9 +209,14 @@ class TaskServer(WorkerPlugin):
         return await self._in_pool(task.register_partitions, m)
 
     async def _run_step(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
+        traced = bool(m.get("trace"))
+        recorder = EventRecorder() if traced else None
         values = await self._in_pool(task.run, m["handle"], int(m["step_id"]), values_from_wire(m["feeds"]),
-                                     int(m.get("timeout_ms") or 0), None, bool(m.get("trace")))
-        return {"values": values_to_wire(values)}
+                                     int(m.get("timeout_ms") or 0), recorder, traced)
+        reply: dict[str, Any] = {"values": values_to_wire(values)}
+        if recorder is not None:
+            reply["events"] = recorder.rows
+        return reply
 
     async def _recv_tensor(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
         step_id, key = int(m["step_id"]), str(m["key"])
@@ -245,7 +251,8 @@ class TaskServer(WorkerPlugin):
         return task.deregister_partitions(m)
 
     async def _status(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
-        return task.status(m)
+        # With the task's clock, so the client can put its events on its own clock.
+        return {**task.status(m), "clock_us": now_us()}
 
     async def _reset(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
         containers = m.get("containers")

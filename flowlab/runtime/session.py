@@ -178,6 +178,8 @@ class Session:
         plan: Plan | PartitionedPlan
         if not sp.tasks:  # every fetch is fed: nothing was registered
             plan = compile_plan([], {}, [], [], sp.graph_version)
+        elif len(sp.tasks) > 1 and hasattr(sp.tasks[0], "view_of"):  # tasks elsewhere: one view of them all
+            plan = sp.tasks[0].view_of(sp.tasks, sp.handle)
         else:
             plan = sp.tasks[0].compiled(sp.handle).plan
         plan.placement, plan.optimization = sp.placement, sp.optimization
@@ -397,7 +399,7 @@ class Session:
         step_id = next_step_id()
         together = getattr(sp.tasks[0], "run_together", None)
         if together is not None:  # tasks over a network: one message each, side by side
-            results = together(sp.tasks, sp.handle, step_id, feed_values, timeout_ms, traced)
+            results = together(sp.tasks, sp.handle, step_id, feed_values, timeout_ms, listener, traced)
             return [results[owner][i] if owner >= 0 else None for i, owner in enumerate(sp.fetch_owner)]
         if self._step_pool is None:
             self._step_pool = ThreadPoolExecutor(max(2, len(self._tasks)), "flowlab-step")

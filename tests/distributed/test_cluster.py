@@ -189,3 +189,35 @@ def test_malformed_messages_get_an_error_and_change_nothing(cluster, call, messa
         task.connection.sync(task.connection.call(task, call, message, CONTROL_TIMEOUT_S))
     after = task.status()
     assert after["incarnation"] == before["incarnation"] and after["handles"] == before["handles"]
+
+
+def test_traces_of_all_tasks_merge_into_one_timeline(cluster):
+    g = fl.Graph()
+    with g.as_default():
+        w, b, x, y, loss, train, step = build_model(fl)
+        init = fl.global_variables_initializer()
+        with fl.Session(cluster, graph=g) as sess:
+            sess.run(init)
+            md = fl.RunMetadata()
+            opts = fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE)
+            before = sess.run(w)
+            sess.run(train, {x: X, y: Y}, options=opts, run_metadata=md)
+            devices = {d.device: d for d in md.step_stats.dev_stats}
+            ps = "/job:ps/replica:0/task:0/device:CPU:0"
+            worker = "/job:worker/replica:0/task:0/device:CPU:0"
+            assert {ps, worker} <= set(devices)
+            ps_nodes = {n.node_name for n in devices[ps].node_stats}
+            worker_nodes = {n.node_name for n in devices[worker].node_stats}
+            assert "w" in ps_nodes and any(n.startswith("gradients") for n in worker_nodes)
+            matmul = next(n for n in devices[worker].node_stats if n.node_name == "MatMul")
+            assert [d.size for d in matmul.output[0].tensor_description.shape.dim] == [3, 1]
+            # One clock: every op of the step starts within the step's wall time.
+            starts = [n.all_start_micros for d in devices.values() for n in d.node_stats]
+            assert max(starts) - min(starts) < 5_000_000
+            assert not np.array_equal(sess.run(w), before)  # the traced step trained
+            # The profiler's view of a cluster step: ops on both tasks, transfers between them.
+            with fl.profiler.profile(sess) as prof:
+                sess.run(train, {x: X, y: Y})
+            trace = prof.trace
+            assert {r.device for r in trace.ops} >= {ps, worker}
+            assert trace.transfers and all(t.bytes > 0 for t in trace.transfers)

@@ -1,0 +1,109 @@
+"""A traced or watched step's events, from a task on another process to the client.
+
+On the task, `EventRecorder` is the step's listener: per ExecEvent it keeps a plain
+row -- kind, node, op type, device, time, thread, frame, iteration, and for an
+op_end only what the outputs were (shape, dtype, bytes, whether a variable's
+storage), for an error its text -- never the arrays.  The rows travel in the
+`run_step` reply ("events").
+
+On the client, `replay` turns the rows back into ExecEvents for the session's
+listeners (the profiler's StepStatsCollector, the live views), with each task's
+times moved onto the client's clock: `clock_offset_us` is estimated from a status
+call (the task's clock read between the client's send and receive, NTP-style), so
+the timelines of all tasks merge into one.  Events arrive when the task's part of the
+step ends (a batch per task), not op by op.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from flowlab import errors
+from flowlab.kernels.sendrecv_kernels import DEAD
+from flowlab.runtime.task.events import ExecEvent
+
+__all__ = ["EventRecorder", "Outputs", "clock_offset_us", "now_us", "replay"]
+
+
+def now_us() -> float:
+    """The clock events are stamped with (the executor's: perf_counter, in µs)."""
+    return time.perf_counter_ns() / 1000.0
+
+
+class EventRecorder:
+    """A listener keeping plain rows (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.rows: list[list[Any]] = []
+
+    def __call__(self, ev: ExecEvent) -> None:
+        info: Any = None
+        if ev.kind == "op_end" and ev.info is not None:
+            info = [_describe(o) for o in ev.info]
+        elif ev.kind == "error":
+            info = str(getattr(ev.info, "message", ev.info))
+        self.rows.append([ev.kind, ev.node, ev.op_type, ev.device, float(ev.time_us), int(ev.thread) & 0xFFFFFFFF,
+                          ev.frame, int(ev.iteration), info])
+
+
+def _describe(o: Any) -> list[Any] | None:
+    if o is DEAD:
+        return None
+    ref = False
+    if not hasattr(o, "dtype") and hasattr(o, "value") and hasattr(o, "read"):
+        o, ref = o.value, True
+    if isinstance(o, (bytes, str)):
+        return [[], "object", len(o), ref]
+    dt = getattr(o, "dtype", None)
+    return [list(getattr(o, "shape", ())), None if dt is None else str(dt), int(getattr(o, "nbytes", 0)), ref]
+
+
+class Outputs:
+    """What an output was, standing in for it in a replayed op_end (shape, dtype,
+    nbytes: what the profiler reads)."""
+
+    __slots__ = ("shape", "dtype", "nbytes")
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any, nbytes: int) -> None:
+        self.shape, self.dtype, self.nbytes = shape, dtype, nbytes
+
+
+class _Storage:
+    """A variable's storage in a replayed op_end (a Ref output)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Outputs) -> None:
+        self.value = value
+
+    def read(self) -> Outputs:
+        return self.value
+
+
+def _output(d: list[Any] | None) -> Any:
+    if d is None:
+        return DEAD
+    shape, dtype, nbytes, ref = d
+    out = Outputs(tuple(shape), None if dtype is None else np.dtype(dtype), int(nbytes))
+    return _Storage(out) if ref else out
+
+
+def replay(rows: list[list[Any]], step_id: int, offset_us: float, listener: Any) -> None:
+    """Hand `rows` to `listener` as ExecEvents on the client's clock.  Their `op` is
+    None: the task ran its own copy of each op; listeners find the client's by the
+    node's name (what the profiler's resolver does)."""
+    for kind, node, op_type, device, t, thread, frame, iteration, info in rows:
+        if kind == "op_end" and info is not None:
+            info = [_output(d) for d in info]
+        elif kind == "error":
+            info = errors.UnknownError(None, None, str(info))
+        listener(ExecEvent(kind, step_id, node, op_type, device, t - offset_us, thread, info, frame, iteration))
+
+
+def clock_offset_us(sent_us: float, task_us: float, received_us: float) -> float:
+    """The task's clock minus the client's, from one exchange: the task read its
+    clock at `task_us`, taken to be half way between send and receive."""
+    return task_us - (sent_us + received_us) / 2.0
