@@ -102,7 +102,11 @@ from flowlab.ops.script_ops import numpy_function, py_func
 from flowlab.ops.segment_ops import *  # noqa: F401,F403 - segment_sum, unsorted_segment_sum, ...
 from flowlab.ops.sequence_ops import *  # noqa: F401,F403 - reverse_sequence
 from flowlab.ops.sort_ops import *  # noqa: F401,F403 - sort, argsort, roll, bincount, searchsorted, ...
-from flowlab.ops.space_to_batch_ops import batch_to_space_nd, space_to_batch_nd
+from flowlab.ops.space_to_batch_ops import (
+    batch_to_space_nd,
+    required_space_to_batch_paddings,
+    space_to_batch_nd,
+)
 from flowlab.ops.sparse_mask_ops import sparse_mask
 from flowlab.ops.sparse_math_ops import *  # noqa: F401,F403 - sparse_tensor_dense_matmul, sparse_add, ...
 from flowlab.ops.sparse_ops import *  # noqa: F401,F403 - sparse_to_dense, sparse_tensor_to_dense, ...
@@ -295,6 +299,7 @@ from flowlab import (
     sparse,  # noqa: E402 - `tf.sparse`
 )
 from flowlab.data import tf_record as _tf_record  # noqa: E402
+from flowlab.errors import OpError  # noqa: E402 - tf.OpError is tf.errors.OpError
 from flowlab.ops import parsing_ops as _parsing_ops  # noqa: E402
 from flowlab.ops.parsing_ops import (  # noqa: E402
     FixedLenFeature,
@@ -302,7 +307,11 @@ from flowlab.ops.parsing_ops import (  # noqa: E402
     parse_example,
     parse_single_example,
 )
-from flowlab.ops.sparse_tensor import SparseTensor, SparseTensorValue  # noqa: E402
+from flowlab.ops.sparse_tensor import (  # noqa: E402
+    SparseTensor,
+    SparseTensorValue,
+    convert_to_tensor_or_sparse_tensor,
+)
 
 for _m in (_tf_record, _parsing_ops):
     for _n in _m.__all__:

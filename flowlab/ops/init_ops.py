@@ -338,6 +338,12 @@ class _Initializers:
         return local_variables_initializer()
 
     @staticmethod
+    def tables_initializer(name: str = "init_all_tables") -> Any:
+        from flowlab.ops.variables import tables_initializer
+
+        return tables_initializer(name)
+
+    @staticmethod
     def variables(var_list: Any, name: str = "init") -> Any:
         from flowlab.ops.variables import variables_initializer
 

@@ -30,7 +30,8 @@ from flowlab.ops.const_fold import constant_value
 from flowlab.ops.gradient_registry import gradient
 from flowlab.ops.op_def import op_def
 
-__all__ = ["space_to_batch_nd", "batch_to_space_nd", "with_space_to_batch"]
+__all__ = ["space_to_batch_nd", "batch_to_space_nd", "with_space_to_batch",
+           "required_space_to_batch_paddings"]
 
 
 def _static(op: Operation, i: int, what: str) -> np.ndarray | None:
@@ -180,3 +181,44 @@ def with_space_to_batch(input: Any, dilation_rate: Any, padding: str, op: Callab
     # The builder converts the arrays inside the op's scope ("SpaceToBatchND/paddings").
     y = op(space_to_batch_nd(input, block, paddings), m, "VALID")
     return batch_to_space_nd(y, block, crops)
+
+
+def required_space_to_batch_paddings(input_shape: Any, block_shape: Any, base_paddings: Any = None,
+                                     name: str | None = None) -> tuple[Tensor, Tensor]:
+    """(paddings, crops) making `input_shape` (plus `base_paddings`) divisible by
+    `block_shape`, for space_to_batch_nd / batch_to_space_nd
+    (`tf.required_space_to_batch_paddings`); computed in NumPy when every input is
+    known while the graph is built, as graph ops otherwise."""
+    from flowlab.graph import dtypes
+    from flowlab.graph.graph import get_default_graph
+    from flowlab.ops import array_ops
+
+    with get_default_graph().name_scope(name or "required_space_to_batch_paddings"):
+        input_shape = convert_to_tensor(input_shape, dtype=dtypes.int32, name="input_shape")
+        block_shape = convert_to_tensor(block_shape, dtype=dtypes.int32, name="block_shape")
+        if not block_shape.shape.is_fully_defined():
+            raise ValueError(f"Shape {block_shape.shape} is not fully defined")
+        block_shape.shape.assert_has_rank(1)
+        num_block_dims = block_shape.shape.as_list()[0]
+        if num_block_dims == 0:
+            return (array_ops.zeros([0, 2], dtypes.int32), array_ops.zeros([0, 2], dtypes.int32))
+        input_shape.shape.assert_is_compatible_with([num_block_dims])
+        if base_paddings is not None:
+            base_paddings = convert_to_tensor(base_paddings, dtype=dtypes.int32,
+                                              name="base_paddings")
+            base_paddings.shape.assert_is_compatible_with([num_block_dims, 2])
+        else:
+            base_paddings = array_ops.zeros([num_block_dims, 2], dtypes.int32)
+        consts = [constant_value(t) for t in (block_shape, input_shape, base_paddings)]
+        if all(c is not None for c in consts):
+            block_shape, input_shape, base_paddings = (np.asarray(c) for c in consts)
+        pad_start = base_paddings[:, 0]
+        orig_pad_end = base_paddings[:, 1]
+        full_input_shape = input_shape + pad_start + orig_pad_end
+        pad_end_extra = (block_shape - full_input_shape % block_shape) % block_shape
+        pad_end = orig_pad_end + pad_end_extra
+        paddings = array_ops.stack([[pad_start[i], pad_end[i]] for i in range(num_block_dims)],
+                                   name="paddings")
+        crops = array_ops.stack([[0, pad_end_extra[i]] for i in range(num_block_dims)],
+                                name="crops")
+        return paddings, crops

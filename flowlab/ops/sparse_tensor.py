@@ -34,7 +34,8 @@ from flowlab.ops.array_shapes import constant_value_as_shape
 from flowlab.ops.builder import convert_to_tensor
 from flowlab.ops.core_ops import placeholder, placeholder_with_default
 
-__all__ = ["SparseTensor", "SparseTensorValue", "sparse_placeholder"]
+__all__ = ["SparseTensor", "SparseTensorValue", "sparse_placeholder",
+           "convert_to_tensor_or_sparse_tensor"]
 
 
 class SparseTensorValue(collections.namedtuple("SparseTensorValue", ["indices", "values", "dense_shape"])):
@@ -195,3 +196,19 @@ def sparse_placeholder(dtype: Any, shape: Any = None, name: str | None = None) -
         dense_shape=dense_shape)
     result.set_shape(default)
     return result
+
+
+def convert_to_tensor_or_sparse_tensor(value: Any, dtype: Any = None,
+                                       name: str | None = None) -> Any:
+    """`value` as a SparseTensor when it is one (or a SparseTensorValue), else as a
+    Tensor (`tf.convert_to_tensor_or_sparse_tensor`)."""
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+    if isinstance(value, SparseTensorValue):
+        value = SparseTensor.from_value(value)
+    if isinstance(value, SparseTensor):
+        if dtype and not dtype.is_compatible_with(value.dtype):
+            raise RuntimeError(f"Sparse dtype mismatch. Requested: {dtype.name}, "
+                               f" Actual: {value.dtype.name}")
+        return value
+    return convert_to_tensor(value, dtype=dtype, name=name)

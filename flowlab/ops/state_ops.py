@@ -33,6 +33,7 @@ __all__ = [
     "assign", "assign_add", "assign_sub", "scatter_update", "scatter_add", "scatter_sub",
     "scatter_mul", "scatter_div", "scatter_min", "scatter_max", "scatter_nd_update",
     "scatter_nd_add", "scatter_nd_sub", "is_variable_initialized", "count_up_to",
+    "batch_scatter_update",
 ]
 
 
@@ -303,6 +304,36 @@ def scatter_nd_update(ref: Any, indices: Any, updates: Any, use_locking: bool = 
         sess.run(tf.scatter_nd_update(v, [[0, 1], [2, 0]], [5.0, 6.0]))
     """
     return _scatter("ScatterNdUpdate", ref, indices, updates, use_locking, name)
+
+
+def batch_scatter_update(ref: Any, indices: Any, updates: Any, use_locking: bool = True,
+                         name: str | None = None) -> Tensor:
+    """`ref[i..., indices[i..., j]] = updates[i..., j]` for every leading index `i...`
+    (`tf.batch_scatter_update`): a ScatterNdUpdate whose coordinates are a range over
+    each leading dimension of `indices` followed by `indices` itself, as TensorFlow
+    builds it."""
+    from flowlab.ops import array_ops, math_ops
+    from flowlab.ops.builder import convert_to_tensor
+
+    with get_default_graph().name_scope(name or "batch_scatter_update"):
+        indices = convert_to_tensor(indices, name="indices")
+        indices_shape = array_ops.shape(indices)
+        ndims = indices.shape.ndims
+        if ndims is None:
+            raise ValueError("batch_gather does not allow indices with unknown shape.")
+        nd_indices = array_ops.expand_dims(indices, axis=-1)
+        parts = []
+        for d in range(ndims - 1):
+            size = indices_shape[d]
+            broadcast = [1] * (ndims + 1)
+            broadcast[d] = size
+            dim_range = array_ops.reshape(math_ops.range(0, size, 1), broadcast)
+            if dim_range.dtype.base_dtype != nd_indices.dtype:
+                dim_range = math_ops.cast(dim_range, nd_indices.dtype)
+            parts.append(dim_range * array_ops.ones_like(nd_indices))
+        parts.append(nd_indices)
+        final = array_ops.concat(parts, axis=-1)
+        return scatter_nd_update(ref, final, updates, use_locking=use_locking)
 
 
 def scatter_nd_add(ref: Any, indices: Any, updates: Any, use_locking: bool = False,

@@ -15,7 +15,15 @@ from flowlab.graph.tensor import Tensor
 from flowlab.graph.tensor_shape import Dimension, TensorShape
 from flowlab.ops.const_fold import constant_value
 
-__all__ = ["is_tensor", "get_static_value", "make_tensor_proto", "make_ndarray", "dimension_at_index"]
+__all__ = ["is_tensor", "is_symbolic_tensor", "get_static_value", "make_tensor_proto", "make_ndarray", "dimension_at_index"]
+
+
+def is_symbolic_tensor(tensor: Any) -> bool:
+    """Whether `tensor` is a graph tensor proper (`tf.is_symbolic_tensor`): a Tensor, not
+    a variable, sparse tensor or value."""
+    from flowlab.graph.tensor import Tensor
+
+    return isinstance(tensor, Tensor)
 
 
 def is_tensor(x: Any) -> bool:

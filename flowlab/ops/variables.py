@@ -35,6 +35,7 @@ __all__ = [
     "global_variables_initializer", "local_variables_initializer", "variables_initializer",
     "initialize_all_variables", "initialize_variables", "initialize_local_variables",
     "report_uninitialized_variables", "assert_variables_initialized",
+    "tables_initializer", "initialize_all_tables",
 ]
 
 # Every operator a Tensor overloads; a Variable applies it to its value.
@@ -461,9 +462,19 @@ def local_variables_initializer() -> Operation:
     return variables_initializer(local_variables())
 
 
+def tables_initializer(name: str = "init_all_tables") -> Operation:
+    """One op that runs every table initializer of the graph (its TABLE_INITIALIZERS
+    collection); a NoOp when there are none."""
+    inits = get_default_graph().get_collection(GraphKeys.TABLE_INITIALIZERS)
+    if inits:
+        return group(*inits, name=name)
+    return no_op(name=name)
+
+
 initialize_all_variables = global_variables_initializer
 initialize_variables = variables_initializer
 initialize_local_variables = local_variables_initializer
+initialize_all_tables = tables_initializer
 
 
 def assert_variables_initialized(var_list: Any = None) -> Tensor | None:

@@ -439,3 +439,105 @@ def test_event_proto(tf1: Any) -> None:
             )
         )
     assert out[0] == out[1]
+
+
+def test_tables_initializer(tf1: Any) -> None:
+    out = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default():
+            empty = [
+                tf.tables_initializer(),
+                tf.initialize_all_tables(name="all_tables"),
+                tf.initializers.tables_initializer(),
+            ]
+            v = tf.Variable(0, name="v")
+            tf.add_to_collection(tf.GraphKeys.TABLE_INITIALIZERS, tf.assign(v, 7).op)
+            grouped = tf.tables_initializer()
+            row: list[Any] = [(op.type, op.name) for op in [*empty, grouped]]
+            with tf.Session() as s:
+                s.run(v.initializer)
+                s.run(grouped)
+                row.append(s.run(v))
+        out.append(row)
+    assert out[0] == out[1]
+
+
+def test_op_error_at_top_level(tf1: Any) -> None:
+    def build(tf: Any) -> Any:
+        p = tf.placeholder(tf.float32, [None])
+        return tf.reshape(p, [3]), {p: np.zeros([2], np.float32)}
+
+    e, a = assert_same_error(tf1, build)
+    assert isinstance(e, tf1.OpError) and isinstance(a, fl.OpError)
+    assert fl.OpError is fl.errors.OpError and tf1.OpError is tf1.errors.OpError
+
+
+def test_convert_to_tensor_or_sparse_tensor(tf1: Any) -> None:
+    def build(tf: Any) -> Any:
+        st = tf.SparseTensor([[0, 1]], [2.0], [2, 2])
+        same = tf.convert_to_tensor_or_sparse_tensor(st)
+        from_value = tf.convert_to_tensor_or_sparse_tensor(
+            tf.SparseTensorValue(np.array([[1, 0]]), np.array([3], np.int32), np.array([2, 2]))
+        )
+        dense = tf.convert_to_tensor_or_sparse_tensor([1, 2], dtype=tf.int64)
+        return [
+            tf.constant(same is st),
+            from_value.values,
+            from_value.indices,
+            tf.sparse.to_dense(from_value),
+            dense,
+        ]
+
+    assert_same(tf1, build)
+    msgs = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default(), pytest.raises(RuntimeError) as info:
+            tf.convert_to_tensor_or_sparse_tensor(tf.SparseTensor([[0]], [1.0], [1]), tf.int32)
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]
+
+
+def test_is_symbolic_tensor(tf1: Any) -> None:
+    out = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default():
+            v = tf.Variable(1.0)
+            out.append(
+                [
+                    tf.is_symbolic_tensor(tf.constant(1.0)),
+                    tf.is_symbolic_tensor(v.value()),
+                    tf.is_symbolic_tensor(np.ones(2)),
+                    tf.is_symbolic_tensor(3.0),
+                    tf.is_symbolic_tensor(tf.SparseTensor([[0]], [1.0], [1])),
+                ]
+            )
+    assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("known", [True, False])
+def test_required_space_to_batch_paddings(tf1: Any, known: bool) -> None:
+    def build(tf: Any) -> Any:
+        shape = [5, 7] if known else tf.placeholder_with_default([5, 7], [2])
+        base = [[1, 0], [2, 1]]
+        p1, c1 = tf.required_space_to_batch_paddings(shape, [2, 3])
+        p2, c2 = tf.required_space_to_batch_paddings(shape, [4, 2], base_paddings=base)
+        p3, c3 = tf.required_space_to_batch_paddings(
+            tf.zeros([0], tf.int32), tf.zeros([0], tf.int32)
+        )
+        return [p1, c1, p2, c2, p3, c3]
+
+    assert_same(tf1, build)
+
+
+def test_batch_scatter_update(tf1: Any) -> None:
+    def build(tf: Any) -> Any:
+        v = tf.Variable(np.arange(12, dtype=np.float32).reshape(2, 2, 3))
+        w = tf.Variable([[1, 2, 3], [4, 5, 6]])
+        up = tf.batch_scatter_update(
+            v, [[[2], [0]], [[1], [1]]], [[[-1.0], [-2.0]], [[-3.0], [-4.0]]]
+        )
+        up2 = tf.batch_scatter_update(w, tf.constant([[0, 2], [1, 0]], tf.int64), [[9, 8], [7, 6]])
+        with tf.control_dependencies([up, up2]):
+            return [tf.identity(v), tf.identity(w)]
+
+    assert_same(tf1, build)
