@@ -10,8 +10,10 @@ them here.
 `Connection.run_tasks` runs one step on several tasks at once from the client's
 event loop: all `run_step` messages leave together; when one task fails, the step is
 aborted on every task (each rolls back its own writes) and the first real error is
-raised.  A two-phase step that succeeded everywhere is committed, without waiting:
-the writes are in place already; a commit only lets a task drop its undo log.
+raised.  A two-phase step that succeeded everywhere is committed without a message
+of its own: the writes are in place already and a commit only lets a task drop its
+undo log, so the commit rides on that task's next `run_step` (a task that wrote
+nothing keeps no log and needs none).
 
 Deadlines: every control call has one (`CONTROL_TIMEOUT_S`; registration, which
 compiles, `REGISTER_TIMEOUT_S`).  A step may legitimately run long (a queue that
@@ -48,6 +50,7 @@ CONTROL_TIMEOUT_S = 5.0
 REGISTER_TIMEOUT_S = 60.0
 HEARTBEAT_S = 1.0
 HEARTBEAT_TIMEOUT_S = 3.0
+MAX_UNCOMMITTED = 16  # steps whose commit waits for the task's next run_step
 
 
 class Connection:
@@ -113,7 +116,8 @@ class Connection:
         message = {"handle": handle, "step_id": step_id, "feeds": values_to_wire(feeds),
                    "timeout_ms": timeout_ms, "trace": traced}
         deadline = timeout_ms / 1000.0 + CONTROL_TIMEOUT_S if timeout_ms > 0 else None
-        futures = [asyncio.ensure_future(self.call(t, "run_step", message, deadline)) for t in tasks]
+        futures = [asyncio.ensure_future(self.call(t, "run_step", t.with_commits(message), deadline))
+                   for t in tasks]
         pending = set(futures)
         failure: BaseException | None = None
         hung: list[RemoteTask] = []
@@ -147,18 +151,21 @@ class Connection:
             raise next((e for e in raised if not isinstance(e, (errors.CancelledError, errors.AbortedError))),
                        failure)
         replies = [f.result() for f in futures]
-        if len(tasks) > 1:
-            # Each task's writes are in place already; committing only drops its undo
-            # log, so nobody waits for it (a lost commit costs that log's memory).
-            for t in tasks:
-                asyncio.ensure_future(self._commit(t, step_id))
+        # Each task's writes are in place already; a commit only drops its undo log, so
+        # it rides on the task's next run_step (or a commit_step once a few are waiting).
+        for t, r in zip(tasks, replies):
+            if r.get("held"):
+                t.uncommitted.append(step_id)
+                if len(t.uncommitted) >= MAX_UNCOMMITTED:
+                    asyncio.ensure_future(self._commit(t, t.take_commits()))
         return replies
 
-    async def _commit(self, task: RemoteTask, step_id: int) -> None:
-        try:
-            await self.call(task, "commit_step", {"step_id": step_id}, CONTROL_TIMEOUT_S)
-        except errors.OpError:  # the task went away: its undo log went with it
-            pass
+    async def _commit(self, task: RemoteTask, step_ids: list[int]) -> None:
+        for step_id in step_ids:
+            try:
+                await self.call(task, "commit_step", {"step_id": step_id}, CONTROL_TIMEOUT_S)
+            except errors.OpError:  # the task went away: its undo logs went with it
+                return
 
     async def _abort(self, tasks: list[RemoteTask], step_id: int, reason: str,
                      timeout_s: float = CONTROL_TIMEOUT_S) -> None:
@@ -179,6 +186,7 @@ class RemoteTask:
         self.incarnation: int = status["incarnation"]
         self.lost = False  # a call found it dead or restarted
         self.clock_offset_us = clock_offset_us  # its clock minus the client's (events.clock_offset_us)
+        self.uncommitted: list[int] = []  # succeeded steps whose undo logs the task still keeps
         self.devices: list[Device] = []
         for m in status["devices"]:
             a = DeviceAttributes.from_message(m)
@@ -215,6 +223,7 @@ class RemoteTask:
         return self.connection.call_sync(self, "commit_step", message, CONTROL_TIMEOUT_S)
 
     def deregister_partitions(self, message: dict[str, Any]) -> dict[str, Any]:
+        self.flush_commits()
         self._messages.pop(message["handle"], None)
         self._views.pop(message["handle"], None)
         for key in [k for k in self._combined if k[0] == message["handle"]]:
@@ -231,6 +240,21 @@ class RemoteTask:
 
     def reset(self, containers: list[str] | None = None) -> dict[str, Any]:
         return self.connection.call_sync(self, "reset", {"containers": containers}, CONTROL_TIMEOUT_S)
+
+    def with_commits(self, message: dict[str, Any]) -> dict[str, Any]:
+        """`message` carrying the commits waiting for this task (taken)."""
+        if not self.uncommitted:
+            return message
+        return {**message, "commit": self.take_commits()}
+
+    def take_commits(self) -> list[int]:
+        out, self.uncommitted = self.uncommitted, []
+        return out
+
+    def flush_commits(self) -> None:
+        """Commit what waits now (a session that stops using the task)."""
+        if self.uncommitted and not self.lost:
+            self.connection.sync(self.connection._commit(self, self.take_commits()))
 
     # --- for the client's views (pictures, RunMetadata, make_callable) ----------------
     def runner(self, handle: str) -> None:

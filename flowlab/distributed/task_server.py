@@ -209,11 +209,15 @@ class TaskServer(WorkerPlugin):
         return await self._in_pool(task.register_partitions, m)
 
     async def _run_step(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
+        for done in m.get("commit") or []:  # earlier steps the master saw succeed everywhere
+            task.commit_step({"step_id": int(done)})
         traced = bool(m.get("trace"))
         recorder = EventRecorder() if traced else None
-        values = await self._in_pool(task.run, m["handle"], int(m["step_id"]), values_from_wire(m["feeds"]),
+        step_id = int(m["step_id"])
+        values = await self._in_pool(task.run, m["handle"], step_id, values_from_wire(m["feeds"]),
                                      int(m.get("timeout_ms") or 0), recorder, traced)
-        reply: dict[str, Any] = {"values": values_to_wire(values)}
+        # held: this task keeps an undo log of the step until it is committed.
+        reply: dict[str, Any] = {"values": values_to_wire(values), "held": task.awaits_commit(step_id)}
         if recorder is not None:
             reply["events"] = recorder.rows
         return reply

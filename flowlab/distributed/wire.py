@@ -60,6 +60,14 @@ FIELDS: dict[str, dict[str, Any]] = {
 }
 
 
+# Fields a call may leave out, with the types they must have when given.
+OPTIONAL: dict[str, dict[str, Any]] = {
+    "run_step": {"timeout_ms": int, "trace": bool, "commit": list},
+    "recv_tensor": {"timeout_ms": int},
+    "reset": {"containers": (list, type(None))},
+}
+
+
 def check_message(call: str, message: Any) -> dict[str, Any]:
     """The message of `call` if it is well formed, else InvalidArgumentError naming
     what is wrong (the server replies with it and does nothing)."""
@@ -74,6 +82,13 @@ def check_message(call: str, message: Any) -> dict[str, Any]:
             raise errors.InvalidArgumentError(
                 None, None, f"flowlab task server: field '{name}' of {call} must be {typ.__name__}, "
                 f"got {type(v).__name__}.")
+    for name, typ in OPTIONAL.get(call, {}).items():
+        if name in message and (not isinstance(message[name], typ) or (typ is int and isinstance(message[name], bool))):
+            raise errors.InvalidArgumentError(
+                None, None, f"flowlab task server: field '{name}' of {call} has the wrong type "
+                f"({type(message[name]).__name__}).")
+    if call == "run_step" and not all(isinstance(s, int) for s in message.get("commit") or []):
+        raise errors.InvalidArgumentError(None, None, "flowlab task server: 'commit' of run_step must list step ids.")
     try:
         check_plain(message, call)
     except TypeError as e:

@@ -221,3 +221,26 @@ def test_traces_of_all_tasks_merge_into_one_timeline(cluster):
             trace = prof.trace
             assert {r.device for r in trace.ops} >= {ps, worker}
             assert trace.transfers and all(t.bytes > 0 for t in trace.transfers)
+
+
+def test_commits_ride_on_the_next_step_and_read_only_steps_keep_no_undo_log(cluster):
+    g = fl.Graph()
+    with g.as_default():
+        with fl.device("/job:ps/task:0"):
+            v = fl.Variable(0.0, name="committed")
+        with fl.device("/job:worker/task:0"):
+            one = fl.constant(1.0) * 1.0
+        bump = v.assign_add(one)
+        read = fl.identity(v) + one
+        with fl.Session(cluster, graph=g) as sess:
+            sess.run(v.initializer)
+            ps = cluster.task("ps", 0)
+            for _ in range(3):
+                sess.run(read)
+            assert ps.uncommitted == []  # nothing written: nothing to commit
+            sess.run(bump)
+            assert len(ps.uncommitted) == 1  # waits for ps/0's next run_step
+            sess.run(bump)
+            assert len(ps.uncommitted) == 1  # the first rode on the second's message
+            assert sess.run(v) == 2.0
+        assert ps.uncommitted == []  # closing the session committed the rest

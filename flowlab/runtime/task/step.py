@@ -161,6 +161,10 @@ class Step:
         self.undo.append((var, var.value, new_value, increment, var.overwrites))
         var.value = new_value
 
+    def has_writes(self) -> bool:
+        """Whether the step wrote a variable (something `rollback` would undo)."""
+        return bool(self.undo)
+
     def rollback(self) -> None:
         """Undo this step's variable writes, newest first, by the rule of the module
         docstring: restore what is still ours, take back our increments from what

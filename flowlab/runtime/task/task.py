@@ -180,6 +180,17 @@ class LocalTask:
         with self._active_lock:
             return {"committed": self._held.pop(int(message["step_id"]), None) is not None}
 
+    def awaits_commit(self, step_id: int) -> bool:
+        """Whether a finished two-phase step left an undo log here (it wrote something)
+        that waits for commit_step or abort_step."""
+        with self._active_lock:
+            step = self._held.get(step_id)
+        if step is not None and not step.has_writes():
+            with self._active_lock:
+                self._held.pop(step_id, None)
+            return False
+        return step is not None
+
     def deregister_partitions(self, message: dict[str, Any]) -> dict[str, Any]:
         with self._handles_lock:
             return {"deregistered": self._handles.pop(message["handle"], None) is not None}
