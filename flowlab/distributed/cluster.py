@@ -139,7 +139,8 @@ class Cluster:
                 return None
             r = reply.get("reply") if isinstance(reply, dict) else None
             if r is not None:
-                r["clock_offset_us"] = clock_offset_us(sent, float(r.get("clock_us", sent)), now_us())
+                r["clock_offset_us"] = clock_offset_us(sent, float(r.get("clock_us", sent)), now_us(),
+                                                       r.get("boot_id"))
             return r
 
         replies = dict(zip(named, await asyncio.gather(*(status(a) for a in named))))

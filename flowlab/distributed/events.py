@@ -8,9 +8,9 @@ storage), for an error its text -- never the arrays.  The rows travel in the
 
 On the client, `replay` turns the rows back into ExecEvents for the session's
 listeners (the profiler's StepStatsCollector, the live views), with each task's
-times moved onto the client's clock: `clock_offset_us` is estimated from a status
-call (the task's clock read between the client's send and receive, NTP-style), so
-the timelines of all tasks merge into one.  Events arrive when the task's part of the
+times moved onto the client's clock (`clock_offset_us`: none on the same machine,
+else estimated from a status call, the task's clock read between the client's send
+and receive, NTP-style), so the timelines of all tasks merge into one.  Events arrive when the task's part of the
 step ends (a batch per task), not op by op.
 """
 
@@ -25,7 +25,7 @@ from flowlab import errors
 from flowlab.kernels.sendrecv_kernels import DEAD
 from flowlab.runtime.task.events import ExecEvent
 
-__all__ = ["EventRecorder", "Outputs", "clock_offset_us", "now_us", "replay"]
+__all__ = ["EventRecorder", "Outputs", "boot_id", "clock_offset_us", "now_us", "replay"]
 
 
 def now_us() -> float:
@@ -103,7 +103,20 @@ def replay(rows: list[list[Any]], step_id: int, offset_us: float, listener: Any)
         listener(ExecEvent(kind, step_id, node, op_type, device, t - offset_us, thread, info, frame, iteration))
 
 
-def clock_offset_us(sent_us: float, task_us: float, received_us: float) -> float:
-    """The task's clock minus the client's, from one exchange: the task read its
-    clock at `task_us`, taken to be half way between send and receive."""
+def clock_offset_us(sent_us: float, task_us: float, received_us: float, task_boot: str | None = None) -> float:
+    """The task's clock minus the client's.  On the same machine (the same boot: the
+    monotonic clock is one clock for every process) exactly 0; elsewhere estimated from
+    one exchange, the task having read its clock at `task_us` half way between send
+    and receive."""
+    if task_boot is not None and task_boot == boot_id():
+        return 0.0
     return task_us - (sent_us + received_us) / 2.0
+
+
+def boot_id() -> str | None:
+    """This machine's boot id (Linux), which names the monotonic clock's epoch."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return None

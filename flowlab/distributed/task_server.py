@@ -38,7 +38,7 @@ from typing import Any
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from flowlab import errors
-from flowlab.distributed.events import EventRecorder, now_us
+from flowlab.distributed.events import EventRecorder, boot_id, now_us
 from flowlab.distributed.wire import check_message, from_wire, to_wire
 from flowlab.kernels.sendrecv_kernels import DEAD
 from flowlab.runtime.interface import (
@@ -256,7 +256,7 @@ class TaskServer(WorkerPlugin):
 
     async def _status(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
         # With the task's clock, so the client can put its events on its own clock.
-        return {**task.status(m), "clock_us": now_us()}
+        return {**task.status(m), "clock_us": now_us(), "boot_id": boot_id()}
 
     async def _reset(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
         containers = m.get("containers")
