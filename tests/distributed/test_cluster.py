@@ -244,3 +244,18 @@ def test_commits_ride_on_the_next_step_and_read_only_steps_keep_no_undo_log(clus
             assert len(ps.uncommitted) == 1  # the first rode on the second's message
             assert sess.run(v) == 2.0
         assert ps.uncommitted == []  # closing the session committed the rest
+
+
+def test_passes_show_the_placement_and_partitions_over_tasks(cluster):
+    g = fl.Graph()
+    with g.as_default():
+        w, b, x, y, loss, train, step = build_model(fl)
+        with fl.Session(cluster, graph=g) as sess:
+            stages = fl.viz.passes(sess, train, {x: X, y: Y})
+            ps, worker = "/job:ps/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:0/device:CPU:0"
+            for stage in ("placed", "partitioned"):
+                source = stages[stage].source
+                assert ps in source and worker in source
+            # Send/Recv between the tasks: the gradients to ps/0, the weights to worker/0.
+            assert "send control_dependency_1\\nto ps/0 CPU:0" in stages["partitioned"].source
+            assert "send read\\nto worker/0 CPU:0" in stages["partitioned"].source
