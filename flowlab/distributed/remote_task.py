@@ -70,8 +70,9 @@ class Connection:
         """One call's reply; its failures as TensorFlow errors naming the task."""
         if task.lost:
             raise errors.UnavailableError(
-                None, None, f"Task {task.name} at {task.address} was lost (it died or restarted): create a new "
-                "session (MonitoredTrainingSession does) to run on the task that replaced it.")
+                None, None, f"Task {task.name} at {task.address} is gone: its worker died or restarted. A new "
+                "session runs on the worker that replaces it (MonitoredTrainingSession makes one and restores "
+                "the latest checkpoint).")
         send = getattr(self.client.rpc(task.address), f"flowlab_{call}")(message=to_wire(message))
         try:
             reply = await (asyncio.wait_for(send, timeout_s) if timeout_s else send)

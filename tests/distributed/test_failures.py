@@ -50,7 +50,7 @@ def test_a_killed_worker_fails_the_step_at_once_and_the_others_roll_back():
             assert "/job:worker/replica:0/task:1" in str(e.value) and victim.address in str(e.value)
             assert sess.run(v) == 1.0  # ps/0's write was rolled back
             # The session's task is lost for good: it fails at once, saying what to do.
-            with pytest.raises(fl.errors.UnavailableError, match="create a new session"):
+            with pytest.raises(fl.errors.UnavailableError, match="is gone: its worker died or restarted. A new session"):
                 sess.run(step)
         # A new session runs what does not need the lost task at once, and fails fast
         # (UnavailableError, what MonitoredSession waits on) what does.
