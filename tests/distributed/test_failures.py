@@ -137,3 +137,25 @@ def test_training_goes_on_from_the_last_checkpoint_after_a_worker_is_killed(tmp_
         assert runs == 20 + 2
         ckpt = fl.train.latest_checkpoint(str(tmp_path / "killed"))
         assert ckpt is not None and ckpt.endswith("-20")
+
+
+def test_a_local_cluster_closes_with_no_process_left():
+    with fd.LocalCluster(ps=1, worker=2) as cluster:
+        pids = [worker_pid(cluster, job, i) for job, i in (("ps", 0), ("worker", 0), ("worker", 1))]
+        for pid in pids:
+            os.kill(pid, 0)  # alive
+    deadline = time.monotonic() + 10
+    for pid in pids:
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            try:  # a zombie that is not ours to reap still counts as gone
+                with open(f"/proc/{pid}/stat") as f:
+                    if f.read().split(") ", 1)[1].startswith("Z"):
+                        break
+            except OSError:
+                break
+            assert time.monotonic() < deadline, f"worker process {pid} outlived the cluster"
+            time.sleep(0.1)
