@@ -76,6 +76,7 @@ from flowlab.ops.custom_gradient import *
 from flowlab.ops.custom_gradient import NotDifferentiable as NoGradient  # TensorFlow's older name
 from flowlab.ops.data_flow_ops import *
 from flowlab.ops.depth_space_ops import *  # noqa: F401,F403 - space_to_depth, depth_to_space, space_to_batch, ...
+from flowlab.ops.edit_distance_ops import edit_distance, fingerprint
 from flowlab.ops.einsum_ops import *  # noqa: F401,F403 - einsum
 from flowlab.ops.fft_ops import *  # noqa: F401,F403 - fft, ifft, fft2d, ...
 from flowlab.ops.functional_ops import *  # map_fn, foldl, foldr, scan, TensorArray

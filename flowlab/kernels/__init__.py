@@ -17,6 +17,7 @@ from flowlab.kernels import (
     dataset_kernels,
     depth_space_kernels,
     depthwise_kernels,
+    edit_distance_kernels,
     einsum_kernels,
     fft_kernels,
     grad_kernels,
