@@ -17,6 +17,7 @@ session, not the graph: each new Session starts with every variable uninitialize
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import Any
 
@@ -30,13 +31,64 @@ from flowlab.ops.core_ops import group, identity, no_op
 from flowlab.ops.slice_spec import SaveSliceInfo
 
 __all__ = [
-    "Variable", "global_variables", "local_variables", "trainable_variables",
+    "Variable", "VariableAggregation", "VariableSynchronization", "global_variables", "local_variables", "trainable_variables",
     "model_variables", "moving_average_variables", "all_variables",
     "global_variables_initializer", "local_variables_initializer", "variables_initializer",
     "initialize_all_variables", "initialize_variables", "initialize_local_variables",
     "report_uninitialized_variables", "assert_variables_initialized",
     "tables_initializer", "initialize_all_tables",
 ]
+
+class VariableSynchronization(enum.Enum):
+    """When a distributed variable's copies are brought in step (TensorFlow's enum; a
+    single-process flowlab variable has one copy, so only ON_READ's default of
+    `trainable=False` has an effect)."""
+
+    AUTO = 0
+    NONE = 1
+    ON_WRITE = 2
+    ON_READ = 3
+
+
+class VariableAggregation(enum.Enum):
+    """How a distributed variable's updates are combined (TensorFlow's enum;
+    ONLY_FIRST_TOWER is the old name of ONLY_FIRST_REPLICA)."""
+
+    NONE = 0
+    SUM = 1
+    MEAN = 2
+    ONLY_FIRST_REPLICA = 3
+    ONLY_FIRST_TOWER = 3  # noqa: PIE796 - TensorFlow's deprecated alias
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+def _sync_aggregation_trainable(synchronization: Any, aggregation: Any, trainable: Any,
+                                name: Any) -> tuple[VariableSynchronization,
+                                                    VariableAggregation, bool]:
+    """TensorFlow's defaults and checks of a variable's synchronization, aggregation and
+    trainable arguments."""
+    if aggregation is None:
+        aggregation = VariableAggregation.NONE
+    elif not isinstance(aggregation, VariableAggregation):
+        try:
+            aggregation = VariableAggregation(aggregation)
+        except ValueError:
+            raise ValueError(f"Invalid variable aggregation mode: {aggregation} for variable: "
+                             f"{name}") from None
+    if synchronization is None:
+        synchronization = VariableSynchronization.AUTO
+    else:
+        try:
+            synchronization = VariableSynchronization(synchronization)
+        except ValueError:
+            raise ValueError(f"Invalid variable synchronization mode: {synchronization} for "
+                             f"variable: {name}") from None
+    if trainable is None:
+        trainable = synchronization != VariableSynchronization.ON_READ
+    return synchronization, aggregation, trainable
+
 
 # Every operator a Tensor overloads; a Variable applies it to its value.
 _OPERATORS = (
@@ -86,7 +138,9 @@ class Variable:
         aggregation: Any = None,
         shape: Any = None,
     ) -> None:
-        del expected_shape, import_scope, synchronization, aggregation  # accepted, unused (as TF1)
+        del expected_shape, import_scope  # accepted, unused (as TF1)
+        self._synchronization, self._aggregation, trainable = _sync_aggregation_trainable(
+            synchronization, aggregation, trainable, name)
         if use_resource:
             raise NotImplementedError(
                 "Resource variables (use_resource=True) are not supported by flowlab; it "
@@ -156,6 +210,14 @@ class Variable:
     @property
     def name(self) -> str:
         return self._variable.name
+
+    @property
+    def synchronization(self) -> VariableSynchronization:
+        return self._synchronization
+
+    @property
+    def aggregation(self) -> VariableAggregation:
+        return self._aggregation
 
     @property
     def _shared_name(self) -> str:

@@ -541,3 +541,34 @@ def test_batch_scatter_update(tf1: Any) -> None:
             return [tf.identity(v), tf.identity(w)]
 
     assert_same(tf1, build)
+
+
+def test_variable_synchronization_and_aggregation(tf1: Any) -> None:
+    def observe(tf: Any) -> list[Any]:
+        out: list[Any] = [
+            [(m.name, m.value) for m in tf.VariableSynchronization],
+            [(m.name, m.value) for m in tf.VariableAggregation],
+            tf.VariableAggregation.ONLY_FIRST_TOWER is tf.VariableAggregation.ONLY_FIRST_REPLICA,
+        ]
+        with tf.Graph().as_default():
+            plain = tf.Variable(1.0, name="plain")
+            on_read = tf.Variable(
+                2.0,
+                name="on_read",
+                synchronization=tf.VariableSynchronization.ON_READ,
+                aggregation=tf.VariableAggregation.SUM,
+            )
+            by_value = tf.Variable(3.0, name="by_value", synchronization=2, aggregation=2)
+            for v in (plain, on_read, by_value):
+                out.append((v.synchronization.name, v.aggregation.name, v.trainable))
+            out.append([v.op.name for v in tf.trainable_variables()])
+            for kw in ({"synchronization": 9}, {"aggregation": 7}):
+                with pytest.raises(ValueError) as info:
+                    tf.Variable(1.0, name="bad", **kw)
+                out.append(str(info.value))
+            with tf.Session() as s:
+                s.run(tf.global_variables_initializer())
+                out.append(s.run([plain, on_read, by_value]))
+        return out
+
+    assert observe(fl) == observe(tf1)
