@@ -358,6 +358,10 @@ def mat_mul(ctx: Any, a: Any, b: Any) -> Any:
     return ctx.xp.matmul(a, b)
 
 
+# The sparsity hints only choose TensorFlow's algorithm; the product is MatMul's.
+kernel("SparseMatMul", expensive=True)(mat_mul)
+
+
 @kernel("BatchMatMulV2", expensive=True)
 def batch_mat_mul_v2(ctx: Any, x: Any, y: Any) -> Any:
     for i, m in enumerate((x, y)):

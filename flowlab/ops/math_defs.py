@@ -279,6 +279,11 @@ op_def("AddN", inputs=["inputs: N * T"], outputs=["sum: T"], attrs=["N: int >= 1
 op_def("MatMul", inputs=["a: T", "b: T"], outputs=["product: T"],
        attrs=["transpose_a: bool = false", "transpose_b: bool = false", f"T: {MATMUL}",
               "grad_a: bool = false", "grad_b: bool = false"], shape_fn=_matmul)
+op_def("SparseMatMul", inputs=["a: Ta", "b: Tb"], outputs=["product: float32"],
+       attrs=["transpose_a: bool = false", "transpose_b: bool = false",
+              "a_is_sparse: bool = false", "b_is_sparse: bool = false",
+              "Ta: {float32} = float32", "Tb: {float32} = float32"], shape_fn=_matmul,
+       doc="MatMul with hints that an operand is mostly zeros (the product is the same).")
 op_def("BatchMatMulV2", inputs=["x: T", "y: T"], outputs=["output: T"],
        attrs=[f"T: {BMM}", "adj_x: bool = false", "adj_y: bool = false",
               "grad_x: bool = false", "grad_y: bool = false"], shape_fn=_batch_matmul)

@@ -297,6 +297,35 @@ def _matmul_grad(op: Operation, grad: Any) -> Any:
     return mm(b, grad, transpose_a=True, transpose_b=True), mm(grad, a, transpose_a=True, transpose_b=True)
 
 
+@gradient("SparseMatMul")
+def _sparse_matmul_grad(op: Operation, grad: Any) -> Any:
+    """MatMul's gradient through SparseMatMul products, carrying the operands' sparsity
+    hints (and ReluGrad's output as sparse), as TensorFlow builds it."""
+    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
+    a, b = op.inputs
+    sparse = {id(a): op.get_attr("a_is_sparse"), id(b): op.get_attr("b_is_sparse"),
+              id(grad): grad.op.type == "ReluGrad"}
+
+    def smm(t1: Any, t2: Any, out_dtype: Any, transpose_a: bool = False,
+            transpose_b: bool = False) -> Any:
+        s1, s2 = sparse[id(t1)], sparse[id(t2)]
+        if transpose_b:
+            t2, transpose_b = array_ops.transpose(t2), False
+        prod = math_ops.sparse_matmul(t1, t2, transpose_a=transpose_a, transpose_b=transpose_b,
+                                      a_is_sparse=s1, b_is_sparse=s2)
+        return prod if prod.dtype == out_dtype else math_ops.cast(prod, out_dtype)
+
+    da, db = a.dtype, b.dtype
+    if not ta and not tb:
+        return smm(grad, b, da, transpose_b=True), smm(a, grad, db, transpose_a=True)
+    if not ta and tb:
+        return smm(grad, b, da), smm(grad, a, db, transpose_a=True)
+    if ta and not tb:
+        return smm(b, grad, da, transpose_b=True), smm(a, grad, db)
+    return (smm(b, grad, da, transpose_a=True, transpose_b=True),
+            smm(grad, a, db, transpose_a=True, transpose_b=True))
+
+
 def _bmm(x: Any, y: Any, adj_x: bool = False, adj_y: bool = False) -> Tensor:
     return apply_op("BatchMatMulV2", x=x, y=y, adj_x=adj_x, adj_y=adj_y, name="MatMul")
 

@@ -29,7 +29,7 @@ from flowlab.ops.constant_op import make_const
 from flowlab.ops.op_def import get_op_def
 
 __all__ = [
-    "linspace", "lin_space",
+    "linspace", "lin_space", "sparse_matmul",
     "add", "add_n", "subtract", "sub", "multiply", "divide", "div", "realdiv", "truediv",
     "floordiv", "floor_div", "mod", "floormod", "truncatediv", "truncatemod", "pow",
     "maximum", "minimum", "squared_difference", "scalar_mul",
@@ -416,6 +416,16 @@ def matmul(
             "MatMul", name=scope, a=a, b=b, transpose_a=transpose_a, transpose_b=transpose_b,
             grad_a=grad_a, grad_b=grad_b,
         )
+
+
+def sparse_matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
+                  a_is_sparse: bool = False, b_is_sparse: bool = False,
+                  name: str | None = None) -> Tensor:
+    """`tf.sparse_matmul`: the float32 matrix product of dense `a` and `b`, with hints
+    that one of them is mostly zeros (`SparseMatMul`)."""
+    return apply_op("SparseMatMul", a=a, b=b, transpose_a=transpose_a, transpose_b=transpose_b,
+                    a_is_sparse=a_is_sparse, b_is_sparse=b_is_sparse,
+                    name=name or "SparseMatMul")
 
 
 # --- reductions -----------------------------------------------------------------------------

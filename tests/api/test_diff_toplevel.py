@@ -572,3 +572,36 @@ def test_variable_synchronization_and_aggregation(tf1: Any) -> None:
         return out
 
     assert observe(fl) == observe(tf1)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_sparse_matmul_and_gradient(tf1: Any, ta: bool, tb: bool) -> None:
+    rs = np.random.RandomState(3)
+    a = rs.randn(3, 4).astype(np.float32) * (rs.rand(3, 4) > 0.5)
+    b = rs.randn(4, 2).astype(np.float32)
+    a, b = (a.T if ta else a), (b.T if tb else b)
+
+    def build(tf: Any) -> Any:
+        x, y = tf.constant(a), tf.constant(b)
+        p = tf.sparse_matmul(x, y, transpose_a=ta, transpose_b=tb, a_is_sparse=True)
+        q = tf.sparse_matmul(tf.nn.relu(x), y, transpose_a=ta, transpose_b=tb)
+        return [
+            p,
+            q,
+            tf.gradients(tf.reduce_sum(p * p), [x, y]),
+            tf.gradients(tf.reduce_sum(q), [x, y]),
+        ]
+
+    assert_same(tf1, build, rtol=1e-5, atol=1e-5)
+
+
+def test_sparse_matmul_errors(tf1: Any) -> None:
+    names = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default():
+            with pytest.raises(ValueError):
+                tf.sparse_matmul(tf.zeros([2, 3]), tf.zeros([2, 3]))
+            with pytest.raises(TypeError) as info:
+                tf.sparse_matmul(tf.zeros([2, 2], tf.float64), tf.zeros([2, 2], tf.float64))
+            names.append(type(info.value).__name__)
+    assert names[0] == names[1]
