@@ -232,6 +232,8 @@ export class GraphView extends DOMWidgetView {
       this.nodeEls.set(n.id, g);
     }
 
+    this.drawAux(m, gEdges);
+
     for (const [name, short, color] of m.devices) {
       const item = htmlEl('div', 'fl-legend-item', this.legend);
       const sw = htmlEl('span', 'fl-swatch', item);
@@ -252,6 +254,35 @@ export class GraphView extends DOMWidgetView {
     }
     this.fit();
     this.search();
+  }
+
+  /** Stubs for the inputs of high fan-out ops: a short arrow and the source's name. */
+  private drawAux(m: IGraphLayout, parent: SVGGElement): void {
+    const perDst = new Map<string, number>();
+    for (const a of m.aux ?? []) {
+      const src = this.nodes.get(a.src);
+      const dst = this.nodes.get(a.dst);
+      if (!src || !dst) {
+        continue;
+      }
+      const k = perDst.get(a.dst) ?? 0;
+      perDst.set(a.dst, k + 1);
+      const x1 = dst.x - dst.w / 2 + 6 + k * 10;
+      const y1 = dst.y - dst.h / 2;
+      const g = svgEl('g', { class: `fl-aux fl-edge-${a.kind}` }, parent);
+      g.setAttribute('data-src', a.src);
+      g.setAttribute('data-dst', a.dst);
+      svgEl('path', { d: `M${x1 - 10},${y1 - 14} L${x1},${y1}`, class: `fl-edge fl-edge-${a.kind}`, 'marker-end': 'url(#fl-arrow)' }, g);
+      const short = src.name.split('/').slice(-2).join('/');
+      const t = svgEl('text', { x: x1 - 12, y: y1 - 16, class: 'fl-aux-label', 'text-anchor': 'end' }, g);
+      t.textContent = short;
+      const tip = svgEl('title', {}, g);
+      tip.textContent = `input from ${src.name} (it feeds many nodes: drawn once, click to select it)`;
+      g.addEventListener('click', ev => {
+        ev.stopPropagation();
+        this.select(a.src);
+      });
+    }
   }
 
   private arrowMarker(): SVGMarkerElement {

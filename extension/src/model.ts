@@ -56,6 +56,16 @@ export interface IGraphEdge {
   key?: string;
 }
 
+/**
+ * An input from a high fan-out op (a weight, a placeholder) drawn as a stub at its
+ * consumer instead of an edge across the whole graph (as TensorBoard does).
+ */
+export interface IGraphAux {
+  src: string;
+  dst: string;
+  kind: 'd' | 'c' | 'x';
+}
+
 /** The whole laid-out stage. */
 export interface IGraphLayout {
   v: number;
@@ -66,6 +76,7 @@ export interface IGraphLayout {
   nodes: IGraphNode[];
   clusters: IGraphCluster[];
   edges: IGraphEdge[];
+  aux?: IGraphAux[];
 }
 
 /** What one live update says about one stage: node ids and edge indices. */

@@ -10,7 +10,7 @@ re-lays out the picture in the kernel (graphviz takes milliseconds for what a
 collapsed view shows).
 
 State: none; `layout(pic, ...)` is a function.  Invariants of its result:
-  - coordinates are points, y grows downwards, (0, 0) is the top-left of `size`;
+  - coordinates are whole points, y grows downwards, (0, 0) is the top-left of `size`;
   - node `id`s are the DOT writer's generated ids (`n0`, `c3`), never op names;
   - every string is plain text for `textContent`, never markup;
   - `members[id]` lists the picture's node names drawn as that node (one for an op,
@@ -19,12 +19,16 @@ State: none; `layout(pic, ...)` is a function.  Invariants of its result:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 from typing import Any
 
 from flowlab.viz.dot import PALETTE, TRANSFER_COLOR, _Writer, short_device
-from flowlab.viz.model import RECV_TYPES, SEND_TYPES, Picture
+from flowlab.viz.model import RECV_TYPES, SEND_TYPES, Picture, _src_name
+
+# A source feeding more drawn nodes than this is an auxiliary input (see `layout`).
+FANOUT_LIMIT = 8
 
 # Model format version: bump when the front end must read the model differently.
 MODEL_VERSION = 1
@@ -59,12 +63,12 @@ def _spline(pos: str, height: float) -> tuple[list[float], list[float] | None]:
     for part in pos.split(";")[0].split():
         if part.startswith("e,"):
             x, y = _floats(part[2:])
-            tip = [round(x, 1), round(height - y, 1)]
+            tip = [round(x), round(height - y)]
         elif part.startswith("s,"):
             continue
         else:
             x, y = _floats(part)
-            pts += [round(x, 1), round(height - y, 1)]
+            pts += [round(x), round(height - y)]
     return pts, tip
 
 
@@ -75,12 +79,21 @@ def layout(
     expand: Iterable[str] = (),
     collapse: Iterable[str] = (),
     rankdir: str = "TB",
+    fanout_limit: int = FANOUT_LIMIT,
 ) -> dict[str, Any]:
     """Lay `pic` out with graphviz and return the live views' model (a JSON-ready dict).
+
+    An op whose outputs feed more than `fanout_limit` drawn nodes (a weight read in
+    every step of an unrolled loop, a placeholder, the learning rate) is drawn once,
+    and its edges become short stubs at each consumer (`aux`), as TensorBoard draws
+    high-degree nodes: graphviz spends seconds routing a hundred edges that span the
+    whole graph (a 2,000-op unrolled LSTM: 14 s with them, 0.1 s without), and they
+    would hide everything else.  The side panel still lists every input.
 
     Args:
       pic: the picture (see `flowlab.viz.model`).
       collapse_above, expand, collapse, rankdir: as for `flowlab.viz.graph`.
+      fanout_limit: the most drawn consumers an op has before its edges become stubs.
 
     Returns:
       `{"v", "title", "size": [w, h], "devices": [[name, short, color], ...],
@@ -90,13 +103,17 @@ def layout(
       index into devices or -1); a cluster is `{"x", "y", "w", "h", "label", "kind",
       "name"}` (kind: partition, frame, scope); an edge is `{"src", "dst", "kind",
       "pts", "tip", "label", "key"}` (kind: d data, c control, x cross-device,
-      t Send -> Recv; key: the Recv's name for a t edge, the tensor for an x edge).
+      t Send -> Recv; key: the Recv's name for a t edge, the tensor for an x edge);
+      an `aux` stub is `{"src", "dst", "kind"}` (drawn ids, an edge kind).
 
     Raises:
       graphviz.ExecutableNotFound: the `dot` binary is not installed.
     """
-    writer = _Writer(pic, collapse_above, {e.rstrip("/") for e in _names(expand)},
-                     {c.rstrip("/") for c in _names(collapse)}, rankdir, False)
+    expand_set = {e.rstrip("/") for e in _names(expand)}
+    collapse_set = {c.rstrip("/") for c in _names(collapse)}
+    drawn, aux_pairs = _auxiliary(pic, _Writer(pic, collapse_above, expand_set, collapse_set,
+                                               rankdir, False), fanout_limit)
+    writer = _Writer(drawn, collapse_above, expand_set, collapse_set, rankdir, False)
     dot = writer.write()
     raw = json.loads(dot.pipe(format="json", encoding="utf-8"))
     x0, y0, x1, y1 = _floats(raw.get("bb", "0,0,0,0"))
@@ -123,9 +140,9 @@ def layout(
             continue
         x, y = _floats(obj["pos"])
         node: dict[str, Any] = {
-            "id": nid, "x": round(x, 1), "y": round(height - y, 1),
-            "w": round(float(obj.get("width", 0.75)) * 72, 1),
-            "h": round(float(obj.get("height", 0.3)) * 72, 1),
+            "id": nid, "x": round(x), "y": round(height - y),
+            "w": round(float(obj.get("width", 0.75)) * 72),
+            "h": round(float(obj.get("height", 0.3)) * 72),
             "label": decode_esc(str(obj.get("label") or obj.get("xlabel") or "")).split("\n"),
             "shape": str(obj.get("shape", "box")),
         }
@@ -163,24 +180,69 @@ def layout(
         if e.get("label"):
             edge["label"] = decode_esc(str(e["label"])).split("\n")
             lx, ly = _floats(e.get("lp", "0,0"))
-            edge["lp"] = [round(lx, 1), round(height - ly, 1)]
+            edge["lp"] = [round(lx), round(height - ly)]
         if kind == "t":
             edge["key"] = members[dst][0]  # the Recv's name: live bytes find their edge
         elif kind == "x":
             edge["key"] = decode_esc(str(e.get("tooltip", ""))).split(" -> ")[0]
         edges.append(edge)
 
+    aux: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for src, dst, kind in aux_pairs:
+        a, b = writer.node_id.get(src), writer.node_id.get(dst)
+        if a is None or b is None or a == b or (a, b) in seen:
+            continue
+        seen.add((a, b))
+        aux.append({"src": a, "dst": b, "kind": kind})
+
     return {
         "v": MODEL_VERSION,
         "title": pic.title,
-        "size": [round(x1 - x0, 1), round(y1 - y0, 1)],
+        "size": [round(x1 - x0), round(y1 - y0)],
         "devices": [[d, short_device(d, devices), PALETTE[i % len(PALETTE)]]
                     for i, d in enumerate(devices)],
         "nodes": nodes,
         "clusters": clusters,
         "edges": edges,
+        "aux": aux,
         "members": {nid: names for nid, names in members.items() if nid.startswith("c")},
     }
+
+
+def _auxiliary(pic: Picture, first: _Writer, limit: int) -> tuple[Picture, list[tuple[str, str, str]]]:
+    """The picture to lay out -- `pic` without the edges of its high fan-out sources --
+    and those edges as (source op, consumer op, kind) (see `layout`).  `first` is a
+    writer of `pic` (not yet written) that says which drawn node each op falls in."""
+    first.write()
+    where = first.node_id
+    fan: dict[str, set[str]] = {}
+    for n in pic.nodes:
+        dst = where.get(n.name)
+        for src in [_src_name(i) for i in n.inputs] + list(n.control_inputs):
+            if dst is not None and where.get(src) not in (None, dst):
+                fan.setdefault(src, set()).add(dst)
+    heavy = {s for s, d in fan.items() if len(d) > limit
+             and pic.by_name[s].op not in SEND_TYPES | RECV_TYPES}
+    if not heavy:
+        return pic, []
+    pairs: list[tuple[str, str, str]] = []
+    nodes = []
+    for n in pic.nodes:
+        keep_in = [i for i in n.inputs if _src_name(i) not in heavy]
+        keep_ctl = [c for c in n.control_inputs if c not in heavy]
+        for i in n.inputs:
+            if _src_name(i) in heavy:
+                s = pic.by_name[_src_name(i)]
+                cross = pic.placed and (s.partition or s.device) != (n.partition or n.device)
+                pairs.append((_src_name(i), n.name, "x" if cross else "d"))
+        pairs += [(c, n.name, "c") for c in n.control_inputs if c in heavy]
+        nodes.append(dataclasses.replace(n, inputs=keep_in, control_inputs=keep_ctl))
+    frames = {n.name: n.frame for n in pic.nodes}
+    drawn = dataclasses.replace(pic, nodes=nodes)
+    for n in drawn.nodes:  # frames come from the whole graph, not from what is drawn
+        n.frame = frames[n.name]
+    return drawn, pairs
 
 
 def _names(names: Iterable[str]) -> list[str]:
@@ -205,8 +267,8 @@ def _cluster(obj: dict[str, Any], height: float) -> dict[str, Any] | None:
     label = decode_esc(str(obj.get("label", "")))
     tooltip = decode_esc(str(obj.get("tooltip", "")))
     return {
-        "x": round(bx0, 1), "y": round(height - by1, 1),
-        "w": round(bx1 - bx0, 1), "h": round(by1 - by0, 1),
+        "x": round(bx0), "y": round(height - by1),
+        "w": round(bx1 - bx0), "h": round(by1 - by0),
         "label": label, "kind": kind,
         # scope: its full name; partition: its device; frame: the frame's name
         "name": tooltip if kind != "frame" else label.removeprefix("loop frame "),

@@ -40,6 +40,8 @@ from flowlab.viz.model import RECV_TYPES, SEND_TYPES, Picture, from_graph_def, t
 
 MODULE = "flowlab-widgets"
 MODULE_VERSION = "^0.1.0"
+# Past this many ops, scopes of more than 8 ops start collapsed (else more than 40).
+BIG_GRAPH = 500
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:
@@ -84,7 +86,8 @@ class GraphView(widgets.DOMWidget):
       fetches, feed_dict: with a Session, the step whose stages to show (full graph,
         pruned, optimized, placed, partitioned), as `Session.run` takes them.
       trace: a profiler Trace: Send/Recv edges show its bytes, nodes their run time.
-      collapse_above, expand, collapse, rankdir: as for `flowlab.viz.graph`.
+      collapse_above, expand, collapse, rankdir: as for `flowlab.viz.graph`
+        (collapse_above default: 40, or 8 past `BIG_GRAPH` ops).
       stage: the stage shown first (default: "placed" when there is one).
       live: watch the session's steps (default: when a Session is given).
       height: the view's height in CSS pixels.
@@ -109,7 +112,7 @@ class GraphView(widgets.DOMWidget):
     view_height = traitlets.Int(520).tag(sync=True)
 
     def __init__(self, graph_or_session: Any, fetches: Any = None, feed_dict: Any = None, *,
-                 trace: Any = None, collapse_above: int = 40, expand: Any = (), collapse: Any = (),
+                 trace: Any = None, collapse_above: int | None = None, expand: Any = (), collapse: Any = (),
                  rankdir: str = "TB", stage: str | None = None, live: bool | None = None,
                  height: int = 520, title: str | None = None, legend: bool = True,
                  graph: Any = None) -> None:
@@ -139,6 +142,9 @@ class GraphView(widgets.DOMWidget):
 
             for pic in self.stages.values():
                 apply_trace(pic, trace)
+        if collapse_above is None:  # a big graph opens on its scopes, not on its ops
+            biggest = max(len(p.nodes) for p in self.stages.values())
+            collapse_above = 40 if biggest <= BIG_GRAPH else 8
         self.options = {"collapse_above": collapse_above, "rankdir": rankdir}
         self.expanded: dict[str, set[str]] = {s: set(_names(expand)) for s in self.stages}
         self.collapsed: dict[str, set[str]] = {s: set(_names(collapse)) for s in self.stages}
@@ -268,9 +274,10 @@ class GraphView(widgets.DOMWidget):
             ops[pn.op] = ops.get(pn.op, 0) + 1
             if pn.partition or pn.device:
                 devices.setdefault(pn.partition or pn.device, None)
-        rows += [["op types", op, str(k)] for op, k in sorted(ops.items(), key=lambda kv: -kv[1])[:12]]
+        top = sorted(ops.items(), key=lambda kv: -kv[1])
+        rows.append(["scope", "op types", ", ".join(f"{op} ×{k}" for op, k in top[:8])
+                     + (f", {len(top) - 8} more" if len(top) > 8 else "")])
         rows += [["placement", "device", d] for d in devices]
-        rows.append(["scope", "open it", "double-click the box"])
         return rows
 
     def node_rows(self, name: str, pic: Picture | None = None) -> list[list[str]]:
