@@ -132,9 +132,11 @@ def test_training_goes_on_from_the_last_checkpoint_after_a_worker_is_killed(tmp_
         w, step, runs = _train(cluster.target, str(tmp_path / "killed"), 20, kill)
         assert killed_at
         assert step == reference_step == 20
-        # Steps 11 and 12 ran again from the checkpoint of step 10: the same numbers.
+        # The run that fetched step 12 (the value before its update: ps/0 sends it as
+        # TensorFlow's servers do) left the global step at 13; steps 11-13 ran again
+        # from the checkpoint of step 10, giving the same numbers.
         np.testing.assert_allclose(w, reference_w, rtol=1e-6)
-        assert runs == 20 + 2
+        assert runs == 20 + 3
         ckpt = fl.train.latest_checkpoint(str(tmp_path / "killed"))
         assert ckpt is not None and ckpt.endswith("-20")
 

@@ -60,17 +60,16 @@ def test_one_worker_launcher_gives_tensorflows_numbers(tmp_path):
     (expected,) = launch("tensorflow", 1, tmp_path, 15)
     (actual,) = launch("flowlab", 1, tmp_path, 15)
     assert actual["losses"] == pytest.approx(expected["losses"], rel=1e-6, abs=1e-7)
-    assert len(actual["steps"]) == len(expected["steps"]) == 15
-    # The global step fetched beside the train op: TensorFlow's servers send ps/0's
-    # value before the update (0..14), flowlab reads it after the step (1..15), as both
-    # do in one process.  A known difference (docs/distributed.md).
-    assert expected["steps"] == list(range(0, 15)) and actual["steps"] == list(range(1, 16))
+    # The global step fetched beside the train op: ps/0 sends it before the update, so
+    # both print 0..14 (in one process both read it after the step: 1..15).
+    assert actual["steps"] == expected["steps"] == list(range(0, 15))
 
 
 def test_two_workers_share_the_ps_state_between_graphs(tmp_path):
     a, b = launch("flowlab", 2, tmp_path, 30)
-    # Both ran against one global step on ps/0 until it reached 30.
+    # Both ran against one global step on ps/0 until it reached 30 (each fetch is the
+    # value before that run's update, as TensorFlow's servers send it).
     assert a["steps"] and b["steps"]
-    assert max(a["steps"] + b["steps"]) >= 30
-    assert len(set(a["steps"]) | set(b["steps"])) == len(a["steps"]) + len(b["steps"])
+    assert max(a["steps"] + b["steps"]) >= 29
+    assert len(a["steps"]) + len(b["steps"]) >= 30
     assert a["losses"][-1] < a["losses"][0]

@@ -139,7 +139,8 @@ class Master:
             pg = partition(ops, {op.name: one for op in ops}, feeds, fetches, self.devices, optimization=opt)
             node_device = {op.name: d.name for op, d in ((op, device_of[op.name]) for op in ops)}
         handle = f"m{self._id}/{next(self._handles)}"
-        messages = registration_messages(handle, version, pg, len(feeds), self._task_of_device, node_device)
+        messages = registration_messages(handle, version, pg, len(feeds), self._task_of_device, node_device,
+                                         own_task=self.tasks[0])
         tasks = []
         for task, message in messages:
             task.register_partitions(message)

@@ -39,10 +39,13 @@ __all__ = ["registration_messages", "unit_message"]
 
 def registration_messages(
     handle: str, graph_version: int, pg: PartitionedGraph, num_feeds: int, task_of_device: dict[str, Any],
-    node_device: dict[str, str] | None = None,
+    node_device: dict[str, str] | None = None, own_task: Any = None,
 ) -> list[tuple[Any, dict[str, Any]]]:
     """(task, message) per task holding a partition of `pg`.  `node_device`: op name
-    -> device for a unit whose nodes keep different devices (one unpartitioned unit)."""
+    -> device for a unit whose nodes keep different devices (one unpartitioned unit).
+    `own_task`: the session's own task; a variable fetched from any other task of a
+    step over several tasks is read when its op runs, not when the step ends -- what
+    TensorFlow's servers send (see `unit_message`)."""
     by_task: dict[int, tuple[Any, list[DevicePartition]]] = {}
     for part in pg.partitions:
         task = task_of_device[part.device.name]
@@ -63,7 +66,8 @@ def registration_messages(
     for task, parts in by_task.values():
         names = {op.name for p in parts for op in p.ops}
         debug: dict[str, Any] = {}
-        units = [unit_message(p, debug, node_device) for p in parts]
+        snapshot = own_task is not None and len(by_task) > 1 and task is not own_task
+        units = [unit_message(p, debug, node_device, snapshot_refs=snapshot) for p in parts]
         pairs = [{"send_op": pr.send_op, "recv_op": pr.recv_op, "key": pr.key}
                  for pr in pg.pairs if pr.send_op in names and pr.recv_op in names]
         sequence = [op.name for op in pg.sequence if op.name in names] if len(parts) > 1 else None
@@ -78,9 +82,15 @@ def registration_messages(
     return out
 
 
-def unit_message(part: DevicePartition, debug: dict[str, Any], node_device: dict[str, str] | None = None
-                 ) -> dict[str, Any]:
-    """One partition as a unit (see the module docstring); adds to `debug`."""
+def unit_message(part: DevicePartition, debug: dict[str, Any], node_device: dict[str, str] | None = None,
+                 snapshot_refs: bool = False) -> dict[str, Any]:
+    """One partition as a unit (see the module docstring); adds to `debug`.
+
+    `snapshot_refs`: a fetched variable (a `Ref(T)` tensor) is read by a node of its
+    own when its op runs (TensorFlow's servers send a fetched variable from another
+    task as soon as its op ran, before the step's updates), instead of at the end of
+    the step (what a fetch from the session's own task, and every fetch in one
+    process, returns)."""
     taken = {op.name for op in part.ops}
     arg_of: dict[tuple[int, int], str] = {}
     nodes: list[dict[str, Any]] = []
@@ -112,11 +122,20 @@ def unit_message(part: DevicePartition, debug: dict[str, Any], node_device: dict
         nodes.append(node)
         if op._traceback:
             debug[op.name] = [[f.filename, f.lineno, f.name] for f in op._traceback]
+    fetches = [t.name for t in part.fetches]
+    if snapshot_refs:
+        for i, t in enumerate(part.fetches):
+            if t.dtype.is_ref_dtype and (id(t.op), t.value_index) not in arg_of:
+                name = _fresh(f"{t.op.name}/_fetch_read{t.value_index}", taken)
+                nodes.append({"name": name, "op": "StopGradient", "input": [gd._input_name(t)],
+                              "device": device_of(t.op),
+                              "attr": {"T": gd.attr_to_json(t.dtype.base_dtype, "type")}})
+                fetches[i] = name + ":0"
     return {
         "graph_def": {"format": gd.FORMAT, "version": gd.VERSION, "node": nodes, "library": {}},
         "feeds": [arg_of[(id(t.op), t.value_index)] + ":0" for t in part.feeds],
         "feed_index": list(part.feed_index),
-        "fetches": [t.name for t in part.fetches],
+        "fetches": fetches,
         "fetch_index": list(part.fetch_index),
         "declarations": declarations,
         "functions": functions,
