@@ -197,7 +197,9 @@ class TaskServer(WorkerPlugin):
             reply = await getattr(self, f"_{call}")(task, m)
             return {"reply": to_wire(reply), "incarnation": task.incarnation}
         except Exception as e:  # noqa: BLE001 - every failure is a reply, never a crash
-            if not isinstance(e, errors.OpError):
+            if isinstance(e, (ValueError, TypeError, KeyError)):  # a message that does not make sense
+                e = errors.InvalidArgumentError(None, None, f"{call} on {task.name}: {e}")
+            elif not isinstance(e, errors.OpError):
                 logger.exception("flowlab task server: %s failed", call)
                 e = errors.InternalError(None, None, f"{call} failed on {task.name}: {type(e).__name__}: {e}")
             return {"error": error_to_message(e), "incarnation": task.incarnation}

@@ -178,7 +178,20 @@ def test_missing_task_names_the_workers_found(cluster):
     ("register_partitions", {"handle": "h", "graph_version": 1, "units": "nope", "num_fetches": 0},
      "field 'units' of register_partitions must be list"),
     ("register_partitions", {"handle": "h", "graph_version": 1, "units": [{"graph_def": {"node": [
-        {"name": "x", "op": "NoSuchOp", "input": [], "attr": {}, "device": ""}]}}], "num_fetches": 0}, ""),
+        {"name": "x", "op": "NoSuchOp", "input": [], "attr": {}, "device": ""}]}}], "num_fetches": 0},
+     "GraphDef 'format' must be 'flowlab.GraphDef'"),
+    ("register_partitions", {"handle": "h", "graph_version": 1, "num_fetches": 0, "units": [{"graph_def": {
+        "format": "flowlab.GraphDef", "version": 1, "library": {}, "node": [
+            {"name": "x", "op": "NoSuchOp", "input": [], "attr": {}, "device": ""}]},
+        "feeds": [], "feed_index": [], "fetches": [], "fetch_index": []}]}, "NoSuchOp"),
+    # A crafted constant: a 4 TB shape with 12 bytes of data is refused, nothing allocated.
+    ("register_partitions", {"handle": "h", "graph_version": 1, "num_fetches": 1, "units": [{
+        "graph_def": {"format": "flowlab.GraphDef", "version": 1, "library": {}, "node": [
+            {"name": "c", "op": "Const", "input": [], "device": "/job:ps/replica:0/task:0/device:CPU:0",
+             "attr": {"dtype": {"type": "DT_FLOAT"}, "value": {"tensor": {
+                 "dtype": "DT_FLOAT", "shape": [1000000, 1000000], "data": "AAAAAAAAAAAAAAAA"}}}}]},
+        "feeds": [], "feed_index": [], "fetches": ["c:0"], "fetch_index": [0]}]},
+     "tensor data has 12 bytes, but DT_FLOAT of shape \\[1000000, 1000000\\] needs 4000000000000"),
     ("recv_tensor", {"step_id": "1", "key": "k"}, "field 'step_id' of recv_tensor must be int"),
     ("abort_step", [], "expects a message dict"),
 ])
