@@ -47,19 +47,18 @@ class LiveBridge:
         "steps": int, "idle": bool}`.
       rate: the most updates a second.
       idle_after: seconds without events after which one last update says `idle`.
-      watch: a callable returning the node name whose outputs to summarize (or None);
-        `on_value(name, outputs)` gets them, on the executor's thread, for that node only.
+      on_value: called as `on_value(name, outputs)` on the executor's thread when the
+        op named by the `watched` attribute (None: none) finishes, for that op only.
     """
 
     def __init__(self, session: Any, send: Callable[[dict[str, Any]], None], *, rate: float = 30.0,
-                 idle_after: float = 0.4, watch: Callable[[], str | None] | None = None,
-                 on_value: Callable[[str, Any], None] | None = None) -> None:
+                 idle_after: float = 0.4, on_value: Callable[[str, Any], None] | None = None) -> None:
         self.session = session
         self.send = send
         self.period = 1.0 / rate
         self.idle_after = idle_after
-        self.watch = watch or (lambda: None)
         self.on_value = on_value
+        self.watched: str | None = None  # the op whose outputs go to on_value
         self.pending: list[tuple[str, str, int | None]] = []
         self.running: set[str] = set()
         self.steps = 0
@@ -82,7 +81,7 @@ class LiveBridge:
             if ev.op_type in _TRANSFER and ev.info:
                 nb = nbytes_of(ev.info[0]) if ev.op_type in RECV_TYPES else None
             self.pending.append(("e", ev.node, nb))
-            if self.on_value is not None and ev.node == self.watch():
+            if ev.node == self.watched and self.on_value is not None:
                 self.on_value(ev.node, ev.info)
         elif kind == "op_start":
             self.pending.append(("s", ev.node, None))
@@ -91,7 +90,7 @@ class LiveBridge:
 
     def take_records(self, rec: StepRecords) -> None:
         """A whole straight-line step: every op that ran is finished."""
-        watched = self.watch()
+        watched = self.watched
         nodes = rec.nodes
         for k in range(rec.ran):
             name = nodes[k].op.name

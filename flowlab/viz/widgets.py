@@ -164,8 +164,7 @@ class GraphView(widgets.DOMWidget):
         self.on_msg(self._on_msg)
         self.bridge: LiveBridge | None = None
         if self.session is not None and (live is None or live):
-            self.bridge = LiveBridge(self.session, self._send_live, watch=lambda: self.selected,
-                                     on_value=self._on_value)
+            self.bridge = LiveBridge(self.session, self._send_live, on_value=self._on_value)
             self.bridge.start()
 
     # --- what is shown --------------------------------------------------------------
@@ -251,6 +250,8 @@ class GraphView(widgets.DOMWidget):
         elif kind == "select":
             name = str(content.get("name", ""))
             self.selected = name if name in self.stages[stage].by_name else None
+            if self.bridge is not None:
+                self.bridge.watched = self.selected
         elif kind == "search":
             q = str(content.get("q", ""))
             self.send({"t": "found", "q": q, "stage": stage, "ids": self.search(q, stage)})
@@ -340,8 +341,13 @@ class GraphView(widgets.DOMWidget):
             maps = dict(self._maps)
         per_stage: dict[str, Any] = {}
         for stage, (id_of, edge_of) in maps.items():
-            run = sorted({id_of[n] for n in msg["run"] if n in id_of})
-            done = sorted({id_of[n] for n in msg["done"] if n in id_of} - set(run))
+            get = id_of.get
+            run_ids = {get(n) for n in msg["run"]}
+            run_ids.discard(None)
+            done_ids = {get(n) for n in msg["done"]}
+            done_ids.discard(None)
+            run = sorted(run_ids)  # type: ignore[type-var]
+            done = sorted(done_ids - run_ids)  # type: ignore[type-var]
             xfer: dict[str, int] = {}
             for recv, nb in msg["bytes"].items():
                 for i in edge_of.get(recv, ()):
