@@ -123,7 +123,16 @@ class Session:
     @property
     def _rendezvous(self) -> Any:
         """The task's rendezvous tables (the Stepper drives partitions through them)."""
+        self._check_in_process()
         return self._task.rendezvous
+
+    def _check_in_process(self) -> None:
+        """Stepping op by op runs a step here, next to its state: not on a cluster."""
+        if not all(getattr(t, "in_process", True) for t in self._tasks):
+            raise errors.UnimplementedError(
+                None, None, "Stepping a step op by op runs it in this process, but this session's variables and "
+                "queues live on its cluster's tasks. Step the graph in a local session (tf.Session()), "
+                "or trace a cluster step (flowlab.profiler.profile) to see every op it ran.")
 
     @property
     def _plans(self) -> dict[Any, Plan | PartitionedPlan]:
@@ -441,6 +450,7 @@ class Session:
         step's placed ops are compiled here, in the client, on the task's devices (in
         one process the values are those of the partitioned step)."""
         self._check_open()
+        self._check_in_process()
         mapper = FetchMapper(self._graph, fetches)
         feed_tensors, feed_values = self._convert_feeds(feed_dict)
         sp = self._master.plan_for(feed_tensors, mapper.tensors, mapper.targets)

@@ -272,3 +272,13 @@ def test_passes_show_the_placement_and_partitions_over_tasks(cluster):
             # Send/Recv between the tasks: the gradients to ps/0, the weights to worker/0.
             assert "send control_dependency_1\\nto ps/0 CPU:0" in stages["partitioned"].source
             assert "send read\\nto worker/0 CPU:0" in stages["partitioned"].source
+
+
+def test_the_stepper_refuses_a_cluster_session_and_says_what_to_do(cluster):
+    g = fl.Graph()
+    with g.as_default():
+        with fl.device("/job:ps/task:0"):
+            v = fl.Variable(1.0, name="stepped")
+        with fl.Session(cluster, graph=g) as sess:
+            with pytest.raises(fl.errors.UnimplementedError, match=r"live on its cluster's tasks.*local session"):
+                fl.debug.Stepper(sess, v + 1.0)
