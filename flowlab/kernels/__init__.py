@@ -14,6 +14,7 @@ from flowlab.kernels import (
     conv_kernels,
     core_kernels,
     crop_and_resize_kernels,
+    ctc_decoder_kernels,
     dataset_kernels,
     depth_space_kernels,
     depthwise_kernels,

@@ -15,6 +15,7 @@ from flowlab.ops.candidate_sampling_ops import *  # noqa: F401,F403,E402  (log_u
 from flowlab.ops.conv3d_ops import *  # noqa: F401,F403,E402  (conv3d)
 from flowlab.ops.conv_ops import *  # noqa: F401,F403,E402  (registers conv kernels and gradients)
 from flowlab.ops.convolution_ops import *  # noqa: F401,F403,E402  (convolution, atrous_conv2d, pool)
+from flowlab.ops.ctc_decoder_ops import ctc_greedy_decoder  # noqa: F401,E402
 from flowlab.ops.ctc_ops import collapse_repeated, ctc_unique_labels  # noqa: F401,E402
 from flowlab.ops.depth_space_ops import depth_to_space, space_to_batch, space_to_depth  # noqa: F401,E402
 from flowlab.ops.depthwise_conv_ops import *  # noqa: F401,F403,E402  (depthwise_conv2d, separable_conv2d)
