@@ -13,8 +13,17 @@ The bridge also takes whole-step records (`take_records`): with it attached, the
 executor keeps its fast straight-line path for plain steps (with a traced twin) and
 hands one `StepRecords` per step, instead of falling back to two events per op.
 
+Sampling: any listener makes a step slower (the executor builds events or records).
+When steps are faster than updates (a training loop of 1 ms steps), watching every
+one would cost the loop that much for nothing the eye can see, so once a step is seen
+the bridge takes itself off the session (`set_listener` back to the listener it found)
+and the flusher puts it back at its next tick: at most ~`rate` steps a second are
+watched, the others run exactly as without a view.  A slow step (longer than a tick)
+is watched whole, op by op.
+
 State: `pending` (events not yet sent, owned by the listening threads until swapped),
-`running` (names started and not finished, owned by the flusher), `steps` (steps seen).
+`running` (names started and not finished, owned by the flusher), `steps` (steps
+watched), `_sampled` (a step was seen since the last tick).
 Invariant: `send` is called only from the flusher thread, never from the executor's.
 """
 
@@ -47,23 +56,28 @@ class LiveBridge:
         "steps": int, "idle": bool}`.
       rate: the most updates a second.
       idle_after: seconds without events after which one last update says `idle`.
+      sample: watch at most about one step per update: after a step, the bridge takes
+        itself off the session until the flusher's next tick (see the module docstring).
       on_value: called as `on_value(name, outputs)` on the executor's thread when the
         op named by the `watched` attribute (None: none) finishes, for that op only.
     """
 
     def __init__(self, session: Any, send: Callable[[dict[str, Any]], None], *, rate: float = 30.0,
-                 idle_after: float = 0.4, on_value: Callable[[str, Any], None] | None = None) -> None:
+                 idle_after: float = 0.4, on_value: Callable[[str, Any], None] | None = None,
+                 sample: bool = True) -> None:
         self.session = session
         self.send = send
         self.period = 1.0 / rate
         self.idle_after = idle_after
         self.on_value = on_value
+        self.sample = sample
         self.watched: str | None = None  # the op whose outputs go to on_value
         self.pending: list[tuple[str, str, int | None]] = []
         self.running: set[str] = set()
         self.steps = 0
         self.sent = 0
         self._step_id = -1
+        self._sampled = False  # a step started since the last update
         self._stop = threading.Event()
         self._previous: Any = None
         self._listener: Any = None
@@ -76,6 +90,9 @@ class LiveBridge:
         if ev.step_id != self._step_id:
             self._step_id = ev.step_id
             self.pending.append(("step", "", None))
+            if self._sampled and self.sample:
+                self._detach()  # this step is watched to its end; the next ones are not
+            self._sampled = True
         if kind == "op_end":
             nb = None
             if ev.op_type in _TRANSFER and ev.info:
@@ -98,6 +115,8 @@ class LiveBridge:
             if watched == name and self.on_value is not None and rec.outputs is not None:
                 self.on_value(name, rec.outputs[rec.out_start[k]:rec.out_start[k + 1]])
         self.pending.append(("step", "", None))
+        if self.sample:
+            self._detach()  # until the next update: the steps between are not watched
 
     # --- lifetime -------------------------------------------------------------------
     def start(self) -> None:
@@ -115,11 +134,20 @@ class LiveBridge:
         """Detach from the session (putting back the listener it had) and stop."""
         if self._thread is None:
             return
-        if self.session.listener is self._listener:  # else someone chained after us: keep theirs
-            self.session.set_listener(self._previous)
         self._stop.set()
         self._thread.join(timeout=2)
         self._thread = None
+        self._detach()
+
+    def _detach(self) -> None:
+        # Only our own chain is taken off: if someone chained after us, theirs stays.
+        if self.session.listener is self._listener:
+            self.session.set_listener(self._previous)
+
+    def _reattach(self) -> None:
+        if self.session.listener is self._previous and self._listener is not None:
+            self.session.set_listener(self._listener)
+        self._sampled = False
 
     @property
     def active(self) -> bool:
@@ -130,6 +158,7 @@ class LiveBridge:
         last_event = 0.0
         idle_sent = True
         while not self._stop.wait(self.period):
+            self._reattach()
             if not self.pending:
                 if not idle_sent and time.monotonic() - last_event > self.idle_after:
                     self.running.clear()

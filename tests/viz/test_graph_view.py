@@ -147,7 +147,7 @@ def test_live_bridge_batches_and_throttles():
     previous_calls = []
     keep = previous_calls.append  # a listener already there keeps its events
     sess.listener = keep
-    bridge = LiveBridge(sess, sent.append, rate=20, idle_after=0.2)
+    bridge = LiveBridge(sess, sent.append, rate=20, idle_after=0.2, sample=False)
     bridge.start()
     deadline = time.monotonic() + 1.0
     n = 0
@@ -166,6 +166,26 @@ def test_live_bridge_batches_and_throttles():
     assert sent[-1]["idle"] and sent[-1]["run"] == []
     assert set().union(*(m["done"] for m in live)) == {f"op{k}" for k in range(50)}
     assert live[-1]["steps"] >= n // 50
+
+
+def test_live_bridge_watches_about_one_fast_step_per_update():
+    sess = _FakeSession()
+    bridge = LiveBridge(sess, lambda m: None, rate=20)
+    bridge.start()
+    ours = sess.listener
+    watched = steps = 0
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:  # 1 s of 3-op steps, as fast as they come
+        listener = sess.listener
+        watched += listener is ours
+        for name in ("a", "b", "c"):
+            if listener is not None:
+                listener(_ev("op_start", name, step=steps))
+                listener(_ev("op_end", name, step=steps))
+        steps += 1
+    bridge.stop()
+    assert sess.listener is None
+    assert steps > 2000 and 3 <= watched <= 2 * 20 + 2, (steps, watched)
 
 
 def test_live_bridge_counts_recv_bytes_and_takes_records():
