@@ -8,8 +8,9 @@ Measures (issue: the JupyterLab extension):
   - expanding one scope of it (double-click -> the re-laid-out stage drawn);
   - first render of a 20,000-op one;
   - the saved widget state of the 2,000-op view (bytes of its JSON);
-  - the live view's cost on a 200-step training loop: steps with and without a live
-    GraphView on the session, interleaved A/B rounds in the same kernel (median ratio).
+  - the live view's cost on a 200-step training loop: the loop with and without a live
+    GraphView watching the session, 12 interleaved A/B rounds in the same kernel, the
+    order alternating (median ratio of the times).
 The kernel-side layout alone is measured too (`GraphView(g)` in this process).
 """
 
@@ -82,10 +83,13 @@ def loop():
     return time.perf_counter() - t
 loop()
 ratios = []
-for r in range(6):
-    off = loop()
+for r in range(12):  # interleaved, the order alternating: the machine's noise cancels out
     view = fl.viz.GraphView(sess, train, feed)
-    on = loop()
+    view.stop()
+    if r % 2:
+        view.bridge.start(); on = loop(); view.bridge.stop(); off = loop()
+    else:
+        off = loop(); view.bridge.start(); on = loop(); view.bridge.stop()
     view.close()
     ratios.append(on / off)
 print("AB", json.dumps({"ratios": [round(q, 3) for q in ratios],
@@ -101,10 +105,11 @@ def _run_cell(page, index: int) -> None:
     }}""")
 
 
-def _idle(page, timeout_ms: int = 600_000) -> None:
-    page.wait_for_timeout(200)
-    page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext"
-                           ".session.kernel.status === 'idle'", timeout=timeout_ms)
+def _done(page, index: int, timeout_ms: int = 600_000) -> None:
+    """Wait until cell `index` has run: its prompt shows an execution count."""
+    page.wait_for_function(
+        f"() => /\\[\\d+\\]/.test(document.querySelectorAll('.jp-Cell')[{index}]"
+        ".querySelector('.jp-InputPrompt').textContent)", timeout=timeout_ms)
 
 
 def _output(page, index: int) -> str:
@@ -130,9 +135,9 @@ def main() -> None:
 
     figures: dict[str, object] = in_kernel_layout()
     with tempfile.TemporaryDirectory() as tmp, jupyter_lab(Path(tmp)) as lab:
-        page = lab.open("bench.ipynb", LSTM, VIEW_2K, STATE, VIEW_20K, AB)
+        page = lab.open("bench.ipynb", LSTM, VIEW_2K, STATE, STATE, VIEW_20K, AB)
         _run_cell(page, 0)
-        _idle(page)
+        _done(page, 0)
         figures["ops"] = _output(page, 0).strip()
 
         t = time.perf_counter()
@@ -142,8 +147,11 @@ def main() -> None:
         figures["first_render_2k_s"] = round(time.perf_counter() - t, 3)
         drawn = view.locator(".fl-node").count()
         figures["drawn_nodes_2k"] = drawn
-        _idle(page)
+        _done(page, 1)
         page.screenshot(path=str(ARTIFACTS / "bench_2k.png"))
+        _run_cell(page, 2)
+        _done(page, 2)
+        figures["saved_state_2k_bytes"] = int(_output(page, 2).split()[-1])
 
         times = []
         for k in (10, 70, 130):
@@ -151,26 +159,26 @@ def main() -> None:
             view.locator(f'.fl-node-scope[data-name="step_{k}"]').dblclick()
             view.locator(f'.fl-node[data-name="step_{k}/MatMul"]').wait_for(timeout=60_000)
             times.append(time.perf_counter() - t)
-            _idle(page)
+            page.wait_for_timeout(300)
         figures["expand_scope_s"] = [round(x, 3) for x in times]
         figures["expand_scope_median_s"] = round(statistics.median(times), 3)
 
-        _run_cell(page, 2)
-        _idle(page)
-        figures["saved_state_2k_bytes"] = int(_output(page, 2).split()[-1])
+        _run_cell(page, 3)
+        _done(page, 3)
+        figures["saved_state_2k_after_3_expands_bytes"] = int(_output(page, 3).split()[-1])
 
         t = time.perf_counter()
-        _run_cell(page, 3)
+        _run_cell(page, 4)
         view20 = page.locator(".fl-graph-view").nth(1)
         view20.locator(".fl-node").first.wait_for(timeout=300_000)
         figures["first_render_20k_s"] = round(time.perf_counter() - t, 3)
         figures["drawn_nodes_20k"] = view20.locator(".fl-node").count()
-        _idle(page)
+        _done(page, 4)
 
-        _run_cell(page, 4)
-        _idle(page)
-        ab = [ln for ln in _output(page, 4).splitlines() if ln.startswith("AB ")]
-        figures["live_overhead_200_steps"] = json.loads(ab[0][3:]) if ab else _output(page, 4)
+        _run_cell(page, 5)
+        _done(page, 5)
+        ab = [ln for ln in _output(page, 5).splitlines() if ln.startswith("AB ")]
+        figures["live_overhead_200_steps"] = json.loads(ab[0][3:]) if ab else _output(page, 5)
         page.close()
     print(json.dumps(figures, indent=1))
 
