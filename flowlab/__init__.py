@@ -112,6 +112,7 @@ from flowlab.ops.sparse_mask_ops import sparse_mask
 from flowlab.ops.sparse_math_ops import *  # noqa: F401,F403 - sparse_tensor_dense_matmul, sparse_add, ...
 from flowlab.ops.sparse_ops import *  # noqa: F401,F403 - sparse_to_dense, sparse_tensor_to_dense, ...
 from flowlab.ops.sparse_segment_ops import *  # noqa: F401,F403 - sparse_segment_sum, ...
+from flowlab.ops.sparse_serialize_ops import *  # noqa: F401,F403 - serialize_sparse, ...
 from flowlab.ops.sparse_structure_ops import *  # noqa: F401,F403 - sparse_reorder, sparse_concat, ...
 from flowlab.ops.sparse_tensor import sparse_placeholder
 from flowlab.ops.special_math_ops import *  # noqa: F401,F403 - asinh, xlogy, divide_no_nan, reduce_std, ...
@@ -302,6 +303,7 @@ from flowlab import (
 from flowlab.data import tf_record as _tf_record  # noqa: E402
 from flowlab.errors import OpError  # noqa: E402 - tf.OpError is tf.errors.OpError
 from flowlab.ops import parsing_ops as _parsing_ops  # noqa: E402
+from flowlab.ops import sparse_serialize_ops as _sparse_serialize_ops  # noqa: E402
 from flowlab.ops.parsing_ops import (  # noqa: E402
     FixedLenFeature,
     VarLenFeature,
@@ -314,7 +316,7 @@ from flowlab.ops.sparse_tensor import (  # noqa: E402
     convert_to_tensor_or_sparse_tensor,
 )
 
-for _m in (_tf_record, _parsing_ops):
+for _m in (_tf_record, _parsing_ops, _sparse_serialize_ops):
     for _n in _m.__all__:
         setattr(io, _n, getattr(_m, _n))
 python_io = _namespace("python_io", _tf_record)

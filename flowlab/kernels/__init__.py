@@ -57,6 +57,7 @@ from flowlab.kernels import (
     sparse_kernels,
     sparse_math_kernels,
     sparse_segment_kernels,
+    sparse_serialize_kernels,
     sparse_structure_kernels,
     special_math_kernels,
     special_more_kernels,
