@@ -333,7 +333,13 @@ export class GraphView extends DOMWidgetView {
       return;
     }
     const [w, h] = m.size;
-    this.scale = Math.min(box.width / (w + 20), box.height / (h + 20), 1.5);
+    const byWidth = box.width / (w + 20);
+    this.scale = Math.min(byWidth, box.height / (h + 20), 1.5);
+    if (this.scale < 0.5 && byWidth > this.scale) {
+      // A tall graph (an unrolled loop) fitted whole is unreadable: fit its width (up to
+      // half size) and show its top; drag or scroll for the rest.
+      this.scale = Math.min(byWidth, 0.5);
+    }
     this.tx = (box.width - w * this.scale) / 2;
     this.ty = 10;
     this.applyTransform();
