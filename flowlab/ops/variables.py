@@ -179,10 +179,17 @@ class Variable:
     ) -> None:
         with g.name_scope(name or "Variable") as scope:
             if callable(initial_value):
-                # device(None): the initializer goes where the variable goes.
+                # device(None) and colocated with the variable (by name: it does not exist
+                # yet), as TensorFlow's `loc:@<name>` attr scope does: the initializer runs
+                # where the variable lives, so a ps task's table is never built elsewhere
+                # and sent over.
+                first_new = len(g.get_operations())
                 with g.name_scope("Initializer"), g.device(None):
                     value = initial_value()
                     self._initial_value = convert_to_tensor(value, dtype=dtype, name="initial_value")
+                for op in g.get_operations()[first_new:]:
+                    if not op._colocation:
+                        op._colocation = (scope.rstrip("/"),)
             else:
                 self._initial_value = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
             iv = self._initial_value

@@ -13,7 +13,9 @@ A Session is the client of TensorFlow's design.  It owns
 the task for one step of it, and rebuilds the fetch structure.  It is safe to call
 from many threads at once: a plan is read-only and each step has its own state.
 The Stepper's `start_execution` compiles the placed step in the client to drive it
-op by op (debugging runs here, next to the user).
+op by op (debugging runs here, next to the user; not for a session on a cluster,
+whose state lives on its tasks).  The same Session runs on a cluster's tasks
+(flowlab.distributed): they answer the same calls, each one a message.
 """
 
 from __future__ import annotations
@@ -64,9 +66,13 @@ class Session:
 
     def __init__(self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None,
                  *, tasks: list[Any] | None = None) -> None:
-        """`tasks`: in-process tasks to run on (flowlab.runtime.task.LocalTask), which
-        outlive the session with their state, as TensorFlow's servers do; by default
-        the session makes and owns one task holding `config.device_count`'s devices."""
+        """`target`: "" for this process, or a cluster -- a flowlab.distributed Cluster
+        or LocalCluster, a Dask scheduler address ("tcp://host:8786"), a
+        `tf.train.Server`'s target -- whose tasks are Dask workers (resolved by the
+        layer above, see `register_target_resolver`).  `tasks`: in-process tasks to
+        run on (flowlab.runtime.task.LocalTask), which outlive the session with their
+        state, as TensorFlow's servers do.  With neither, the session makes and owns
+        one task holding `config.device_count`'s devices."""
         self._target = target
         if target not in ("", None):
             if tasks is not None:
