@@ -96,3 +96,9 @@ from flowlab.distributed.server import Server  # noqa: E402
 from flowlab.train.device_setter import replica_device_setter  # noqa: E402
 
 __all__ += ["ClusterSpec", "Server", "replica_device_setter"]
+
+# Synchronous replication (paper section 4.4): accumulators and SyncReplicasOptimizer.
+from flowlab.kernels import accumulator_kernels as _accumulator_kernels  # noqa: E402,F401
+from flowlab.train.sync_replicas_optimizer import SyncReplicasOptimizer  # noqa: E402
+
+__all__ += ["SyncReplicasOptimizer"]
