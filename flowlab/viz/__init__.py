@@ -167,6 +167,12 @@ def mimebundle(obj: Any, include: Any = None, exclude: Any = None, **kwargs: Any
     out = svg(to_dot(pic))
     if out is not None:
         bundle["image/svg+xml"] = out
+        is_trace = hasattr(obj, "transfers") and hasattr(obj, "ops")  # a Trace keeps its own timeline HTML
+        if not is_trace and not (exclude and "text/html" in exclude):
+            # Fitted to the output's width and zoomable, as `viz.graph()`'s drawings.
+            from flowlab.viz.show import zoomable_html
+
+            bundle["text/html"] = zoomable_html(out)
     return bundle
 
 _display.register_drawer(mimebundle)

@@ -218,6 +218,10 @@ def test_graph_displays_as_svg_in_notebooks():
     assert bundle["image/svg+xml"].lstrip().startswith("<?xml")
     assert g._repr_svg_() == bundle["image/svg+xml"]
     assert "image/svg+xml" not in g._repr_mimebundle_(exclude=["image/svg+xml"])
+    # In a notebook the bare graph is fitted to the output's width and zoomable.
+    html = bundle["text/html"]
+    assert 'width="100%"' in html and "viewBox" in html and "<?xml" not in html
+    assert "text/html" not in g._repr_mimebundle_(exclude=["text/html"])
 
 
 def test_big_graphs_display_as_text_only(monkeypatch):
@@ -261,7 +265,7 @@ def test_show_outside_ipython_returns_the_picture(monkeypatch):
 
     g, *_ = _two_layer_graph()
     monkeypatch.setattr(show_mod, "_ipython", lambda: None)
-    assert not extension_available()  # the extension is not built yet
+    assert not extension_available()  # outside a Jupyter kernel there is no widget front end
     d = fl.show(g, collapse_above=5)
     assert d.source == viz.graph(g, collapse_above=5).source
 
