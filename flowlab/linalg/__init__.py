@@ -2,8 +2,7 @@
 
 The names follow TensorFlow 2.21's `tf.compat.v1.linalg` (`diag` is the V3 matrix
 diagonal, `tensor_diag` the full-tensor Diag; `inv`, `det`, `solve`, `eigh` are the
-matrix_* builders).  The LinearOperator classes, expm/logm/sqrtm, lu and the
-tridiagonal ops are not built.
+matrix_* builders).  The LinearOperator classes, logm and sqrtm are not built.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from flowlab.ops.linalg_diag import (
 from flowlab.ops.linalg_diag import (
     matrix_set_diag as set_diag,
 )
+from flowlab.ops.linalg_expm import matrix_exponential as expm
 from flowlab.ops.linalg_lu import lu, lu_matrix_inverse, lu_reconstruct, lu_solve, normalize
 from flowlab.ops.linalg_ops import (
     adjoint,
@@ -70,7 +70,7 @@ transpose = matrix_transpose  # tf.linalg.transpose swaps the last two dimension
 
 __all__ = [
     "adjoint", "band_part", "cholesky", "cholesky_solve", "cross", "det", "diag", "diag_part", "eigh", "eigvalsh",
-    "einsum", "eye", "global_norm", "inv", "l2_normalize", "logdet", "lstsq", "matmul", "matrix_transpose",
+    "einsum", "expm", "eye", "global_norm", "inv", "l2_normalize", "logdet", "lstsq", "matmul", "matrix_transpose",
     "matrix_rank", "matvec", "norm", "pinv", "qr", "set_diag", "slogdet", "solve", "svd", "tensor_diag", "tensor_diag_part",
     "tensordot", "trace", "transpose", "triangular_solve",
     "lu", "lu_matrix_inverse", "lu_reconstruct", "lu_solve", "normalize", "tridiagonal_matmul", "tridiagonal_solve",
