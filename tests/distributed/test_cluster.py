@@ -282,3 +282,12 @@ def test_the_stepper_refuses_a_cluster_session_and_says_what_to_do(cluster):
         with fl.Session(cluster, graph=g) as sess:
             with pytest.raises(fl.errors.UnimplementedError, match=r"live on its cluster's tasks.*local session"):
                 fl.debug.Stepper(sess, v + 1.0)
+
+
+def test_the_dask_dashboard_is_served_on_loopback(cluster):
+    import urllib.request
+
+    link = cluster.dashboard_link
+    assert link.startswith("http://127.0.0.1:")
+    with urllib.request.urlopen(link, timeout=30) as page:
+        assert page.status == 200 and b"Dask" in page.read()
