@@ -291,3 +291,39 @@ def test_the_dask_dashboard_is_served_on_loopback(cluster):
     assert link.startswith("http://127.0.0.1:")
     with urllib.request.urlopen(link, timeout=30) as page:
         assert page.status == 200 and b"Dask" in page.read()
+
+
+def test_the_live_graph_view_lights_up_ops_run_on_the_tasks(cluster):
+    """GraphView's live bridge listens to the session: on a cluster the tasks' events
+    come back with each step and light up the same nodes."""
+    import threading as _threading
+
+    from flowlab.viz import GraphView
+
+    g = fl.Graph()
+    with g.as_default():
+        w, b, x, y, loss, train, step = build_model(fl)
+        init = fl.global_variables_initializer()
+        with fl.Session(cluster, graph=g) as sess:
+            sess.run(init)
+            view = GraphView(sess, train, {x: X, y: Y})
+            sent: list[dict] = []
+            idle = _threading.Event()
+
+            def capture(msg, buffers=None):
+                sent.append(msg)
+                if msg.get("idle"):
+                    idle.set()
+
+            view.send = capture
+            for _ in range(5):
+                sess.run(train, {x: X, y: Y})
+            assert idle.wait(10)
+            view.stop()
+            live = [m for m in sent if not m["idle"]]
+            placed = view.layouts["placed"]
+            ids = {n["name"]: n["id"] for n in placed["nodes"]}
+            done = set().union(*(m["stages"].get("placed", {}).get("done", []) for m in live))
+            assert ids["MatMul"] in done  # ran on worker/0
+            assert ids["Momentum/update_w/ApplyMomentum"] in done  # ran on ps/0
+            assert any(m["stages"].get("partitioned", {}).get("xfer") for m in live), "no bytes crossed tasks"
