@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import types as _types
 
-from flowlab.data.dataset import AUTOTUNE, Dataset, TextLineDataset, TFRecordDataset
+from flowlab.data.dataset import (
+    AUTOTUNE,
+    Dataset,
+    FixedLengthRecordDataset,
+    TextLineDataset,
+    TFRecordDataset,
+)
 from flowlab.data.iterator import (
     Iterator,
     get_output_classes,
@@ -25,6 +31,7 @@ experimental = _types.SimpleNamespace(AUTOTUNE=AUTOTUNE)
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
 
-__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Dataset", "Iterator", "TFRecordDataset", "TensorSpec", "TextLineDataset",
+__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Dataset", "Iterator",
+           "FixedLengthRecordDataset", "TFRecordDataset", "TensorSpec", "TextLineDataset",
            "experimental", "get_output_classes", "get_output_shapes", "get_output_types",
            "make_initializable_iterator", "make_one_shot_iterator"]

@@ -479,6 +479,26 @@ class TFRecordDataset(Dataset):
         super().__init__(v, st.TensorSpec([], dtypes.string))
 
 
+class FixedLengthRecordDataset(Dataset):
+    """Records of `record_bytes` bytes from files, after `header_bytes` and before
+    `footer_bytes` (`tf.data.FixedLengthRecordDataset`)."""
+
+    def __init__(self, filenames: Any, record_bytes: Any, header_bytes: Any = None,
+                 footer_bytes: Any = None, buffer_size: Any = None, compression_type: Any = None,
+                 num_parallel_reads: Any = None, name: str | None = None) -> None:
+        names = convert_to_tensor(filenames, dtype=dtypes.string, name="filenames")
+        comp = convert_to_tensor("" if compression_type is None else compression_type,
+                                 dtype=dtypes.string, name="compression_type")
+        v = apply_op(
+            "FixedLengthRecordDatasetV2", filenames=names,
+            header_bytes=_int64(0 if header_bytes is None else header_bytes, "header_bytes"),
+            record_bytes=_int64(record_bytes, "record_bytes"),
+            footer_bytes=_int64(0 if footer_bytes is None else footer_bytes, "footer_bytes"),
+            buffer_size=_int64(256 * 1024 if buffer_size is None else buffer_size, "buffer_size"),
+            compression_type=comp, name="FixedLengthRecordDataset")
+        super().__init__(v, st.TensorSpec([], dtypes.string))
+
+
 def _file_dataset(op_type: str, filenames: Any, compression_type: Any, buffer_size: Any) -> Tensor:
     if isinstance(filenames, Dataset):
         raise TypeError("flowlab's file datasets take file names as a string tensor, not a "

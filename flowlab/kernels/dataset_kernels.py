@@ -24,7 +24,7 @@ import numpy as np
 from flowlab import errors
 from flowlab.kernels import dataset_order_values as order
 from flowlab.kernels import dataset_values as dv
-from flowlab.kernels.record_io import read_lines, read_tfrecords
+from flowlab.kernels.record_io import open_read, read_lines, read_tfrecords
 from flowlab.kernels.registry import CPU, kernel
 
 # Python generators of `Dataset.from_generator`, by token (the op's `token` attr), as
@@ -128,6 +128,37 @@ def text_line_dataset(ctx: Any, filenames: Any, compression: Any, buffer_size: A
 def tf_record_dataset(ctx: Any, filenames: Any, compression: Any, buffer_size: Any) -> dv.DatasetValue:
     c = _compression(compression)
     return dv.Records(_filenames(filenames), lambda name: read_tfrecords(name, c))
+
+
+def _fixed_length_records(name: str, header: int, record: int, footer: int,
+                          compression: str) -> Iterator[bytes]:
+    with open_read(name, compression) as f:
+        data = f.read()
+    body = len(data) - header - footer
+    if body < 0:
+        body = 0
+    if body % record and not compression:
+        raise errors.InvalidArgumentError(
+            None, None, f"Excluding the header ({header} bytes) and footer ({footer} bytes), "
+            f"input file \"{name}\" has body length {body} bytes, which is not an exact "
+            f"multiple of the record length ({record} bytes).")
+    for i in range(body // record):
+        yield data[header + i * record: header + (i + 1) * record]
+
+
+@kernel("FixedLengthRecordDatasetV2", devices=CPU)
+def fixed_length_record_dataset(ctx: Any, filenames: Any, header: Any, record: Any, footer: Any,
+                                buffer_size: Any, compression: Any) -> dv.DatasetValue:
+    h, r, f = int(header), int(record), int(footer)
+    if h < 0:
+        raise errors.InvalidArgumentError(None, None, "`header_bytes` must be >= 0")
+    if r <= 0:
+        raise errors.InvalidArgumentError(None, None, "`record_bytes` must be > 0")
+    if f < 0:
+        raise errors.InvalidArgumentError(None, None, "`footer_bytes` must be >= 0")
+    c = _compression(compression)
+    return dv.Records(_filenames(filenames),
+                      lambda name: _fixed_length_records(name, h, r, f, c))
 
 
 @kernel("GeneratorDataset", devices=CPU)

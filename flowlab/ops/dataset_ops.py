@@ -66,6 +66,10 @@ _dataset("TextLineDataset", ["filenames: string", "compression_type: string", "b
          [_META], "The lines of text files, without their line ends.")
 _dataset("TFRecordDataset", ["filenames: string", "compression_type: string", "buffer_size: int64"],
          [_META], "The records of TFRecord files, lengths and CRCs checked.")
+_dataset("FixedLengthRecordDatasetV2",
+         ["filenames: string", "header_bytes: int64", "record_bytes: int64",
+          "footer_bytes: int64", "buffer_size: int64", "compression_type: string"],
+         [_META], "The fixed-length records of files, between a header and a footer.")
 _dataset("ConcatenateDataset", ["input_dataset: variant", "another_dataset: variant"],
          [*_OUT, _META], "The elements of the first dataset, then those of the second.")
 _dataset("GeneratorDataset", [], [*_OUT, "token: string", _META],

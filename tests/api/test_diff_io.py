@@ -393,3 +393,44 @@ def test_tf_record_and_identity_readers(tf1: Any, tmp_path: Path, compression: s
     (tmp_path / "fl").mkdir()
     expected = _record_reader_program(tf1, tmp_path / "tf", compression)
     assert _record_reader_program(fl, tmp_path / "fl", compression) == expected
+
+
+@pytest.mark.parametrize("compression", ["", "GZIP"])
+def test_fixed_length_record_dataset(tf1: Any, tmp_path: Path, compression: str) -> None:
+    import gzip
+
+    payloads = [b"HDR" + b"abcdefghij" + b"FT", b"HDR" + b"klmnop" + b"FT"]
+    paths = []
+    for i, data in enumerate(payloads):
+        path = tmp_path / f"f{i}.bin"
+        path.write_bytes(gzip.compress(data) if compression else data)
+        paths.append(str(path))
+
+    def program(tf: Any) -> list[Any]:
+        with tf.Graph().as_default():
+            ds = tf.data.FixedLengthRecordDataset(
+                paths, 2, header_bytes=3, footer_bytes=2, compression_type=compression
+            )
+            nxt = tf.data.make_one_shot_iterator(ds.batch(4)).get_next()
+            out: list[Any] = [str(ds.output_shapes), ds.output_types.name]
+            with tf.Session() as s:
+                while True:
+                    try:
+                        out.append(s.run(nxt).tolist())
+                    except tf.errors.OutOfRangeError:
+                        break
+            return out
+
+    assert program(fl) == program(tf1)
+
+
+def test_fixed_length_record_dataset_body_mismatch(tf1: Any, tmp_path: Path) -> None:
+    path = tmp_path / "odd.bin"
+    path.write_bytes(b"abcde")
+
+    def build(tf: Any) -> Any:
+        ds = tf.data.FixedLengthRecordDataset([str(path)], 2)
+        return tf.data.make_one_shot_iterator(ds).get_next()
+
+    e, a = assert_same_error(tf1, build)
+    assert e.message.splitlines()[-2].strip() in a.message
