@@ -320,3 +320,11 @@ for _m in (_tf_record, _parsing_ops, _sparse_serialize_ops):
     for _n in _m.__all__:
         setattr(io, _n, getattr(_m, _n))
 python_io = _namespace("python_io", _tf_record)
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """The JupyterLab extension built into this package (`jupyter labextension
+    develop`, and Jupyter's discovery of an installed flowlab)."""
+    from flowlab.viz.widgets import _jupyter_labextension_paths as paths
+
+    return paths()
