@@ -195,3 +195,61 @@ def test_structure_and_errors(tf1):
             opt2.apply_gradients([(tf.constant([1.0, 1.0]), v)], global_step=gs)
             with pytest.raises(ValueError, match=r"Too few tokens to finish the first step: 1 \(given\) vs 2"):
                 opt2.get_init_tokens_op(1)
+
+
+def test_between_graph_on_a_local_cluster():
+    """Between-graph replication on a real Dask cluster: each worker is a thread with
+    its own graph and session on /job:worker/task:i, variables on ps by
+    replica_device_setter; every update averages both workers' gradients."""
+    distributed = pytest.importorskip("flowlab.distributed")
+    xs = np.array([[[1.0, 2.0]], [[3.0, -1.0]]], np.float32)
+    with distributed.LocalCluster(ps=1, worker=2) as cluster:
+        out, errs = {}, []
+        ready = threading.Event()
+
+        def worker(i):
+            try:
+                g = fl.Graph()
+                with g.as_default():
+                    with fl.device(fl.train.replica_device_setter(
+                            cluster=cluster.cluster_spec, worker_device=f"/job:worker/task:{i}")):
+                        gs = fl.train.get_or_create_global_step()
+                        w = fl.Variable([[0.5], [0.25]], name="w")
+                        x = fl.placeholder(fl.float32, [1, 2])
+                        loss = fl.reduce_sum(fl.matmul(x, w))
+                        opt = fl.train.SyncReplicasOptimizer(fl.train.GradientDescentOptimizer(1.0), 2, 2)
+                        train = opt.minimize(loss, global_step=gs)
+                    hook = opt.make_session_run_hook(i == 0, num_tokens=0)
+                    hook.begin()
+                    init, local_init = fl.global_variables_initializer(), fl.local_variables_initializer()
+                    coord = fl.train.Coordinator()
+                    sess = fl.Session(f"{cluster.target}/job:worker/task:{i}")
+                    try:
+                        if i == 0:
+                            sess.run(init)
+                            ready.set()
+                        else:
+                            assert ready.wait(60)
+                        sess.run(local_init)
+                        hook.after_create_session(sess, coord)
+                        opts = fl.RunOptions(timeout_in_ms=TIMEOUT_MS)
+                        for _ in range(2):
+                            sess.run(train, {x: xs[i]}, options=opts)
+                        out[i] = sess.run([gs, w])
+                    finally:
+                        coord.request_stop()
+                        sess.close()
+            except Exception as e:  # noqa: BLE001 - reported below
+                errs.append(e)
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(90)
+    assert not errs, errs
+    # d loss / d w = x^T; each update applies the mean of both workers' gradients.
+    expected = np.array([[0.5], [0.25]], np.float32) - 2 * (xs[0].T + xs[1].T) / 2
+    for i in range(2):
+        assert int(out[i][0]) == 2
+        np.testing.assert_allclose(out[i][1], expected, rtol=1e-6)
