@@ -304,6 +304,13 @@ from flowlab.data import tf_record as _tf_record  # noqa: E402
 from flowlab.errors import OpError  # noqa: E402 - tf.OpError is tf.errors.OpError
 from flowlab.ops import parsing_ops as _parsing_ops  # noqa: E402
 from flowlab.ops import sparse_serialize_ops as _sparse_serialize_ops  # noqa: E402
+
+# Synchronous replication's accumulators (`tf.ConditionalAccumulator`, paper 4.4).
+from flowlab.ops.accumulator_ops import (  # noqa: E402
+    ConditionalAccumulator,
+    ConditionalAccumulatorBase,
+    SparseConditionalAccumulator,
+)
 from flowlab.ops.parsing_ops import (  # noqa: E402
     FixedLenFeature,
     VarLenFeature,
@@ -315,6 +322,8 @@ from flowlab.ops.sparse_tensor import (  # noqa: E402
     SparseTensorValue,
     convert_to_tensor_or_sparse_tensor,
 )
+
+sparse.SparseConditionalAccumulator = SparseConditionalAccumulator
 
 for _m in (_tf_record, _parsing_ops, _sparse_serialize_ops):
     for _n in _m.__all__:

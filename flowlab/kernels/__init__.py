@@ -1,6 +1,7 @@
 """Kernels by (op type, device type).  Importing this package registers all of them."""
 
 from flowlab.kernels import (
+    accumulator_kernels,
     array_kernels,
     batch_norm_kernels,
     broadcast_shape_kernels,
