@@ -255,7 +255,7 @@ class SessionCreator:
     """Makes the session a MonitoredSession runs."""
 
     def create_session(self) -> Any:
-        raise NotImplementedError("create_session is not implemented for {self}.")
+        raise NotImplementedError(f"create_session is not implemented for {self}.")
 
 
 class ChiefSessionCreator(SessionCreator):
