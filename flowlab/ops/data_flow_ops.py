@@ -107,9 +107,9 @@ def _as_dtype_list(dtypes: Any) -> list[_dtypes.DType]:
 def _as_shape_list(shapes: Any, dtypes: list[Any], unknown_dim_allowed: bool = False) -> list[TensorShape]:
     if shapes is None:
         return []
-    if not isinstance(shapes, (list, tuple)) or (
-        shapes and all(isinstance(d, int) or d is None for d in shapes) and len(dtypes) == 1
-    ):
+    # A list of dimensions (including the empty one, a scalar) is one shape, whatever
+    # the number of dtypes: TensorFlow's rule (then the count check below).
+    if not isinstance(shapes, (list, tuple)) or all(isinstance(d, int) or d is None for d in shapes):
         shapes = [shapes]
     out = [as_shape(s) for s in shapes]
     if not unknown_dim_allowed:
@@ -117,7 +117,8 @@ def _as_shape_list(shapes: Any, dtypes: list[Any], unknown_dim_allowed: bool = F
             if not s.is_fully_defined():
                 raise ValueError(f"All shapes must be fully defined: {out}")
     if len(out) != len(dtypes):
-        raise ValueError("Queue shapes must have the same length as dtypes")
+        raise ValueError("Queue shapes must have the same length as dtypes, "
+                         f"received len(shapes)={len(out)}, len(dtypes)={len(dtypes)}")
     return out
 
 
