@@ -23,6 +23,7 @@ import numpy as np
 
 from flowlab import errors
 from flowlab.kernels.sendrecv_kernels import DEAD
+from flowlab.runtime.client.step_stats import _describe as describe_outputs
 from flowlab.runtime.task.events import ExecEvent
 
 __all__ = ["EventRecorder", "Outputs", "boot_id", "clock_offset_us", "now_us", "replay"]
@@ -42,23 +43,13 @@ class EventRecorder:
     def __call__(self, ev: ExecEvent) -> None:
         info: Any = None
         if ev.kind == "op_end" and ev.info is not None:
-            info = [_describe(o) for o in ev.info]
+            # What the profiler records of outputs, as plain data (dtypes by name).
+            info = [None if d is None else [list(d[0]), None if d[1] is None else str(d[1]), int(d[2]), bool(d[3])]
+                    for d in describe_outputs(ev.info)]
         elif ev.kind == "error":
             info = str(getattr(ev.info, "message", ev.info))
         self.rows.append([ev.kind, ev.node, ev.op_type, ev.device, float(ev.time_us), int(ev.thread) & 0xFFFFFFFF,
                           ev.frame, int(ev.iteration), info])
-
-
-def _describe(o: Any) -> list[Any] | None:
-    if o is DEAD:
-        return None
-    ref = False
-    if not hasattr(o, "dtype") and hasattr(o, "value") and hasattr(o, "read"):
-        o, ref = o.value, True
-    if isinstance(o, (bytes, str)):
-        return [[], "object", len(o), ref]
-    dt = getattr(o, "dtype", None)
-    return [list(getattr(o, "shape", ())), None if dt is None else str(dt), int(getattr(o, "nbytes", 0)), ref]
 
 
 class Outputs:
