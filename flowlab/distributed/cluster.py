@@ -113,7 +113,10 @@ class Cluster:
         """Look up the workers again (a restarted worker has a new address and a new
         task incarnation) and, with `install`, start the task servers unless some
         worker runs one (installing replaces them all: their state would be lost)."""
-        if install and not any(self.client.run(has_task_server).values()):
+        # A worker whose comm resets mid-broadcast (one still starting or leaving)
+        # answers with its exception instead of failing the lookup; it gets the
+        # plugin when it (re)joins.
+        if install and not any(v is True for v in self.client.run(has_task_server, on_error="return").values()):
             # Installed on every worker now and on every worker that joins or restarts.
             self.client.register_plugin(self._server, name=PLUGIN_NAME)
         self._connection.sync(self._refresh())
