@@ -1,4 +1,4 @@
-"""The paper's Figure 2 input pipeline on tf.data (notebooks/04-input-pipeline.ipynb):
+"""The paper's Figure 2 input pipeline on tf.data (notebooks/06-input-pipeline.ipynb):
 CSV files -> lines without headers -> parsed rows -> features -> shuffle -> minibatches
 -> SGD steps.  Seeded, it is deterministic, so flowlab must train to TensorFlow's
 numbers step for step."""
