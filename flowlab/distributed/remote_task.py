@@ -31,7 +31,7 @@ from typing import Any
 
 from flowlab import errors
 from flowlab.distributed.events import replay
-from flowlab.distributed.wire import from_wire, to_wire
+from flowlab.distributed.wire import from_wire, owned, to_wire
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.runtime.interface import (
     DeviceAttributes,
@@ -110,7 +110,7 @@ class Connection:
         if listener is not None:
             for t, r in zip(tasks, replies):
                 replay(r.get("events") or [], step_id, t.clock_offset_us, listener)
-        return [values_from_wire(r["values"]) for r in replies]
+        return [owned(values_from_wire(r["values"]), t.address) for t, r in zip(tasks, replies)]
 
     async def _run_tasks(self, tasks: list[RemoteTask], handle: str, step_id: int, feeds: list[Any],
                          timeout_ms: int, traced: bool) -> list[dict[str, Any]]:

@@ -39,7 +39,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from flowlab import errors
 from flowlab.distributed.events import EventRecorder, boot_id, now_us
-from flowlab.distributed.wire import check_message, from_wire, to_wire
+from flowlab.distributed.wire import check_message, from_wire, owned, to_wire
 from flowlab.kernels.sendrecv_kernels import DEAD
 from flowlab.runtime.interface import (
     error_from_message,
@@ -106,7 +106,7 @@ class ServedTask(LocalTask):
                     None, None, f"Task {pull['task']} at {address} restarted (a new incarnation): its "
                     "state is gone; the step cannot take its tensors.")
             r = reply["reply"]
-            table.send(pull["key"], DEAD if r["is_dead"] else values_from_wire([r["value"]])[0])
+            table.send(pull["key"], DEAD if r["is_dead"] else owned(values_from_wire([r["value"]]), address)[0])
         except asyncio.CancelledError:
             return
         except Exception as e:  # noqa: BLE001 - the step fails with it, naming the peer

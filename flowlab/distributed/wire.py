@@ -21,7 +21,7 @@ import numpy as np
 from flowlab import errors
 from flowlab.runtime.interface import as_lists, check_plain
 
-__all__ = ["FIELDS", "check_message", "from_wire", "to_wire"]
+__all__ = ["FIELDS", "check_message", "from_wire", "owned", "to_wire"]
 
 
 def to_wire(message: Any) -> Any:
@@ -45,6 +45,24 @@ def to_wire(message: Any) -> Any:
 def from_wire(message: Any) -> Any:
     """What a handler received, as the interface's plain data (tuples as lists)."""
     return as_lists(message)
+
+
+def owned(values: list[Any], address: str) -> list[Any]:
+    """`values` received from the peer at `address`, made writeable: an array that
+    crossed a network comm sits in a buffer this process just allocated for it, so it
+    is the receiver's own (as a Recv'd tensor is in TensorFlow) and need not be copied
+    again before a fetch returns it or a kernel updates it in place.  Dask marks it
+    read-only when the sender's array was (a variable's storage); only an in-process
+    comm ("inproc://") hands over the sender's very object, which stays protected."""
+    if address.startswith("inproc://"):
+        return values
+    for v in values:
+        if type(v) is np.ndarray and not v.flags.writeable:
+            try:
+                v.flags.writeable = True
+            except ValueError:  # a buffer that is read-only underneath: leave it so
+                pass
+    return values
 
 
 # The fields each call needs, with the types they must have (a tuple: any of them).

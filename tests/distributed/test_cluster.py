@@ -81,6 +81,28 @@ def test_make_callable_and_fetch_types(cluster):
             assert f(2.0)[0] == 4.0
 
 
+def test_fetched_and_received_arrays_are_their_receivers_own(cluster):
+    # A tensor that crossed the network sits in a buffer the receiver allocated:
+    # writeable, never a second copy of it, and writing to it changes nothing on
+    # the task that sent it (the ps's variable).
+    g = fl.Graph()
+    with g.as_default():
+        with fl.device("/job:ps/task:0"):
+            v = fl.get_variable("owned_v", initializer=np.arange(4096, dtype=np.float32), use_resource=False)
+        with fl.device("/job:worker/task:0"):
+            via_worker = fl.identity(v)
+            doubled = via_worker * 2.0
+        with fl.Session(cluster, graph=g) as sess:
+            sess.run(v.initializer)
+            direct, relayed, twice = sess.run([v, via_worker, doubled])
+            for a in (direct, relayed, twice):
+                assert a.flags.writeable
+            relayed[:] = -1.0
+            direct[:] = -2.0
+            np.testing.assert_array_equal(sess.run(v), np.arange(4096, dtype=np.float32))
+            np.testing.assert_array_equal(sess.run(doubled), 2.0 * np.arange(4096, dtype=np.float32))
+
+
 def test_state_outlives_sessions_until_reset(cluster):
     def graph():
         g = fl.Graph()
