@@ -106,7 +106,7 @@ class ServedTask(LocalTask):
                     None, None, f"Task {pull['task']} at {address} restarted (a new incarnation): its "
                     "state is gone; the step cannot take its tensors.")
             r = reply["reply"]
-            table.send(pull["key"], DEAD if r["is_dead"] else owned(values_from_wire([r["value"]]), address)[0])
+            table.send(pull["key"], DEAD if r["is_dead"] else owned(values_from_wire([r["value"]]), str(address))[0])
         except asyncio.CancelledError:
             return
         except Exception as e:  # noqa: BLE001 - the step fails with it, naming the peer
