@@ -65,6 +65,7 @@ def compare_training_steps(
     ratios.  `graph_step(module, session_config)` builds the TF1 program for flowlab
     or TensorFlow; each step callable returns its loss."""
     from _harness import emit, load_tf1, tf_session_config
+    from _load import neighbours
     from threadpoolctl import threadpool_limits
 
     import flowlab as fl
@@ -73,6 +74,8 @@ def compare_training_steps(
     p.add_argument("--steps", type=int, default=steps, help="steps per peer per round")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=threads, help="BLAS / intra-op threads of each")
+    p.add_argument("--load", type=int, default=0,
+                   help="neighbour processes doing NumPy GEMMs meanwhile (benchmarks/_load.py)")
     p.add_argument("--ablate", action="store_true",
                    help="also flowlab without the dependency optimization (flowlab_no_dep_opt)")
     args = p.parse_args()
@@ -92,8 +95,12 @@ def compare_training_steps(
     if t is not None:
         peers["pytorch"] = t
     first = {name: fn() for name, fn in peers.items()}
-    out: dict[str, Any] = {"threads": args.threads, "load_before": os.getloadavg()[0]}
-    out.update(interleaved_ms(peers, args.steps, args.rounds))
+    out: dict[str, Any] = {"threads": args.threads, "neighbours": args.load,
+                           "load_before": os.getloadavg()[0]}
+    with neighbours(args.load) as load:
+        out.update(interleaved_ms(peers, args.steps, args.rounds))
+        if load is not None:
+            out["neighbour_gemms_per_s"] = load.gemms_per_s()
     for name, fn in peers.items():
         out[name].update(first_loss=first[name], loss_after=fn())
     out["load_after"] = os.getloadavg()[0]

@@ -4,7 +4,9 @@ fc1024 - relu - fc10 - softmax cross entropy.  flowlab beside TensorFlow 1.x gra
 PyTorch CPU (when installed) and a hand-written NumPy step, same process, same data,
 same number of threads (2) for every BLAS.
 
-    python benchmarks/cnn_train.py [--steps N] [--rounds R] [--threads T]
+    python benchmarks/cnn_train.py [--steps N] [--rounds R] [--threads T] [--load N]
+
+`--load N` runs N neighbour processes doing NumPy GEMMs meanwhile (benchmarks/_load.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@ batch 128, Adam, float32 -- flowlab beside TensorFlow 1.x graph mode and PyTorch
 (each when installed) and the best hand-written NumPy step we have (state updated in
 place), same process, same data, the same number of BLAS / intra-op threads each.
 
-    python benchmarks/mlp_train.py [--steps N] [--rounds R] [--threads T]
+    python benchmarks/mlp_train.py [--steps N] [--rounds R] [--threads T] [--load N]
+
+`--load N` runs N neighbour processes doing NumPy GEMMs meanwhile (benchmarks/_load.py).
 """
 
 from __future__ import annotations
