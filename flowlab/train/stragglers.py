@@ -16,7 +16,7 @@ Where the delay happens, and why there.  A step is delayed in the client that dr
 the worker, just before its `session.run`: `StragglerHook.before_run` for a
 MonitoredSession (between-graph replication: one client per worker), or
 `Stragglers.sleep(worker, step)` in a hand-written loop (in-graph replication: one
-thread per replica over one session).  Placing a sleep *op* on the worker's task was
+thread per replica over one session; `run_replicas` drives such threads).  Placing a sleep *op* on the worker's task was
 the alternative, and it is worse here: a kernel that sleeps holds one of the task's
 executor threads (a LocalCluster task has one), so it would also stall the ps-side
 work colocated there, and a Dask worker process can only run kernels registered by the
@@ -40,14 +40,16 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from flowlab.train.coordinator import Coordinator
 from flowlab.train.session_run_hook import SessionRunContext, SessionRunHook
 
-__all__ = ["Stragglers", "StragglerEvent", "StragglerHook"]
+__all__ = ["Stragglers", "StragglerEvent", "StragglerHook", "ReplicaStep", "run_replicas"]
 
 _DISTRIBUTIONS = ("lognormal", "pareto", "exponential", "constant", "slow_worker")
 
@@ -242,3 +244,77 @@ class StragglerHook(SessionRunHook):
         self._stragglers.sleep(self._worker, self._step, self._coord)
         self._step += 1
         return None
+
+
+@dataclass(frozen=True)
+class ReplicaStep:
+    """One finished step of a replica driven by `run_replicas`: the replica, its step
+    number, the monotonic time its run returned, and what the run returned."""
+
+    replica: int
+    step: int
+    ended: float
+    result: Any
+
+
+def run_replicas(steps: list[Callable[[int], Any]], stragglers: Stragglers,
+                 until: Callable[[], bool], release: Callable[[], Any] | None = None,
+                 timeout_s: float = 120.0, poll_s: float = 0.005) -> list[ReplicaStep]:
+    """Drive in-graph replicas under injected stragglers: one thread per replica runs
+    `steps[i](k)` (typically `sess.run(train_op_i, feed_k)`) for k = 0, 1, ..., each
+    after `stragglers.sleep(i, k)`, until `until()` (polled every `poll_s`) turns true.
+    Then the replicas stop starting steps, their waits are cut short, and `release()`
+    runs once, to free replicas parked on the token queue (for SyncReplicasOptimizer,
+    enqueue one token per replica: `opt.get_init_tokens_op(n)`).  Returns every
+    finished step in the order they ended; the first error in any replica is raised.
+
+    Synchronous replicas must run until a global step rather than for a number of
+    their own steps: once some replicas have stopped, those left may never gather m
+    fresh gradients, and would wait for a token forever.
+    """
+    coord = Coordinator()
+    log: list[ReplicaStep] = []
+    lock = threading.Lock()
+    errs: list[BaseException] = []
+
+    def loop(i: int) -> None:
+        k = 0
+        try:
+            while not coord.should_stop():
+                stragglers.sleep(i, k, coord)
+                if coord.should_stop():
+                    break
+                out = steps[i](k)
+                with lock:
+                    log.append(ReplicaStep(i, k, time.monotonic(), out))
+                k += 1
+        except BaseException as e:  # noqa: BLE001 - re-raised by the caller's thread
+            errs.append(e)
+            coord.request_stop()
+
+    threads = [threading.Thread(target=loop, args=(i,), daemon=True, name=f"replica-{i}")
+               for i in range(len(steps))]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while not errs and not until():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"run_replicas: the stop condition did not hold within {timeout_s} s "
+                                   f"({len(log)} replica steps finished); are enough replicas running to "
+                                   "make an update?")
+            time.sleep(poll_s)
+    finally:
+        coord.request_stop()
+        if release is not None and not errs:
+            release()
+        for t in threads:
+            t.join(timeout_s)
+    if errs:
+        raise errs[0]
+    alive = [t.name for t in threads if t.is_alive()]
+    if alive:
+        raise TimeoutError(f"run_replicas: {', '.join(alive)} still running after the release; "
+                           "give release= an op that frees every replica parked on a queue")
+    with lock:
+        return sorted(log, key=lambda s: s.ended)
