@@ -365,7 +365,7 @@ class Graph:
             if t.graph is not self:
                 raise ValueError(
                     f"Tensor {t.name} must be from the same graph as the op '{name}' being "
-                    "created (it belongs to another graph)."
+                    "created (it belongs to another graph)." + _other_graph_advice(t.op)
                 )
         mapped = self._gradient_override_map.get(op_type)
         if mapped is not None:
@@ -487,11 +487,13 @@ class Graph:
             raise ValueError(msg + ' Tensor names must be of the form "<op_name>:<output_index>".')
         if isinstance(obj, Tensor) and allow_tensor:
             if obj.graph is not self:
-                raise ValueError(f"Tensor {obj} is not an element of this graph.")
+                raise ValueError(f"Tensor {obj} is not an element of this graph."
+                                 + _other_graph_advice(obj.op))
             return obj
         if isinstance(obj, Operation) and allow_operation:
             if obj.graph is not self:
-                raise ValueError(f"Operation {obj} is not an element of this graph.")
+                raise ValueError(f"Operation {obj} is not an element of this graph."
+                                 + _other_graph_advice(obj))
             return obj
         raise TypeError(f"Can not convert a {type(obj).__name__} into a {kinds}.")
 
@@ -605,3 +607,15 @@ __all__ = [
     "canonical_name",
     "DEFAULT_GRAPH_SEED",
 ]
+
+
+def _other_graph_advice(op: Operation) -> str:
+    """Where an element of another graph was made, and the two ways out (a learner
+    usually re-ran a cell with `tf.reset_default_graph()` or built in a `with
+    tf.Graph().as_default():` block)."""
+    where = op.defined_at()
+    return (
+        f" '{op.name}' was built in another tf.Graph" + (f" (defined at {where})" if where else "")
+        + ": run it in a session of that graph (tf.Session(graph=t.graph)), or build it again"
+        " in this one (after tf.reset_default_graph(), re-run the cells that build the model)."
+    )

@@ -109,6 +109,15 @@ def assert_(ctx: Any, condition: Any, *data: Any) -> None:
     raise errors.InvalidArgumentError(None, None, msg)
 
 
+# What a learner does next, on a line after TensorFlow's own words (which tests match).
+_NAN_ADVICE = (
+    "\nTo find the first op that made it, run the step with flowlab.debug.Stepper(sess, "
+    "fetches, feed_dict, stop_on_nan_or_inf=True).continue_(). Common causes: a learning rate "
+    "too high, log(0) or x/0 (a loss written as log(softmax(...)) instead of "
+    "tf.nn.sparse_softmax_cross_entropy_with_logits), or NaN in the input data."
+)
+
+
 @kernel("CheckNumerics")
 def check_numerics(ctx: Any, x: Any) -> Any:
     xp = ctx.xp
@@ -116,7 +125,8 @@ def check_numerics(ctx: Any, x: Any) -> Any:
     has_inf = bool(xp.isinf(x).any())
     if has_nan or has_inf:
         what = "Inf and NaN" if has_nan and has_inf else ("NaN" if has_nan else "Inf")
-        raise errors.InvalidArgumentError(None, None, f"{ctx.attrs['message']} : Tensor had {what} values")
+        raise errors.InvalidArgumentError(
+            None, None, f"{ctx.attrs['message']} : Tensor had {what} values" + _NAN_ADVICE)
     return x
 
 

@@ -182,7 +182,7 @@ def create_op(op_type: str, name: str | None = None, **kwargs: Any) -> Operation
             where = op.defined_at()
             raise ValueError(
                 f"{e} for '{unique}' (op: '{op_type}') with input shapes: {shapes}"
-                + (f" (defined at {where})" if where else "")
+                + (f" (defined at {where})" if where else "") + _shape_advice(op_type)
             ) from None
 
     # An op that takes a reference (Assign, ScatterUpdate, Apply*) is built colocated
@@ -316,7 +316,9 @@ def _to_tensor(
             raise TypeError(
                 f"Input '{argname}' of '{od.name}' Op has type {t.dtype.base_dtype.name} that does "
                 f"not match type {want.name}{of}."
-                + _where()
+                + _where() + f" Cast the {t.dtype.base_dtype.name} input with tf.cast(value, "
+                f"tf.{want.name}) (or make both the same dtype where they are made): ops never "
+                "convert between dtypes on their own."
             )
     else:
         try:
@@ -422,3 +424,18 @@ def _check_attr(od: OpDef, name: str, adef: AttrDef, value: Any) -> Any:
         if str(e).startswith(("Expected", "DataType", "Error converting")) or where in str(e):
             raise
         raise TypeError(f"Bad value {value!r} for {where}: {e}") from None
+
+
+# What to do about a shape error, after TensorFlow's words (which tests match).
+_SHAPE_ADVICE = {
+    "MatMul": "For tf.matmul(a, b), a's last dimension must equal b's first (transpose_a=True "
+              "or transpose_b=True flips one)",
+    "BatchMatMulV2": "For tf.matmul(a, b), a's last dimension must equal b's second-to-last "
+                     "(adjoint_a=True or adjoint_b=True flips one)",
+}
+
+
+def _shape_advice(op_type: str) -> str:
+    tip = _SHAPE_ADVICE.get(op_type, "The inputs' shapes are listed in order above")
+    return (f". {tip}; print each input's .shape where it is made, and make them agree with "
+            "tf.reshape, tf.transpose or tf.expand_dims.")

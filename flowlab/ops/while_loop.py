@@ -31,7 +31,7 @@ from typing import Any
 
 from flowlab.graph import dtypes
 from flowlab.graph.graph import get_default_graph
-from flowlab.graph.tensor import Tensor
+from flowlab.graph.tensor import Tensor, user_traceback
 from flowlab.graph.tensor_shape import TensorShape, as_shape
 from flowlab.ops import control_flow_context as cfc
 from flowlab.ops.builder import convert_to_tensor
@@ -170,6 +170,7 @@ def build_loop(
                     f"{_shape_str(init.shape)}, but has shape {_shape_str(v.shape)} after one "
                     "iteration. To allow the shape to vary across iterations, use the "
                     "`shape_invariants` argument of tf.while_loop to specify a less-specific shape."
+                    + _loop_advice(init, v)
                 )
             n = next_iteration(v)
             m.op._update_input(1, n)
@@ -296,3 +297,16 @@ def while_loop(
         if single and isinstance(result, (list, tuple)) and len(result) == 1:
             result = result[0]
         return result
+
+
+def _loop_advice(init: Tensor, after: Tensor) -> str:
+    """Where the loop was built, and the invariant that would accept both shapes."""
+    frames = user_traceback(limit=1)
+    dims = [None if a != b else a for a, b in zip(init.shape.as_list(), after.shape.as_list())] \
+        if init.shape.rank is not None and init.shape.rank == after.shape.rank else None
+    inv = f"tf.TensorShape({dims})" if dims is not None else "tf.TensorShape(None)"
+    return (
+        (f" (tf.while_loop at {frames[0]})" if frames else "")
+        + f" For this loop variable, shape_invariants={inv} accepts both shapes (one entry per"
+        " loop variable); or keep the body's result the same shape as the loop variable."
+    )

@@ -30,7 +30,7 @@ from typing import Any
 from flowlab import errors
 from flowlab.graph import graph as graph_mod
 from flowlab.graph.graph import Graph, get_default_graph
-from flowlab.graph.tensor import Operation, Tensor
+from flowlab.graph.tensor import Operation, Tensor, user_traceback
 from flowlab.runtime.client.feeds import expand_feed, feed_converter
 from flowlab.runtime.client.fetches import FetchMapper
 from flowlab.runtime.client.run_metadata import fill_run_metadata, step_partitions, traced
@@ -272,7 +272,7 @@ class Session:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise RuntimeError(self._closed_reason)
+            raise RuntimeError(self._closed_reason + _closed_advice())
 
     # --- running --------------------------------------------------------------------
     def run(
@@ -360,7 +360,7 @@ class Session:
 
         def call(*args: Any) -> Any:
             if session._closed:
-                raise RuntimeError(session._closed_reason)
+                raise RuntimeError(session._closed_reason + _closed_advice())
             if session._listener is not None:
                 return call_general(*args)
             if len(args) != n:
@@ -485,8 +485,38 @@ class Session:
                         f"argument `feed_dict` with key {t!r}."
                     )
                 tensors.append(t)
-                values.append(feed_converter(t)(v))
+                try:
+                    values.append(feed_converter(t)(v))
+                except ValueError as e:
+                    raise ValueError(str(e) + _feed_advice(t)) from None
         return tensors, values
+
+
+def _caller() -> str:
+    """' (at Cell In[4], line 2)': the user's line that called into the session."""
+    frames = user_traceback(limit=1)
+    return f" (at {frames[0]})" if frames else ""
+
+
+def _closed_advice() -> str:
+    return (
+        _caller() + " A session is closed by sess.close() or when its `with tf.Session() as "
+        "sess:` block ends: run inside the block, or open a new session (the variables of a "
+        "closed local session are gone: run the initializer or restore a checkpoint again)."
+    )
+
+
+def _feed_advice(t: Tensor) -> str:
+    """Where the fed tensor was made and what value it takes (a feed's shape and dtype
+    must agree with the placeholder's; NumPy converts the rest)."""
+    where = t.op.defined_at()
+    return (
+        (f" ('{t.op.name}' defined at {where})" if where else "") + _caller().replace(" (at", " (fed at", 1)
+        + f". Feed it a value of shape {t.shape} and dtype {t.dtype.name}, e.g. "
+        f"np.asarray(value, np.{t.dtype.name if t.dtype.name != 'string' else 'object'})"
+        + (".reshape(...)" if t.shape.rank is not None else "") + ", or change the placeholder's"
+        " shape (None for a dimension that varies) or dtype."
+    )
 
 
 # --- targets ------------------------------------------------------------------------

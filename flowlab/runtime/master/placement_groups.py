@@ -203,8 +203,30 @@ def feasible_devices(
         None, op,
         f"Cannot assign a device for operation {op.name}: {{{{node {op.name}}}}} was explicitly "
         f"assigned to {op.device} but available devices are [ {avail} ]. Make sure the device "
-        f"specification refers to a valid device.{gpu}",
+        f"specification refers to a valid device.{gpu}" + _where(op) + _missing_device_advice(spec, devices),
     )
+
+
+def _where(op: Operation) -> str:
+    where = op.defined_at()
+    return f" (defined at {where})" if where else ""
+
+
+def _missing_device_advice(spec: DeviceSpec, devices: list[Device]) -> str:
+    """What a learner does about a device spec that names nothing there: a task the
+    cluster lacks needs starting (soft placement never moves an op to another task);
+    a device index or type the task lacks can be relaxed."""
+    tasks = sorted({(d.spec.job, d.spec.task) for d in devices}, key=str)
+    if (spec.job is not None and spec.job not in {j for j, _ in tasks}) or (
+        spec.task is not None and not any(
+            t == spec.task and (spec.job is None or j == spec.job) for j, t in tasks)):
+        names = ", ".join(f"{j}/{t}" for j, t in tasks)
+        want = f"{spec.job or 'worker'}/{spec.task if spec.task is not None else 0}"
+        return (f" No task {want} is in this session's cluster (its tasks: {names}): start it "
+                f"(`dask worker SCHEDULER --name {want}`, or a LocalCluster with enough tasks) or "
+                "change the tf.device(...) around the op.")
+    return (" Change the tf.device(...) around the op to one of the available devices, or let "
+            "the session pick one: tf.Session(config=tf.ConfigProto(allow_soft_placement=True)).")
 
 
 def _arg_len(arg: object, op: Operation) -> int:
