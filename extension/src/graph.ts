@@ -11,7 +11,7 @@
  */
 import { DOMWidgetView } from '@jupyter-widgets/base';
 
-import { IGraphLayout, IGraphNode, KernelMessage } from './model';
+import { FOCUS, HOVER, IGraphLayout, IGraphNode, KernelMessage, SELECTED } from './model';
 import { formatBytes, htmlEl, splinePath, svgEl, svgText } from './svg';
 
 /** Fill of nodes with no device or several (as in the static pictures). */
@@ -85,6 +85,15 @@ export class GraphView extends DOMWidgetView {
     this.listenTo(this.model, 'change:stage_names change:missing', () => this.drawStages());
     this.listenTo(this.model, 'change:view_height', () => this.sizeToModel());
     this.listenTo(this.model, 'comm_live_update', () => this.showConnection());
+    this.listenTo(this.model, 'change:marks', () => this.applyMarks());
+    // Linked views (a timeline, a stepper) speak through events on this model.
+    this.listenTo(this.model, HOVER, (name: string) => this.light(name));
+    this.listenTo(this.model, FOCUS, (name: string) => {
+      const id = this.idOf(name);
+      if (id) {
+        this.select(id);
+      }
+    });
     this.model.on('msg:custom', (msg: KernelMessage) => this.onMessage(msg));
     this.sizeToModel();
     this.drawStages();
@@ -252,8 +261,59 @@ export class GraphView extends DOMWidgetView {
     if (again) {
       this.nodeEls.get(again.id)?.classList.add('fl-selected');
     }
+    this.applyMarks();
     this.fit();
     this.search();
+  }
+
+  /** The drawn node of op `name`: its own, or the collapsed scope holding it. */
+  private idOf(name: string): string {
+    let best = '';
+    let bestLen = -1;
+    for (const [id, n] of this.nodes) {
+      if (n.name === name) {
+        return id;
+      }
+      if (n.kind === 'scope' && name.startsWith(`${n.name}/`) && n.name.length > bestLen) {
+        best = id;
+        bestLen = n.name.length;
+      }
+    }
+    return best;
+  }
+
+  /** Light the node of op `name` (a linked view's hover); '' puts the light out. */
+  private light(name: string): void {
+    for (const el of this.scene.querySelectorAll('.fl-linked')) {
+      el.classList.remove('fl-linked');
+    }
+    const id = name ? this.idOf(name) : '';
+    if (id) {
+      this.nodeEls.get(id)?.classList.add('fl-linked');
+    }
+  }
+
+  /**
+   * The Stepper's states (`marks` trait: stage -> id -> done / ready / next / stopped /
+   * error / dead) over the picture's own: the op to run next, where it stopped.
+   */
+  private applyMarks(): void {
+    const all = (this.model.get('marks') as { [stage: string]: { [id: string]: string } }) || {};
+    const marks = all[this.stage];
+    if (!marks) {
+      return;
+    }
+    for (const [id, el] of this.nodeEls) {
+      for (const c of Array.from(el.classList)) {
+        if (c.startsWith('fl-state-')) {
+          el.classList.remove(c);
+        }
+      }
+      const state = marks[id] ?? this.nodes.get(id)?.state;
+      if (state) {
+        el.classList.add(`fl-state-${state}`);
+      }
+    }
   }
 
   /** Stubs for the inputs of high fan-out ops: a short arrow and the source's name. */
@@ -410,6 +470,7 @@ export class GraphView extends DOMWidgetView {
       return;
     }
     this.selectedName = n.name;
+    this.model.trigger(SELECTED, n.name);
     if (this.live && n.kind !== 'scope') {
       this.send({ t: 'select', name: n.name, stage: this.stage }); // watch its values
     }

@@ -5,7 +5,7 @@
  * Coordinates are points with y growing downwards, as the kernel computed them with
  * graphviz, so the static SVG and this view place every box in the same spot.
  */
-import { DOMWidgetModel } from '@jupyter-widgets/base';
+import { DOMWidgetModel, ISerializers, unpack_models } from '@jupyter-widgets/base';
 
 /** The npm package name, also the ipywidgets module name. */
 export const MODULE_NAME = 'flowlab-widgets';
@@ -112,7 +112,124 @@ export class GraphModel extends DOMWidgetModel {
       stage_names: [],
       stage: '',
       missing: {},
+      marks: {},
       view_height: 520
+    };
+  }
+}
+
+/**
+ * Events the views of linked widgets exchange on a GraphModel, in the browser (no
+ * kernel round trip): a TimelineView or a StepperView triggers `fl:hover` (an op name,
+ * or '' when the pointer leaves) and `fl:focus` (select that op's node); every
+ * GraphView of the model triggers `fl:selected` (the name of the node clicked).
+ */
+export const HOVER = 'fl:hover';
+export const FOCUS = 'fl:focus';
+export const SELECTED = 'fl:selected';
+
+/** The timeline the kernel sends (flowlab/viz/timeline.py). */
+export interface ITimeline {
+  v: number;
+  /** [full name, short name, color] per device. */
+  devices: [string, string, string][];
+  /** [device index, thread tag ('' when the device has one thread), thread name]. */
+  lanes: [number, string, string][];
+  /** [step id, start (µs), duration (µs), its number in the trace (from 1)] per step shown. */
+  steps: [number, number, number, number][];
+  names: string[];
+  types: string[];
+  colors: string[];
+  /** [lane, step, start (µs from its step's start), duration, name, type, flags, outputs]. */
+  ops: [number, number, number, number, number, number, number, string][];
+  /** [send row, recv row, bytes, tensor]. */
+  flows: [number, number, number, string][];
+  all_steps: number;
+}
+
+/** Flags of a timeline row. */
+export const WAIT = 1;
+export const DEAD = 2;
+export const ERROR = 4;
+
+/** The TimelineView's model; `graph` is the linked GraphModel (or null). */
+export class TimelineModel extends DOMWidgetModel {
+  static serializers: ISerializers = {
+    ...DOMWidgetModel.serializers,
+    graph: { deserialize: unpack_models }
+  };
+
+  defaults(): ReturnType<DOMWidgetModel['defaults']> {
+    return {
+      ...super.defaults(),
+      _model_name: 'TimelineModel',
+      _model_module: MODULE_NAME,
+      _model_module_version: MODULE_VERSION,
+      _view_name: 'TimelineView',
+      _view_module: MODULE_NAME,
+      _view_module_version: MODULE_VERSION,
+      timeline: {},
+      graph: null,
+      view_height: 260
+    };
+  }
+}
+
+/** The inspected tensor (flowlab/viz/stepper.py `inspect_value`). */
+export interface IInspected {
+  tensor: string;
+  note?: string;
+  shape?: string;
+  dtype?: string;
+  min?: string;
+  max?: string;
+  mean?: string;
+  nan?: number;
+  inf?: number;
+  values?: string;
+  slice?: string;
+  hist?: number[];
+  edges?: [number, number];
+}
+
+/** The Stepper as it is after the last command (flowlab/viz/stepper.py `refresh`). */
+export interface IStepperState {
+  status: 'running' | 'finished' | 'failed' | 'aborted';
+  stop: string;
+  stop_kind: string;
+  stop_op: string;
+  ran: number;
+  total: number;
+  last: string[];
+  nan: boolean;
+  /** [short device, full device, ready op names (the next first)] per device. */
+  ready: [string, string, string[]][];
+  /** [Recv, the Send it waits for]. */
+  waiting: [string, string][];
+  breakpoints: string[];
+  error: string;
+  commands: number;
+  inspect: IInspected | null;
+}
+
+/** The StepperView panel's model; `graph` is the step's GraphModel. */
+export class StepperModel extends DOMWidgetModel {
+  static serializers: ISerializers = {
+    ...DOMWidgetModel.serializers,
+    graph: { deserialize: unpack_models }
+  };
+
+  defaults(): ReturnType<DOMWidgetModel['defaults']> {
+    return {
+      ...super.defaults(),
+      _model_name: 'StepperModel',
+      _model_module: MODULE_NAME,
+      _model_module_version: MODULE_VERSION,
+      _view_name: 'StepperView',
+      _view_module: MODULE_NAME,
+      _view_module_version: MODULE_VERSION,
+      state: {},
+      graph: null
     };
   }
 }

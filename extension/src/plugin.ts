@@ -7,7 +7,9 @@ import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application'
 import { IJupyterWidgetRegistry } from '@jupyter-widgets/base';
 
 import { GraphView } from './graph';
-import { GraphModel, MODULE_NAME, MODULE_VERSION } from './model';
+import { GraphModel, MODULE_NAME, MODULE_VERSION, StepperModel, TimelineModel } from './model';
+import { StepperView } from './stepper';
+import { TimelineView } from './timeline';
 
 /** The plugin registering `flowlab-widgets`. */
 const plugin: JupyterFrontEndPlugin<void> = {
@@ -19,7 +21,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     registry.registerWidget({
       name: MODULE_NAME,
       version: MODULE_VERSION,
-      exports: { GraphModel, GraphView }
+      exports: { GraphModel, GraphView, StepperModel, StepperView, TimelineModel, TimelineView }
     });
   }
 };

@@ -42,16 +42,24 @@ from flowlab.viz.scalars import ScalarsPlot, plot_scalars
 __all__ = [
     "graph", "svg", "mimebundle", "passes", "Passes", "Picture", "PNode", "to_picture",
     "dot_available", "format_bytes", "short_device", "MAX_AUTO_DISPLAY_OPS",
-    "ScalarsPlot", "plot_scalars", "GraphView",
+    "ScalarsPlot", "plot_scalars", "GraphView", "TimelineView", "StepperView",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    # GraphView lives in flowlab.viz.widgets, which imports ipywidgets: only on first use.
+    # The widgets (flowlab.viz.widgets, .timeline, .stepper) import ipywidgets: on first use.
     if name == "GraphView":
         from flowlab.viz.widgets import GraphView
 
         return GraphView
+    if name == "TimelineView":
+        from flowlab.viz.timeline import TimelineView
+
+        return TimelineView
+    if name == "StepperView":
+        from flowlab.viz.stepper import StepperView
+
+        return StepperView
     raise AttributeError(f"module 'flowlab.viz' has no attribute {name!r}")
 
 # Rich display of a bigger graph is skipped (text only): dot needs seconds there, and a

@@ -109,6 +109,9 @@ class GraphView(widgets.DOMWidget):
     stage_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
     stage = traitlets.Unicode("").tag(sync=True)  # shown first; the browser switches itself
     missing = traitlets.Dict().tag(sync=True)  # stage -> why it is not shown
+    # stage -> drawn id -> state ("done", "ready", "next", "stopped", "error", "dead"):
+    # a Stepper's states over the picture's own (see `mark`)
+    marks = traitlets.Dict().tag(sync=True)
     view_height = traitlets.Int(520).tag(sync=True)
 
     def __init__(self, graph_or_session: Any, fetches: Any = None, feed_dict: Any = None, *,
@@ -149,9 +152,11 @@ class GraphView(widgets.DOMWidget):
         self.expanded: dict[str, set[str]] = {s: set(_names(expand)) for s in self.stages}
         self.collapsed: dict[str, set[str]] = {s: set(_names(collapse)) for s in self.stages}
         self.values: dict[str, str] = {}
+        self._marked: dict[str, str] = {}
         self.selected: str | None = None
         # stage -> (op name -> drawn id, Recv or tensor name -> edge indices)
         self._maps: dict[str, tuple[dict[str, str], dict[str, list[int]]]] = {}
+        self._scopes: dict[str, dict[str, list[str]]] = {}  # stage -> scope id -> its ops
         self._lock = threading.Lock()
         self.missing = missing
         self.view_height = height
@@ -191,6 +196,7 @@ class GraphView(widgets.DOMWidget):
         self.collapsed[stage].discard(scope)
         self.expanded[stage].add(scope)
         self.layouts = {**self.layouts, stage: self._layout(stage)}
+        self._remark()
 
     def collapse(self, scope: str, stage: str | None = None) -> None:
         """Draw name scope `scope` of a stage (default: the one shown) as one node."""
@@ -199,6 +205,7 @@ class GraphView(widgets.DOMWidget):
         self.expanded[stage].discard(scope)
         self.collapsed[stage].add(scope)
         self.layouts = {**self.layouts, stage: self._layout(stage)}
+        self._remark()
 
     def _layout(self, stage: str) -> dict[str, Any]:
         pic = self.stages[stage]
@@ -233,7 +240,45 @@ class GraphView(widgets.DOMWidget):
                 node["info"] = self.node_rows(node["name"], pic)
         with self._lock:
             self._maps[stage] = (id_of, edge_of)
+            self._scopes[stage] = members
         return m
+
+    def mark(self, states: dict[str, str]) -> None:
+        """Outline ops by state, over the picture's own (`flowlab.viz.StepperView` marks
+        what ran, what is ready, the op to run next and where the step stopped).
+
+        `states` maps op names to "done", "ready", "next", "break" (a breakpoint),
+        "stopped", "error" or "dead";
+        a collapsed scope shows the most telling state among its ops ("stopped" over
+        "next" over "ready"), and "done" once all its ops are.
+
+        Raises:
+          ValueError: an unknown state.
+        """
+        bad = sorted(set(states.values()) - set(_MARK_RANK))
+        if bad:
+            raise ValueError(f"GraphView.mark: unknown state {bad[0]!r}; states: {', '.join(_MARK_RANK)}.")
+        self._marked = dict(states)
+        self._remark()
+
+    def _remark(self) -> None:
+        out: dict[str, dict[str, str]] = {}
+        with self._lock:
+            maps = {s: (m[0], self._scopes[s]) for s, m in self._maps.items()}
+        for stage, (id_of, scopes) in maps.items():
+            per: dict[str, str] = {}
+            for name, nid in id_of.items():
+                if nid not in scopes and name in self._marked:
+                    per[nid] = self._marked[name]
+            for nid, names in scopes.items():  # collapsed scopes
+                states = [self._marked.get(n) for n in names]
+                told = [s for s in states if s in ("stopped", "error", "next", "break", "ready")]
+                if told:
+                    per[nid] = max(told, key=_MARK_RANK.index)
+                elif states and all(s in ("done", "dead") for s in states):
+                    per[nid] = "done"
+            out[stage] = per
+        self.marks = out
 
     # --- browser messages -----------------------------------------------------------
     def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
@@ -368,6 +413,11 @@ class GraphView(widgets.DOMWidget):
     def close(self) -> None:
         self.stop()
         super().close()
+
+
+# Mark states, least telling first.
+_MARK_RANK = ("dead", "done", "ready", "break", "next", "error", "stopped")
+
 
 
 def summarize(value: Any) -> str:

@@ -17,6 +17,8 @@ from typing import Any
 from tests.browser_support import chromium, free_port, server
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
+# The README's screenshots (committed): written by the tests that show what they show.
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 def _notebook(*sources: str) -> dict[str, Any]:
@@ -62,6 +64,20 @@ class Lab:
     def run_all(page: Any) -> None:
         """Start running every cell; does not wait for them (the command resolves late)."""
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+def save_image(locator: Any, name: str) -> Path:
+    """A screenshot of one widget (not the page: smaller, and the same whatever the
+    JupyterLab around it) as docs/images/`name`, and a copy in the test artifacts."""
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    ARTIFACTS.mkdir(exist_ok=True)
+    # No caret or animation in the picture: it changes only when the UI does.
+    png = locator.screenshot(animations="disabled", caret="hide")
+    (ARTIFACTS / name).write_bytes(png)
+    path = IMAGES / name
+    if not path.exists() or path.read_bytes() != png:
+        path.write_bytes(png)
+    return path
 
 
 @contextmanager

@@ -1,7 +1,7 @@
 """GraphView in a real JupyterLab, in the system Chromium (tests/browser_support.py).
 
 One `jupyter lab` server (127.0.0.1, a free port, no token, stopped by its PID) and one
-headless Chromium for the module.  Each test writes a notebook through the contents
+headless Chromium for the whole of tests/browser (conftest.py).  Each test writes a notebook through the contents
 API, opens it, runs its cells through JupyterLab's own command, and reads the widget's
 SVG.  Screenshots go to tests/browser/artifacts/ (git-ignored).
 
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from flowlab.viz.widgets import labextension_installed
-from tests.browser.lab import ARTIFACTS, Lab, jupyter_lab
+from tests.browser.lab import ARTIFACTS, Lab, save_image
 
 pytestmark = [
     pytest.mark.slow,
@@ -67,12 +67,6 @@ gd = {{"node": [
 ]}}
 fl.viz.GraphView(gd)
 """
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    with jupyter_lab(tmp_path_factory.mktemp("lab")) as running:
-        yield running
 
 
 def _view(page: Any, index: int = 0) -> Any:
@@ -165,6 +159,12 @@ def test_a_reopened_notebook_draws_its_saved_picture(lab):
     drawn = view.locator(".fl-node").count()
     page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext"
                            ".session.kernel.status === 'idle'")
+    # The README's picture: the placed stage with a node's panel open, before any step
+    # (nothing that changes from run to run is shown).
+    view.locator('.fl-node[data-name="layer1/MatMul"]').click()
+    view.locator(".fl-panel", has_text="defined at").wait_for()
+    view.locator(".fl-status", has_text="live").wait_for()
+    save_image(view, "graph-view.png")
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
     deadline = time.monotonic() + 30
     state: dict[str, Any] = {}
@@ -186,7 +186,7 @@ def test_a_reopened_notebook_draws_its_saved_picture(lab):
     view = _view(page)
     assert view.locator(".fl-node").count() == drawn
     view.locator(".fl-status", has_text="kernel gone").wait_for()
-    view.locator('.fl-node[data-name="layer1/MatMul"]').click()
-    assert "layer1/MatMul" in view.locator(".fl-panel").inner_text()
+    view.locator('.fl-node[data-name="layer2/sum"]').click()
+    assert "layer2/sum" in view.locator(".fl-panel").inner_text()
     page.screenshot(path=str(ARTIFACTS / "graph_view_reopened.png"))
     page.close()
