@@ -11,6 +11,7 @@ what its checks print.  Notebooks without exercise metadata are not this test's.
 from __future__ import annotations
 
 import pathlib
+import re
 
 import pytest
 
@@ -31,7 +32,9 @@ WITH_EXERCISES = [p for p in NOTEBOOKS if _exercises(p)[1]]
 
 
 def _text(cell) -> str:
-    return "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+    """What the cell printed (stdout; a library's logging goes to stderr)."""
+    return "".join(o.get("text", "") for o in cell.outputs
+                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
 
 
 @pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
@@ -40,9 +43,11 @@ def test_each_answer_cell_is_left_for_the_learner_and_each_check_follows_one(pat
     answers, checks = _exercises(path)
     assert len(answers) == len(checks) >= 1
     for a in answers:
-        variable = nb.cells[a].metadata["flowlab"]["solution"].split("=")[0].strip()
-        assert f"{variable} = None" in nb.cells[a].source, (
-            f"{path.name} cell {a}: the answer cell starts unanswered ({variable} = None)")
+        unanswered = re.search(r"^(\w+) = None\b", nb.cells[a].source, flags=re.M)
+        assert unanswered, f"{path.name} cell {a}: the answer cell starts unanswered (answer = None)"
+        variable = unanswered.group(1)
+        assert re.search(rf"^{variable} = ", nb.cells[a].metadata["flowlab"]["solution"], flags=re.M), (
+            f"{path.name} cell {a}: the solution does not set {variable}")
         assert any(nb.cells[c].metadata["flowlab"]["check"] == variable for c in checks if c > a), (
             f"{path.name}: no check cell for {variable} after cell {a}")
 
