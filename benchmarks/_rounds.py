@@ -53,7 +53,7 @@ def ratios(out: dict[str, Any], peers: list[str], ours: str = "flowlab") -> None
 
 def compare_training_steps(
     benchmark: str,
-    graph_step: Callable[[Any, Any], Callable[[], float]],
+    graph_step: Callable[..., Callable[[], float]],
     numpy_step: Callable[[], Callable[[], float]],
     torch_step: Callable[[int], Callable[[], float] | None],
     steps: int,
@@ -63,7 +63,9 @@ def compare_training_steps(
     and PyTorch (when installed) with the same BLAS/intra-op threads, timed in
     interleaved rounds; prints the JSON with each peer's first and last loss and the
     ratios.  `graph_step(module, session_config)` builds the TF1 program for flowlab
-    or TensorFlow; each step callable returns its loss."""
+    or TensorFlow (flowlab's with `tasks=`, its task); each step callable returns its
+    loss.  `--load N` keeps N neighbour processes doing NumPy GEMMs busy while the rounds
+    run (benchmarks/_load.py)."""
     from _harness import emit, load_tf1, tf_session_config
     from _load import neighbours
     from threadpoolctl import threadpool_limits
@@ -79,13 +81,24 @@ def compare_training_steps(
     p.add_argument("--ablate", action="store_true",
                    help="also flowlab without the dependency optimization (flowlab_no_dep_opt)")
     args = p.parse_args()
-    threadpool_limits(args.threads)  # NumPy's BLAS (flowlab and the NumPy step)
-    peers: dict[str, Callable[[], float]] = {"flowlab": graph_step(fl, None), "numpy": numpy_step()}
+    threadpool_limits(args.threads)  # NumPy's BLAS (the NumPy step; flowlab's steps set their own)
+
+    def flowlab_task() -> list[Any]:
+        # flowlab's intra-op threads = the peers' threads (its thread policy,
+        # flowlab/runtime/thread_policy.py, runs one BLAS thread per call).  The task is
+        # given directly: Session does not hand ConfigProto.intra_op_parallelism_threads
+        # to the task it creates.
+        from flowlab.runtime.task.task import LocalTask
+
+        return [LocalTask("localhost", 0, None, 0, args.threads)]
+
+    peers: dict[str, Callable[[], float]] = {"flowlab": graph_step(fl, None, flowlab_task()),
+                                             "numpy": numpy_step()}
     if args.ablate:
         from flowlab.runtime.config import ConfigProto, GraphOptions, RewriterConfig
 
         no_dep = GraphOptions(rewrite_options=RewriterConfig(dependency_optimization=RewriterConfig.OFF))
-        peers["flowlab_no_dep_opt"] = graph_step(fl, ConfigProto(graph_options=no_dep))
+        peers["flowlab_no_dep_opt"] = graph_step(fl, ConfigProto(graph_options=no_dep), flowlab_task())
     tf1 = load_tf1()
     if tf1 is not None:
         cfg = tf_session_config(tf1)

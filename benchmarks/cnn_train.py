@@ -42,7 +42,7 @@ def data() -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     return x, y, ws
 
 
-def graph_step(tf: Any, cfg: Any) -> Callable[[], float]:
+def graph_step(tf: Any, cfg: Any, tasks: list[Any] | None = None) -> Callable[[], float]:
     x_val, y_val, ws = data()
     g = tf.Graph()
     with g.as_default():
@@ -60,7 +60,7 @@ def graph_step(tf: Any, cfg: Any) -> Callable[[], float]:
                                                                              logits=logits))
         train = tf.train.GradientDescentOptimizer(LR).minimize(loss)
         init = tf.global_variables_initializer()
-    sess = tf.Session(graph=g, config=cfg)
+    sess = tf.Session(graph=g, config=cfg) if tasks is None else tf.Session(graph=g, config=cfg, tasks=tasks)
     sess.run(init)
     step = sess.make_callable([train, loss], [x, y])
     return lambda: float(step(x_val, y_val)[1])

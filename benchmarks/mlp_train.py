@@ -54,9 +54,9 @@ def build(tf: Any) -> tuple[Any, Any, list[Any], dict[Any, Any]]:
     return g, init, [train, loss], {x: x_val, y: y_val}
 
 
-def graph_step(tf: Any, cfg: Any) -> Callable[[], float]:
+def graph_step(tf: Any, cfg: Any, tasks: list[Any] | None = None) -> Callable[[], float]:
     g, init, fetches, feeds = build(tf)
-    sess = tf.Session(graph=g, config=cfg)
+    sess = tf.Session(graph=g, config=cfg) if tasks is None else tf.Session(graph=g, config=cfg, tasks=tasks)
     sess.run(init)
     step = sess.make_callable(fetches, list(feeds))
     values = list(feeds.values())

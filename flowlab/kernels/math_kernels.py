@@ -10,12 +10,22 @@ The elementwise kernels on the hot path (AddV2, Sub, Mul) are a bare operator ca
 `try` costs nothing until a shape mismatch raises.  On the straight-line path they
 write into an input that dies at them when the registry's forwarding rules allow it
 (`ctx.forwardable`, `can_forward`, `fits`: flowlab.kernels.registry).
+
+Large 2-D GEMMs on the CPU are shared out among the intra-op threads
+(`set_intra_op_threads`, set by flowlab.runtime.thread_policy from ConfigProto's
+`intra_op_parallelism_threads`): `sharded_matmul` cuts the rows of the product into
+blocks that the threads take from one queue, each block a one-thread BLAS call.  A
+thread that loses its core to another process delays only the block it holds, where
+OpenBLAS's own threads, which split a GEMM statically and spin while they wait for
+each other, stall the whole product (docs/notes/training-performance.md).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -338,6 +348,107 @@ def add_n(ctx: Any, *xs: Any) -> Any:
     return out
 
 
+# --- intra-op GEMM sharding ---------------------------------------------------------
+# Below this many multiply-adds a GEMM runs whole: a block costs ~10 us of Python and
+# thread hand-over, 1-2% of a 4M-FMA GEMM (~0.1 ms on one core).
+SHARD_MIN_WORK = 1 << 22
+# Row blocks are multiples of this (OpenBLAS's SkylakeX sgemm/dgemm kernels compute 16
+# or 8 rows at a time) and at least this long.
+SHARD_ROWS = 16
+
+
+class _IntraOp:
+    """The process's intra-op threads (TensorFlow has one intra-op pool per process
+    too): the calling thread plus `threads - 1` helpers, started on first use."""
+
+    def __init__(self) -> None:
+        self.threads = 1
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def set_threads(self, n: int) -> None:
+        n = max(1, int(n))
+        with self._lock:
+            if n == self.threads:
+                return
+            old, self._pool, self.threads = self._pool, None, n
+        if old is not None:
+            old.shutdown(wait=False)
+
+    def pool(self) -> ThreadPoolExecutor:
+        pool = self._pool
+        if pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self.threads - 1, "flowlab-intra-op")
+                pool = self._pool
+        return pool
+
+
+_INTRA = _IntraOp()
+
+
+def set_intra_op_threads(n: int) -> None:
+    """How many threads (the caller included) share one large GEMM; 1: none."""
+    _INTRA.set_threads(n)
+
+
+def intra_op_threads() -> int:
+    """The current intra-op thread count (see `set_intra_op_threads`)."""
+    return _INTRA.threads
+
+
+def sharded_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`np.matmul(a, b)` of two NumPy matrices, its row blocks computed by the intra-op
+    threads.  The values are one call's up to the GEMM's rounding: a block of a few
+    rows may take OpenBLAS's small-matrix kernel, which adds in another order (as
+    TensorFlow's results depend on its thread count).
+
+    >>> sharded_matmul(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32))
+    array([[3., 3.],
+           [3., 3.]], dtype=float32)
+    """
+    threads = _INTRA.threads
+    m, k = a.shape
+    n = b.shape[1]
+    if (threads < 2 or m * k * n < SHARD_MIN_WORK or m < 2 * SHARD_ROWS
+            or a.dtype != b.dtype or a.dtype.kind != "f"):
+        return np.matmul(a, b)
+    blocks = min(2 * threads, m // SHARD_ROWS)
+    step = -(-m // blocks)
+    step += -step % SHARD_ROWS
+    bounds = list(range(0, m, step)) + [m]
+    blocks = len(bounds) - 1
+    out = np.empty((m, n), a.dtype)
+    todo = iter(range(blocks))  # next() of a range iterator is atomic under the GIL
+    lock = threading.Lock()
+    finished = threading.Event()
+    state: list[Any] = [0, None]  # blocks done, first error
+
+    def work() -> None:
+        for i in todo:
+            lo, hi = bounds[i], bounds[i + 1]
+            try:
+                np.matmul(a[lo:hi], b, out=out[lo:hi])
+            except BaseException as e:  # noqa: BLE001 -- handed to the caller below
+                state[1] = state[1] or e
+            with lock:
+                state[0] += 1
+                if state[0] == blocks:
+                    finished.set()
+
+    pool = _INTRA.pool()
+    for _ in range(min(threads, blocks) - 1):
+        pool.submit(work)
+    work()
+    # Wait only for blocks a helper holds: a helper that starts after the queue is
+    # empty (its thread had no core) finds nothing and is not waited for.
+    finished.wait()
+    if state[1] is not None:
+        raise state[1]
+    return out
+
+
 # --- MatMul ---------------------------------------------------------------------------
 @kernel("MatMul", expensive=True)
 def mat_mul(ctx: Any, a: Any, b: Any) -> Any:
@@ -355,6 +466,8 @@ def mat_mul(ctx: Any, a: Any, b: Any) -> Any:
         raise errors.InvalidArgumentError(
             None, None, f"Matrix size-incompatible: In[0]: {_dims(sa)}, In[1]: {_dims(sb)}"
         )
+    if ctx.xp is np:
+        return sharded_matmul(a, b)
     return ctx.xp.matmul(a, b)
 
 

@@ -19,6 +19,12 @@ listener, a trace, a pool with two or more expensive kernels) on the dataflow
 executor.  Both give the same values.  A step that fails rolls back every write it
 made on this task before the error leaves `run`; `abort_step` cancels a running one.
 
+Threads: the task's `ThreadPolicy` (flowlab.runtime.thread_policy, from ConfigProto's
+inter-op and intra-op thread counts) is in force while a step with an expensive kernel
+(a GEMM, a convolution) runs: one BLAS thread per call, the intra-op threads sharing
+large GEMMs.  Steps of small ops only skip it (two library calls would be a visible
+share of a step of microseconds).
+
 In-process calls pass arrays without copying and raise the kernels' own errors (with
 their op); listeners receive the executor's events directly.  Over a network the
 same calls carry the interface's messages (errors as `error_to_message`).
@@ -36,6 +42,7 @@ from typing import Any
 
 from flowlab import errors
 from flowlab.kernels.sendrecv_kernels import DEAD, LocalRendezvous
+from flowlab.runtime import thread_policy
 from flowlab.runtime.interface import DeviceAttributes, as_lists
 from flowlab.runtime.task import peers
 from flowlab.runtime.task.device import Device, local_devices
@@ -81,8 +88,9 @@ class LocalTask:
     """One task of this process (see the module docstring)."""
 
     def __init__(self, job: str = "localhost", task_index: int = 0, device_count: dict[str, int] | None = None,
-                 inter_op_threads: int = 0) -> None:
+                 inter_op_threads: int = 0, intra_op_threads: int = 0) -> None:
         self.name = f"/job:{job}/replica:0/task:{task_index}"
+        self.threads = thread_policy.choose(intra_op_threads, inter_op_threads)
         self.devices: list[Device] = local_devices(device_count, job, task_index)
         self._device_of = {d.name: d for d in self.devices}
         self.incarnation = random.getrandbits(63)
@@ -222,6 +230,19 @@ class LocalTask:
         if not (reg.fast and type(plan) is Plan and reg.feed_index is None and reg.fetch_index is None):
             return None
         task = self
+        if plan.num_expensive:
+            policy, enter, leave = self.threads, thread_policy.enter, thread_policy.leave
+
+            def run_fast_limited(feeds: list[Any]) -> list[Any]:
+                if task._closed:
+                    raise errors.UnavailableError(None, None, f"Task {task.name} is closed: its state is gone.")
+                enter(policy)
+                try:
+                    return run_straight_line(plan, Step(), feeds)  # type: ignore[arg-type]
+                finally:
+                    leave()
+
+            return run_fast_limited
 
         def run_fast(feeds: list[Any]) -> list[Any]:
             if task._closed:
@@ -241,6 +262,16 @@ class LocalTask:
             raise errors.NotFoundError(
                 None, None, f"Partitions '{handle}' are not registered on {self.name} (deregistered, or "
                 "the task restarted): register them again.")
+        if not reg.plan.num_expensive:
+            return self._run(reg, step_id, feeds, timeout_ms, listener, traced)
+        thread_policy.enter(self.threads)
+        try:
+            return self._run(reg, step_id, feeds, timeout_ms, listener, traced)
+        finally:
+            thread_policy.leave()
+
+    def _run(self, reg: Registered, step_id: int, feeds: list[Any], timeout_ms: int,
+             listener: Listener | None, traced: bool) -> list[Any]:
         plan = reg.plan
         if type(plan) is PartitionedPlan:
             return self._run_partitioned(reg, plan, step_id, feeds, timeout_ms, listener, traced)

@@ -1,0 +1,157 @@
+"""How many threads a task's steps use, and keeping them within the cores.
+
+Three kinds of threads compute a step: the executor's (inter-op: independent ops side
+by side, ConfigProto's `inter_op_parallelism_threads`), the intra-op threads that
+share one large kernel (`intra_op_parallelism_threads`), and the threads each BLAS
+call starts on its own.  `choose` turns the two ConfigProto numbers into a
+`ThreadPolicy`; `ThreadPolicy.scope()` applies it around a step, and
+`ThreadPolicy.limit_process()` for the life of a process that serves steps (a Dask
+task server).
+
+The mechanism this policy exists for (measured, docs/notes/training-performance.md):
+OpenBLAS splits a GEMM statically between its threads, and they wait for each other by
+spinning.  With another process busy on the cores, a waiting thread spins through its
+time slice while the thread it waits for sits in the run queue behind the neighbour: a
+128x784 @ 784x512 GEMM with two OpenBLAS threads went from 1.9 ms to 44 ms (CPU time
+2.4 -> 22 ms, 89% of it in OpenBLAS's synchronization, 8% in the GEMM kernel).  One
+thread per call does not have that cliff.  So the policy is:
+
+* executor threads E: `inter_op` (0: 1, the local runtime's inline executor);
+* intra-op threads I: `intra_op` (0: the cores this process may run on, divided by E,
+  at least 1), so that E x I <= cores unless the user asks for more;
+* BLAS threads per call: always 1.  Intra-op parallelism is flowlab's own: large GEMMs
+  are cut into row blocks that the I threads take from one queue
+  (flowlab.kernels.math_kernels.sharded_matmul), as TensorFlow's Eigen pool shares out
+  its blocks, so a thread that loses its core delays one block, not the product.
+
+State: the scopes of all tasks in the process share one depth counter.  The first
+scope to open saves the BLAS libraries' thread counts and sets them to the policy's,
+and sets the intra-op thread count; the last to close restores the BLAS counts, so
+NumPy code of the user between steps keeps its own setting (the intra-op pool is
+flowlab's and used inside steps only: it stays, its threads idle).  Concurrent steps
+of tasks with different policies run under the first one's (process-wide settings: one
+BLAS thread count, one intra-op pool, as TensorFlow's intra-op pool is one per
+process).  `enter(policy)` and `leave()` are the scope without a context manager, for
+the hot path of a step.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from flowlab.kernels import math_kernels
+
+__all__ = ["ThreadPolicy", "available_cores", "choose", "enter", "from_config", "leave"]
+
+
+def available_cores() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class ThreadPolicy:
+    """Threads of a task's steps (see the module docstring).
+
+    >>> choose(intra_op=0, inter_op=0, cores=2)
+    ThreadPolicy(executor_threads=1, intra_op_threads=2, blas_threads=1)
+    """
+
+    executor_threads: int
+    intra_op_threads: int
+    blas_threads: int
+
+    @contextmanager
+    def scope(self) -> Iterator[None]:
+        """Apply the policy while the body runs (a step), restoring the BLAS
+        libraries' own thread counts when the last open scope of the process closes."""
+        enter(self)
+        try:
+            yield
+        finally:
+            leave()
+
+    def limit_process(self) -> Any:
+        """Apply the policy until `restore_original_limits()` is called on the
+        returned threadpoolctl limits object: for a process that serves steps (a Dask
+        task server), where per-step scopes would cost a call each for nothing."""
+        from threadpoolctl import threadpool_limits
+
+        math_kernels.set_intra_op_threads(self.intra_op_threads)
+        return threadpool_limits(self.blas_threads, user_api="blas")
+
+
+def choose(intra_op: int = 0, inter_op: int = 0, cores: int | None = None) -> ThreadPolicy:
+    """The policy for ConfigProto's `intra_op_parallelism_threads` and
+    `inter_op_parallelism_threads` (0: choose) on `cores` cores (None: this
+    process's)."""
+    for name, v in (("intra_op_parallelism_threads", intra_op),
+                    ("inter_op_parallelism_threads", inter_op)):
+        if int(v) < 0:
+            raise ValueError(f"ConfigProto.{name} must be >= 0 (0: let flowlab choose), got {v}.")
+    cores = available_cores() if cores is None else max(1, int(cores))
+    executor = int(inter_op) or 1
+    intra = int(intra_op) or max(1, cores // executor)
+    return ThreadPolicy(executor, intra, 1)
+
+
+def from_config(config: Any) -> ThreadPolicy:
+    """`choose` from a ConfigProto (anything with its two thread fields; None: the
+    defaults)."""
+    if config is None:
+        return choose()
+    return choose(int(getattr(config, "intra_op_parallelism_threads", 0) or 0),
+                  int(getattr(config, "inter_op_parallelism_threads", 0) or 0))
+
+
+# --- the process-wide state of the scopes ---------------------------------------------
+_lock = threading.Lock()
+_depth = 0
+_saved: list[tuple[Any, int]] = []  # (BLAS library controller, its thread count)
+_blas: list[Any] | None = None  # threadpoolctl controllers of the loaded BLAS libraries
+
+
+def _blas_libraries() -> list[Any]:
+    global _blas
+    if _blas is None:
+        from threadpoolctl import ThreadpoolController
+
+        _blas = list(ThreadpoolController().select(user_api="blas").lib_controllers)
+    return _blas
+
+
+def enter(policy: ThreadPolicy) -> None:
+    """Open a scope of `policy` (see the module docstring); `leave()` closes it."""
+    global _depth, _saved
+    with _lock:
+        _depth += 1
+        if _depth > 1:
+            return
+        saved = []
+        for lib in _blas_libraries():
+            n = lib.get_num_threads()
+            if n != policy.blas_threads:
+                lib.set_num_threads(policy.blas_threads)
+                saved.append((lib, n))
+        _saved = saved
+        math_kernels.set_intra_op_threads(policy.intra_op_threads)
+
+
+def leave() -> None:
+    """Close the scope opened last by `enter`."""
+    global _depth, _saved
+    with _lock:
+        _depth -= 1
+        if _depth > 0:
+            return
+        for lib, n in _saved:
+            lib.set_num_threads(n)
+        _saved = []

@@ -1,0 +1,107 @@
+"""The intra-op sharding of large GEMMs (flowlab.kernels.math_kernels.sharded_matmul):
+the values of one NumPy call within the rounding of a GEMM (a block of a few rows may
+run OpenBLAS's small-matrix kernel, which adds in another order; TensorFlow's results
+also depend on its thread count), errors of a block reach the caller, and the MatMul
+kernel takes it (with its transposes) on the CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+import flowlab as fl
+from flowlab.kernels import math_kernels
+from flowlab.kernels.math_kernels import SHARD_ROWS, sharded_matmul
+
+
+@pytest.fixture
+def intra_op():
+    """Run the test with n intra-op threads and BLAS at one thread (the policy's)."""
+    old = math_kernels.intra_op_threads()
+
+    def set_threads(n):
+        math_kernels.set_intra_op_threads(n)
+
+    with threadpool_limits(1, user_api="blas"):
+        yield set_threads
+    math_kernels.set_intra_op_threads(old)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 4])
+@pytest.mark.parametrize("shape", [(128, 784, 512), (1000, 300, 70), (33, 4096, 64),
+                                   (257, 129, 300), (2 * SHARD_ROWS, 8192, 16), (5000, 25, 32)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_same_bits_as_one_call(intra_op, threads, shape, dtype):
+    m, k, n = shape
+    rng = np.random.default_rng(m * k + n)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    want = np.matmul(a, b)
+    intra_op(threads)
+    got = sharded_matmul(a, b)
+    assert got.dtype == want.dtype and got.flags.c_contiguous and got.shape == (m, n)
+    _assert_gemm_close(got, want, a, b)
+    # Transposed operands (MatMul's transpose_a/transpose_b are views).
+    at, bt = np.ascontiguousarray(a.T), np.ascontiguousarray(b.T)
+    _assert_gemm_close(sharded_matmul(at.T, bt.T), want, a, b)
+
+
+def _assert_gemm_close(got, want, a, b):
+    """Within the forward error bound of a dot product of length k: k * eps * |a| @ |b|."""
+    bound = a.shape[1] * np.finfo(a.dtype).eps * (np.abs(a) @ np.abs(b))
+    assert np.all(np.abs(got - want) <= bound), float(np.max(np.abs(got - want) - bound))
+
+
+def test_small_and_non_float_products_are_one_call(intra_op):
+    intra_op(2)
+    a = np.arange(12, dtype=np.int64).reshape(3, 4)
+    np.testing.assert_array_equal(sharded_matmul(a, a.T), a @ a.T)
+    ai = np.ones((4096, 64), np.int32)
+    np.testing.assert_array_equal(sharded_matmul(ai, ai.T[:, :64]), ai @ ai.T[:, :64])
+    c = (np.ones((256, 256)) * (1 + 1j)).astype(np.complex64)
+    np.testing.assert_array_equal(sharded_matmul(c, c), c @ c)
+
+
+def test_a_blocks_error_reaches_the_caller(intra_op, monkeypatch):
+    intra_op(2)
+    a = np.ones((256, 256), np.float32)
+    real = np.matmul
+
+    def failing(x, y, out=None):
+        if out is not None and out.shape[0] < 256:
+            raise MemoryError("no room for block")
+        return real(x, y, out=out)
+
+    monkeypatch.setattr(math_kernels.np, "matmul", failing)
+    with pytest.raises(MemoryError, match="no room for block"):
+        sharded_matmul(a, a)
+
+
+def test_matmul_kernel_uses_the_intra_op_threads(intra_op, monkeypatch):
+    intra_op(2)
+    calls = []
+    real = math_kernels.sharded_matmul
+    monkeypatch.setattr(math_kernels, "sharded_matmul", lambda a, b: calls.append(a.shape) or real(a, b))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((300, 200)).astype(np.float32)
+    w = rng.standard_normal((100, 200)).astype(np.float32)
+    g = fl.Graph()
+    with g.as_default():
+        px, pw = fl.placeholder(fl.float32, [None, 200]), fl.placeholder(fl.float32, [100, 200])
+        y = fl.matmul(px, pw, transpose_b=True)
+    with fl.Session(graph=g) as sess:
+        got = sess.run(y, {px: x, pw: w})
+    assert calls == [(300, 200)]
+    np.testing.assert_array_equal(got, x @ w.T)
+
+
+def test_set_intra_op_threads_clamps_and_reports():
+    old = math_kernels.intra_op_threads()
+    try:
+        math_kernels.set_intra_op_threads(0)
+        assert math_kernels.intra_op_threads() == 1
+        math_kernels.set_intra_op_threads(3)
+        assert math_kernels.intra_op_threads() == 3
+    finally:
+        math_kernels.set_intra_op_threads(old)
