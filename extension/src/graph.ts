@@ -11,8 +11,8 @@
  */
 import { DOMWidgetView } from '@jupyter-widgets/base';
 
-import { FOCUS, HOVER, IGraphLayout, IGraphNode, KernelMessage, SELECTED } from './model';
-import { formatBytes, htmlEl, splinePath, svgEl, svgText } from './svg';
+import { FOCUS, HOVER, IGraphLayout, IGraphNode, ITiming, KernelMessage, SELECTED } from './model';
+import { formatBytes, formatUs, htmlEl, splinePath, svgEl, svgText } from './svg';
 
 /** Fill of nodes with no device or several (as in the static pictures). */
 const NO_DEVICE = '#f2f2f2';
@@ -26,6 +26,8 @@ export class GraphView extends DOMWidgetView {
   private stageSelect!: HTMLSelectElement;
   private searchBox!: HTMLInputElement;
   private status!: HTMLSpanElement;
+  private timing!: HTMLSpanElement;
+  private measured: number | undefined = undefined;
   private svg!: SVGSVGElement;
   private scene!: SVGGElement;
   private legend!: HTMLDivElement;
@@ -64,6 +66,7 @@ export class GraphView extends DOMWidgetView {
     this.searchBox.addEventListener('input', () => this.search());
     const fit = htmlEl('button', 'fl-button fl-fit', this.toolbar, 'fit');
     fit.addEventListener('click', () => this.fit());
+    this.timing = htmlEl('span', 'fl-timing', this.toolbar);
     this.status = htmlEl('span', 'fl-status', this.toolbar);
 
     const body = htmlEl('div', 'fl-body', this.root);
@@ -86,6 +89,8 @@ export class GraphView extends DOMWidgetView {
     this.listenTo(this.model, 'change:view_height', () => this.sizeToModel());
     this.listenTo(this.model, 'comm_live_update', () => this.showConnection());
     this.listenTo(this.model, 'change:marks', () => this.applyMarks());
+    this.listenTo(this.model, 'change:timing', () => this.showTiming());
+    this.listenTo(this.model, 'change:device_names', () => this.draw());
     // Linked views (a timeline, a stepper) speak through events on this model.
     this.listenTo(this.model, HOVER, (name: string) => this.light(name));
     this.listenTo(this.model, FOCUS, (name: string) => {
@@ -98,6 +103,7 @@ export class GraphView extends DOMWidgetView {
     this.sizeToModel();
     this.drawStages();
     this.draw();
+    this.showTiming();
     this.showConnection();
   }
 
@@ -260,6 +266,7 @@ export class GraphView extends DOMWidgetView {
     this.selected = again ? again.id : '';
     if (again) {
       this.nodeEls.get(again.id)?.classList.add('fl-selected');
+      this.showNode(again); // the kernel's rows may be new (a move, a trace)
     }
     this.applyMarks();
     this.fit();
@@ -474,14 +481,74 @@ export class GraphView extends DOMWidgetView {
     if (this.live && n.kind !== 'scope') {
       this.send({ t: 'select', name: n.name, stage: this.stage }); // watch its values
     }
+    this.showNode(n);
+  }
+
+  /** The side panel of node `n`: the kernel's rows, and the device menu. */
+  private showNode(n: IGraphNode): void {
     this.showDetails(
-      id,
+      n.id,
       n.info ?? [
         ['op', 'name', n.name],
         ['op', 'type', n.op],
         ['placement', 'device', this.deviceName(n)]
       ]
     );
+    this.moveMenu(n);
+  }
+
+  /**
+   * "Placement you can try": a menu of the session's devices for the node (an op, or
+   * every op of a collapsed scope); the kernel places and partitions the step again
+   * with that request, and every stage is drawn anew.
+   */
+  private moveMenu(n: IGraphNode): void {
+    const devices = (this.model.get('device_names') as string[]) || [];
+    if (!devices.length || n.kind === 'send' || n.kind === 'recv') {
+      return;
+    }
+    htmlEl('div', 'fl-panel-section', this.panel, 'try another device');
+    const row = htmlEl('div', 'fl-move', this.panel);
+    const menu = htmlEl('select', 'fl-move-device', row);
+    const keep = htmlEl('option', '', menu, n.kind === 'scope' ? 'move every op of the scope to...' : 'move to...');
+    keep.value = '';
+    for (const d of devices) {
+      const opt = htmlEl('option', '', menu, d.replace(/^.*\/device:/, ''));
+      opt.value = d;
+    }
+    const back = htmlEl('option', '', menu, '(its own request)');
+    back.value = '-';
+    menu.disabled = !this.live;
+    menu.title = this.live ? 'the session places the step again with this request' : 'needs the kernel';
+    menu.addEventListener('change', () => {
+      if (!menu.value || !this.live) {
+        return;
+      }
+      this.status.textContent = `placing ${n.name}...`;
+      this.send({ t: 'place', name: n.name, device: menu.value === '-' ? null : menu.value });
+    });
+  }
+
+  /** Predicted step time (the placement on the cost model) and the measured one. */
+  private showTiming(measured?: number): void {
+    const t = (this.model.get('timing') as ITiming) || {};
+    // A new placement has no measured step yet (the kernel says when it has one).
+    this.measured = measured !== undefined ? measured : t.measured_us;
+    const parts: string[] = [];
+    if (t.predicted_us !== undefined) {
+      parts.push(`predicted ${formatUs(t.predicted_us)}`);
+    }
+    if (this.measured !== undefined && (t.predicted_us !== undefined || t.moved?.length)) {
+      parts.push(`measured ${formatUs(this.measured)}`);
+    }
+    if (t.moved && t.moved.length) {
+      parts.push(`moved: ${t.moved.map(([op, d]) => `${op} → ${d.replace(/^.*\/device:/, '') || '(none)'}`).join(', ')}`);
+    }
+    this.timing.textContent = parts.join(' · ');
+    this.timing.classList.toggle('fl-error', !!t.error);
+    if (t.error) {
+      this.timing.textContent = `${this.timing.textContent} · could not move: ${t.error}`;
+    }
   }
 
   private deviceName(n: IGraphNode): string {
@@ -565,6 +632,9 @@ export class GraphView extends DOMWidgetView {
         label.textContent = formatBytes(nbytes);
         label.setAttribute('data-bytes', String(nbytes));
       }
+    }
+    if (msg.step_us !== undefined && msg.step_us !== null) {
+      this.showTiming(msg.step_us);
     }
     if (msg.value && msg.value[0] === this.selectedName) {
       this.showValue(msg.value[1]);

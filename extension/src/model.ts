@@ -95,7 +95,18 @@ export type KernelMessage =
       steps: number;
       idle: boolean;
       value?: [string, string];
+      /** The watched step's time so far, first event to latest (µs). */
+      step_us?: number | null;
     };
+
+/** GraphView's `timing` trait: placement you can try. */
+export interface ITiming {
+  predicted_us?: number;
+  measured_us?: number;
+  /** [op, the device it asks for now] of each op moved. */
+  moved?: [string, string][];
+  error?: string;
+}
 
 /** The widget's model: the Python GraphView's synced traits. */
 export class GraphModel extends DOMWidgetModel {
@@ -113,6 +124,8 @@ export class GraphModel extends DOMWidgetModel {
       stage: '',
       missing: {},
       marks: {},
+      device_names: [],
+      timing: {},
       view_height: 520
     };
   }

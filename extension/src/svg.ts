@@ -89,3 +89,15 @@ export function formatBytes(n: number): string {
   }
   return `${v.toFixed(1)} GiB`;
 }
+
+/** `1234.5` (µs) -> `1.23 ms`. */
+export function formatUs(us: number): string {
+  const a = Math.abs(us);
+  if (a >= 1e6) {
+    return `${(us / 1e6).toFixed(a >= 1e7 ? 1 : 2)} s`;
+  }
+  if (a >= 1e3) {
+    return `${(us / 1e3).toFixed(a >= 1e4 ? 1 : 2)} ms`;
+  }
+  return `${us.toFixed(a >= 10 || us === 0 ? 0 : 1)} µs`;
+}

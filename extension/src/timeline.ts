@@ -13,25 +13,13 @@
 import { DOMWidgetModel, DOMWidgetView } from '@jupyter-widgets/base';
 
 import { DEAD, ERROR, FOCUS, HOVER, ITimeline, SELECTED, WAIT } from './model';
-import { htmlEl, svgEl } from './svg';
+import { formatUs, htmlEl, svgEl } from './svg';
 
 /** Width of the lane labels, the header (step titles and the time axis), a lane. */
 const LABEL_W = 130;
 const HEADER = 36;
 const LANE_H = 22;
 const BAR_H = 16;
-
-/** `1234.5` (µs) -> `1.23 ms`. */
-export function formatUs(us: number): string {
-  const a = Math.abs(us);
-  if (a >= 1e6) {
-    return `${(us / 1e6).toFixed(a >= 1e7 ? 1 : 2)} s`;
-  }
-  if (a >= 1e3) {
-    return `${(us / 1e3).toFixed(a >= 1e4 ? 1 : 2)} ms`;
-  }
-  return `${us.toFixed(a >= 10 || us === 0 ? 0 : 1)} µs`;
-}
 
 /** A round tick interval (1, 2 or 5 times a power of ten) of at least `us`. */
 function niceStep(us: number): number {

@@ -53,7 +53,8 @@ class LiveBridge:
       session: a flowlab Session (anything with `set_listener` and `listener`).
       send: called from the flusher thread with each update, a dict
         `{"t": "live", "run": [names], "done": [names], "bytes": {recv name: n},
-        "steps": int, "idle": bool}`.
+        "steps": int, "idle": bool, "step_us": the watched step's time from its first
+        event to its latest (µs), or None}`.
       rate: the most updates a second.
       idle_after: seconds without events after which one last update says `idle`.
       sample: watch at most about one step per update: after a step, the bridge takes
@@ -78,6 +79,9 @@ class LiveBridge:
         self.sent = 0
         self._step_id = -1
         self._sampled = False  # a step started since the last update
+        # The watched step's first and latest event times (µs): its measured time so far.
+        self._t0: float | None = None
+        self._t1: float | None = None
         self._stop = threading.Event()
         self._previous: Any = None
         self._listener: Any = None
@@ -89,10 +93,12 @@ class LiveBridge:
         kind = ev.kind
         if ev.step_id != self._step_id:
             self._step_id = ev.step_id
+            self._t0 = ev.time_us
             self.pending.append(("step", "", None))
             if self._sampled and self.sample:
                 self._detach()  # this step is watched to its end; the next ones are not
             self._sampled = True
+        self._t1 = ev.time_us
         if kind == "op_end":
             nb = None
             if ev.op_type in _TRANSFER and ev.info:
@@ -114,6 +120,8 @@ class LiveBridge:
             self.pending.append(("e", name, None))
             if watched == name and self.on_value is not None and rec.outputs is not None:
                 self.on_value(name, rec.outputs[rec.out_start[k]:rec.out_start[k + 1]])
+        if rec.ran and len(rec.times_ns) > rec.ran:
+            self._t0, self._t1 = rec.times_ns[0] / 1e3, rec.times_ns[rec.ran] / 1e3
         self.pending.append(("step", "", None))
         if self.sample:
             self._detach()  # until the next update: the steps between are not watched
@@ -186,8 +194,10 @@ class LiveBridge:
                     nbytes[name] = nbytes.get(name, 0) + nb
             else:
                 self.steps += 1
+        t0, t1 = self._t0, self._t1
         return {"t": "live", "run": sorted(running), "done": list(done), "bytes": nbytes,
-                "steps": self.steps, "idle": False}
+                "steps": self.steps, "idle": False,
+                "step_us": round(t1 - t0, 1) if t0 is not None and t1 is not None and t1 >= t0 else None}
 
     def _send(self, msg: dict[str, Any]) -> None:
         try:

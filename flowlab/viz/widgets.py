@@ -109,6 +109,10 @@ class GraphView(widgets.DOMWidget):
     stage_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
     stage = traitlets.Unicode("").tag(sync=True)  # shown first; the browser switches itself
     missing = traitlets.Dict().tag(sync=True)  # stage -> why it is not shown
+    device_names = traitlets.List(traitlets.Unicode()).tag(sync=True)  # where ops may move
+    # predicted_us (the placement replayed on the cost model), measured_us (the last
+    # watched step), moved ([op, device] asked for by `place`), error (of the last move)
+    timing = traitlets.Dict().tag(sync=True)
     # stage -> drawn id -> state ("done", "ready", "next", "stopped", "error", "dead"):
     # a Stepper's states over the picture's own (see `mark`)
     marks = traitlets.Dict().tag(sync=True)
@@ -126,21 +130,22 @@ class GraphView(widgets.DOMWidget):
             obj if hasattr(obj, "get_operation_by_name") else graph)
         self.placement: Any = None
         self.stages: dict[str, Picture] = {}
+        self._step: tuple[Any, Any] | None = None
+        self._trace = trace
+        self._requested: dict[str, str] = {}  # op name -> its device request before a move
+        self.measured_us: float | None = None  # the last watched step, first op to last
         missing: dict[str, str] = {}
         if self.session is not None and fetches is not None:
-            from flowlab.viz.passes import passes
-
-            p = passes(self.session, fetches, feed_dict)
-            self.stages = dict(p.stages)
-            missing = dict(p.missing)
-            self.placement = self.session.placement(fetches, feed_dict)
+            self._step = (fetches, feed_dict)
+            missing = self._stage_step()
+            self.device_names = [d.name for d in self.session.list_devices()]
         elif self.session is not None:
             self.stages = {"full graph": from_graph_def(self.graph.as_graph_def(), title="full graph")}
         else:
             pic = to_picture(obj, graph=graph, title=title)
             self.stages = {pic.title or "graph": pic}
             self.placement = obj if hasattr(obj, "device_of") else None
-        if trace is not None:
+        if trace is not None and self._step is None:
             from flowlab.viz import apply_trace
 
             for pic in self.stages.values():
@@ -166,11 +171,91 @@ class GraphView(widgets.DOMWidget):
             raise ValueError(f"no stage {first!r}; stages: {', '.join(self.stages)}")
         self.layouts = {name: self._layout(name) for name in self.stages}
         self.stage = first
+        self.timing = self._timing()
         self.on_msg(self._on_msg)
         self.bridge: LiveBridge | None = None
         if self.session is not None and (live is None or live):
             self.bridge = LiveBridge(self.session, self._send_live, on_value=self._on_value)
             self.bridge.start()
+
+    def _stage_step(self) -> dict[str, str]:
+        """The stages of the session's step, as the session would run it now; returns
+        the stages it cannot show."""
+        from flowlab.viz.passes import passes
+
+        assert self.session is not None and self._step is not None
+        fetches, feed_dict = self._step
+        p = passes(self.session, fetches, feed_dict)
+        self.stages = dict(p.stages)
+        self.placement = self.session.placement(fetches, feed_dict)
+        if self._trace is not None:
+            from flowlab.viz import apply_trace
+
+            for pic in self.stages.values():
+                apply_trace(pic, self._trace)
+        return dict(p.missing)
+
+    # --- placement you can try -------------------------------------------------------
+    def place(self, name: str, device: str | None) -> None:
+        """Ask for `device` for op `name`, or for every op in name scope `name`, and
+        show the step as the session now places and partitions it (the stages are
+        laid out again; `timing` gets the new predicted step time, and the measured one
+        after the next step).  `device=None` puts back the ops' own requests.
+
+        This sets the ops' device requests in the graph, as `with fl.device(...)` would
+        have: the session places the step again at its next run.  Ops holding state (a
+        variable and the ops reading it by reference) keep the device they have.
+
+        Raises:
+          ValueError: the view is not of a session's step, or no such op or scope.
+          flowlab.errors.OpError: the session cannot place the step so (the requests
+            are put back as they were).
+        """
+        if self.session is None or self._step is None:
+            raise ValueError("GraphView.place needs the view of a session's step: "
+                             "GraphView(sess, fetches, feed_dict).")
+        name = name.rstrip("/")
+        ops = [op for op in self.graph.get_operations()
+               if op.name == name or op.name.startswith(name + "/")]
+        if not ops:
+            raise ValueError(f"GraphView.place: no op named '{name}' or in name scope '{name}/'.")
+        before = {op.name: op.device for op in ops}
+        for op in ops:
+            self._requested.setdefault(op.name, op.device)
+            op._set_device(device if device is not None else self._requested[op.name])
+        try:
+            self._replace()
+        except Exception:
+            for op in ops:
+                op._set_device(before[op.name])
+            self._replace()
+            raise
+
+    def _replace(self) -> None:
+        self.graph._bump_version()  # the session's cached plans are of the old requests
+        self.measured_us = None  # measured again at the next step
+        self.missing = self._stage_step()
+        self.layouts = {name: self._layout(name) for name in self.stages}
+        self._remark()
+        self.timing = self._timing()
+
+    def _timing(self) -> dict[str, Any]:
+        """The placed step's predicted time (the cost model's replay of the placement),
+        the ops moved, and the last step's measured time."""
+        out: dict[str, Any] = {"moved": sorted([n, op_device(self.graph, n)] for n in self._requested
+                                               if op_device(self.graph, n) != self._requested[n])}
+        pl = self.placement
+        if pl is not None and self.graph is not None:
+            from flowlab.runtime.master.cost_model import simulate
+
+            ops = _topological([_op(self.graph, n) for n in pl.device_of])
+            config = getattr(self.session, "config", None) or getattr(self.session, "_config", None)
+            predicted, _ = simulate(ops, pl.device_of, getattr(config, "cost_model", None))
+            out["predicted_us"] = round(predicted * 1e6, 1)
+        measured = getattr(self, "measured_us", None)
+        if measured is not None:
+            out["measured_us"] = measured
+        return out
 
     # --- what is shown --------------------------------------------------------------
     @property
@@ -297,6 +382,12 @@ class GraphView(widgets.DOMWidget):
             self.selected = name if name in self.stages[stage].by_name else None
             if self.bridge is not None:
                 self.bridge.watched = self.selected
+        elif kind == "place":
+            device = content.get("device")
+            try:
+                self.place(str(content.get("name", "")), str(device) if device else None)
+            except Exception as e:  # noqa: BLE001 - the browser shows why the move failed
+                self.timing = {**self._timing(), "error": f"{type(e).__name__}: {getattr(e, 'message', e)}"}
         elif kind == "search":
             q = str(content.get("q", ""))
             self.send({"t": "found", "q": q, "stage": stage, "ids": self.search(q, stage)})
@@ -401,6 +492,9 @@ class GraphView(widgets.DOMWidget):
                 per_stage[stage] = {"run": run, "done": done, "xfer": xfer}
         out: dict[str, Any] = {"t": "live", "stages": per_stage, "steps": msg["steps"],
                                "idle": msg["idle"]}
+        if msg.get("step_us") is not None:
+            self.measured_us = msg["step_us"]
+            out["step_us"] = msg["step_us"]
         if self.selected is not None and self.selected in self.values:
             out["value"] = [self.selected, self.values[self.selected]]
         self.send(out)
@@ -441,6 +535,38 @@ def summarize(value: Any) -> str:
 
 def _names(names: Any) -> list[str]:
     return [names] if isinstance(names, str) else list(names or ())
+
+
+def op_device(graph: Any, name: str) -> str:
+    """The device op `name` of `graph` asks for ("" when none or no such op)."""
+    op = _op(graph, name)
+    return op.device if op is not None else ""
+
+
+def _topological(ops: list[Any]) -> list[Any]:
+    """`ops` (Nones dropped) in an order where every op comes after its inputs among them."""
+    ops = [op for op in ops if op is not None]
+    names = {op.name for op in ops}
+    deps = {op.name: {t.op.name for t in op.inputs if t.op.name in names}
+            | {c.name for c in op.control_inputs if c.name in names} for op in ops}
+    by_name = {op.name: op for op in ops}
+    out: list[Any] = []
+    done: set[str] = set()
+    seen: set[str] = set()  # visited: a loop's back edge (NextIteration) is not followed
+    for op in ops:
+        stack = [(op.name, False)]
+        while stack:
+            n, finished = stack.pop()
+            if finished:
+                done.add(n)
+                out.append(by_name[n])
+                continue
+            if n in seen:
+                continue
+            seen.add(n)
+            stack.append((n, True))
+            stack.extend((d, False) for d in deps[n] if d not in seen)
+    return out
 
 
 def _tensor(name: str) -> str:

@@ -202,3 +202,56 @@ def test_graph_view_marks_collapsed_scopes_by_their_most_telling_state():
     assert gv.marks["placed"][gv._maps["placed"][0]["layer1/MatMul"]] == "done"
     with pytest.raises(ValueError, match="unknown state 'lit'"):
         gv.mark({"layer1/w": "lit"})
+
+
+# --- placement you can try --------------------------------------------------------------
+@needs_dot
+def test_place_moves_an_op_replaces_the_step_and_puts_it_back():
+    sess, z, feed = _step(log_of_negative=False)
+    gv = GraphView(sess, z, feed, live=False)
+    cpu1 = "/job:localhost/replica:0/task:0/device:CPU:1"
+    assert gv.device_names == ["/job:localhost/replica:0/task:0/device:CPU:0", cpu1]
+
+    def pairs():
+        return sorted(n["name"] for n in gv.layouts["partitioned"]["nodes"] if n["kind"] in ("send", "recv"))
+
+    before, predicted = pairs(), gv.timing["predicted_us"]
+    assert predicted > 0 and gv.timing["moved"] == []
+    gv._on_msg(None, {"t": "place", "name": "layer1/MatMul", "device": cpu1}, None)
+    assert sess.placement(z, feed).device_of["layer1/MatMul"].name == cpu1
+    assert len(pairs()) > len(before) and gv.timing["moved"] == [["layer1/MatMul", cpu1]]
+    assert gv.timing["predicted_us"] != predicted
+    rows = gv.layouts["placed"]["nodes"]
+    mm = next(n for n in rows if n["name"] == "layer1/MatMul")
+    assert ["placement", "device", cpu1] in mm["info"]
+    np.testing.assert_allclose(sess.run(z, feed), 8 * np.log(3.0), rtol=1e-6)  # runs as placed
+    gv.place("layer1", None)  # a scope: every op back to its own request
+    assert pairs() == before and gv.timing == {"moved": [], "predicted_us": predicted}
+
+
+@needs_dot
+def test_place_errors_leave_the_step_as_it_was():
+    sess, z, feed = _step(log_of_negative=False)
+    gv = GraphView(sess, z, feed, live=False)
+    before = gv.layouts
+    with pytest.raises(fl.errors.InvalidArgumentError, match="layer1/MatMul.*GPU:0"):
+        gv.place("layer1/MatMul", "/device:GPU:0")
+    assert sess.graph.get_operation_by_name("layer1/MatMul").device == ""
+    assert gv.layouts == before
+    gv._on_msg(None, {"t": "place", "name": "layer1/MatMul", "device": "/device:GPU:0"}, None)
+    assert gv.timing["error"].startswith("InvalidArgumentError: Cannot assign a device for operation layer1/MatMul")
+    with pytest.raises(ValueError, match="no op named 'nope' or in name scope 'nope/'"):
+        gv.place("nope", None)
+    with pytest.raises(ValueError, match="needs the view of a session's step"):
+        GraphView(sess.graph, live=False).place("layer1/MatMul", None)
+
+
+def test_live_bridge_measures_the_watched_step():
+    sess, z, feed = _step(log_of_negative=False)
+    from flowlab.runtime.task.events import ExecEvent
+    from flowlab.viz.live import LiveBridge
+
+    bridge = LiveBridge(sess, lambda m: None)
+    for kind, t in (("op_start", 100.0), ("op_end", 150.0), ("op_start", 160.0), ("op_end", 400.5)):
+        bridge.listen(ExecEvent(kind, 7, "a", "Const", "/device:CPU:0", t, 1))
+    assert bridge.fold(bridge.pending)["step_us"] == 300.5
