@@ -127,6 +127,11 @@ class ConfigProto(_Message):
     "greedy" (the white paper's simulated placement over the cost model, see
     flowlab.runtime.master.placement); `cost_model` is the
     `flowlab.runtime.master.cost_model.CostModel` the greedy strategy uses (None: defaults).
+
+    `device_filters` (TensorFlow's partial device names a session keeps to, such as
+    ["/job:ps", "/job:worker/task:0"]) is accepted so that between-graph programs run
+    unchanged, and changes no value: a flowlab session contacts only the tasks its
+    steps place ops on, so a worker's session never waits for the other workers.
     """
 
     device_count: dict[str, int]
@@ -139,9 +144,11 @@ class ConfigProto(_Message):
     graph_options: GraphOptions
     placement_strategy: str
     cost_model: Any
+    device_filters: list[str]
 
     _fields = {
         "device_count": dict,
+        "device_filters": list,
         "allow_soft_placement": False,
         "log_device_placement": False,
         "inter_op_parallelism_threads": 0,

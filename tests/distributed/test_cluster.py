@@ -103,6 +103,69 @@ def test_fetched_and_received_arrays_are_their_receivers_own(cluster):
             np.testing.assert_array_equal(sess.run(doubled), 2.0 * np.arange(4096, dtype=np.float32))
 
 
+def _rnn_program(tf, cells, placed, checkpoint_dir=None):
+    """A TF1 ps/worker model as tutorials write it: a partitioned embedding on the ps
+    tasks, a dynamic_rnn (a while loop) on the worker, Adagrad's sparse updates back
+    on the shards; trained by a MonitoredTrainingSession (checkpoints, summaries)."""
+    setter = tf.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:1") if placed else None
+    with tf.device(setter), tf.variable_scope("rnn_program"):  # names no other test's state has
+        emb = tf.get_variable("emb", shape=[50, 4], initializer=tf.random_uniform_initializer(-0.5, 0.5, seed=1),
+                              partitioner=tf.fixed_size_partitioner(2))
+        ids = tf.constant(np.array([[1, 7, 3], [9, 2, 49], [30, 30, 5], [0, 11, 12]], np.int64))
+        with tf.variable_scope("rnn", initializer=tf.glorot_uniform_initializer(seed=3)):
+            _, state = tf.nn.dynamic_rnn(cells.BasicRNNCell(5), tf.nn.embedding_lookup(emb, ids), dtype=tf.float32)
+        w = tf.get_variable("w", shape=[5, 2], initializer=tf.glorot_uniform_initializer(seed=2))
+        loss = tf.losses.sparse_softmax_cross_entropy(tf.constant([0, 1, 1, 0]), tf.matmul(state, w))
+        tf.summary.scalar("loss", loss)
+        step = tf.train.get_or_create_global_step()
+        train = tf.train.AdagradOptimizer(0.3).minimize(loss, global_step=step)
+    return loss, train, step
+
+
+def test_a_loop_on_a_worker_with_its_weights_on_the_ps_trains_as_tensorflow(tf1, cluster, tmp_path):
+    from tests.nn.test_rnn_cell import _tf_cells
+
+    tf_cells = _tf_cells(tf1)
+    with tf1.Graph().as_default():
+        loss, train, _ = _rnn_program(tf1, tf_cells, placed=False)
+        with tf1.Session() as sess:
+            sess.run(tf1.global_variables_initializer())
+            expected = [sess.run([loss, train])[0] for _ in range(6)]
+    with fl.Graph().as_default():
+        loss, train, step = _rnn_program(fl, fl.nn.rnn_cell, placed=True)
+        config = fl.ConfigProto(device_filters=["/job:ps", "/job:worker/task:1"])  # accepted, as TF1 scripts pass it
+        got = []
+        with fl.train.MonitoredTrainingSession(
+                master=f"{cluster.target}/job:worker/task:1", is_chief=True, checkpoint_dir=str(tmp_path),
+                save_checkpoint_steps=4, save_summaries_steps=2, config=config, log_step_count_steps=0,
+                hooks=[fl.train.StopAtStepHook(last_step=6)]) as sess:
+            while not sess.should_stop():
+                got.append(sess.run([loss, train])[0])
+    np.testing.assert_allclose(got, expected, rtol=2e-6)
+    assert fl.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-6")
+    fl.Session.reset(cluster.target)
+
+
+def test_a_loop_whose_frames_span_tasks_is_refused_naming_them(cluster):
+    g = fl.Graph()
+    with g.as_default():
+        with fl.device("/job:ps/task:0"):
+            v = fl.Variable(np.float32(2.0), name="loop_scale")
+
+        def body(i, acc):
+            with fl.device("/job:ps/task:0"):
+                scaled = acc * v  # inside the loop, on the ps
+            return i + 1, scaled
+
+        with fl.device("/job:worker/task:0"):
+            _, out = fl.while_loop(lambda i, acc: i < 3, body, [fl.constant(0), fl.constant(1.0)])
+        with fl.Session(cluster, graph=g) as sess:
+            sess.run(v.initializer)
+            with pytest.raises(fl.errors.UnimplementedError,
+                               match=r"frames span tasks \['/job:ps/replica:0/task:0', '/job:worker/replica:0/task:0'\]"):
+                sess.run(out)
+
+
 def test_state_outlives_sessions_until_reset(cluster):
     def graph():
         g = fl.Graph()

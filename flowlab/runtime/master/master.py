@@ -43,6 +43,10 @@ _MAX_CACHED_PLANS = 256
 _masters = itertools.count(1)
 
 
+# Ops that only exist inside a while loop's frames (a partition holding one runs that frame).
+_FRAME_OPS = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration", "LoopCond"})
+
+
 @dataclass
 class StepPlan:
     """What the master keeps for one step signature (see the module docstring)."""
@@ -154,18 +158,25 @@ class Master:
                         ops, pg, multi, list(feeds), list(fetches), [m for _, m in messages], fetch_owner=owner)
 
     def _check_across_tasks(self, ops: list[Operation], pg: PartitionedGraph) -> None:
-        """A loop's transfers have one key per iteration, which a pull at step start
-        cannot name: refuse a step with a loop whose partitions span tasks."""
-        tasks = {id(self._task_of_device[p.device.name]) for p in pg.partitions}
-        if len(tasks) > 1:
-            loop = next((op for op in ops if op.type in ("Enter", "RefEnter")), None)
-            if loop is not None:
-                raise errors.UnimplementedError(
-                    None, loop,
-                    f"The step runs a while_loop ('{loop.name}') and spans tasks "
-                    f"{sorted({self._task_of_device[p.device.name].name for p in pg.partitions})}: loops "
-                    "across tasks are not supported yet. Place the loop on one task's devices.",
-                )
+        """A transfer inside a loop has one key per iteration, which a pull at step start
+        cannot name: refuse a step whose loop frames reach more than one task.  A loop
+        on one task's devices is fine with the rest of the step elsewhere (a
+        `dynamic_rnn` on a worker reading its weights from the ps tasks): its inputs
+        enter and its results exit in the step's root frame, one key per step."""
+        loop_tasks: dict[str, Operation] = {}
+        for p in pg.partitions:
+            task = self._task_of_device[p.device.name]
+            frame_op = next((op for op in p.ops if op.type in _FRAME_OPS), None)
+            if frame_op is not None:
+                loop_tasks.setdefault(task.name, frame_op)
+        if len(loop_tasks) > 1:
+            loop = next(iter(loop_tasks.values()))
+            raise errors.UnimplementedError(
+                None, loop,
+                f"The step runs a while_loop ('{loop.name}') whose frames span tasks {sorted(loop_tasks)}: "
+                "a loop across tasks is not supported yet. Place the loop's ops on one task's devices "
+                "(its inputs and results may come from and go to other tasks).",
+            )
 
     def _graph_placement(self) -> GraphPlacement | None:
         """The placement of the whole graph as it is now (None with one device: every
