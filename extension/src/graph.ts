@@ -486,14 +486,15 @@ export class GraphView extends DOMWidgetView {
 
   /** The side panel of node `n`: the kernel's rows, and the device menu. */
   private showNode(n: IGraphNode): void {
-    this.showDetails(
-      n.id,
-      n.info ?? [
-        ['op', 'name', n.name],
-        ['op', 'type', n.op],
-        ['placement', 'device', this.deviceName(n)]
-      ]
-    );
+    const strings = this.current()?.strings ?? [];
+    const rows: [string, string, string][] = n.info
+      ? n.info.map(([s, k, v]) => [strings[s] ?? '', strings[k] ?? '', strings[v] ?? ''])
+      : [
+          ['op', 'name', n.name],
+          ['op', 'type', n.op],
+          ['placement', 'device', this.deviceName(n)]
+        ];
+    this.showDetails(n.id, rows);
     this.moveMenu(n);
   }
 

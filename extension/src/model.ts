@@ -27,8 +27,9 @@ export interface IGraphNode {
   dev: number;
   shape: string;
   state?: string;
-  /** The side panel: [section, key, value] rows, computed by the kernel. */
-  info?: [string, string, string][];
+  /** The side panel: [section, key, value] rows, computed by the kernel, as indices
+   * into the layout's `strings`. */
+  info?: [number, number, number][];
 }
 
 /** A box: a partition, a loop frame, or an open name scope. */
@@ -77,6 +78,8 @@ export interface IGraphLayout {
   clusters: IGraphCluster[];
   edges: IGraphEdge[];
   aux?: IGraphAux[];
+  /** The strings the nodes' `info` rows index. */
+  strings?: string[];
 }
 
 /** What one live update says about one stage: node ids and edge indices. */

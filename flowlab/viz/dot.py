@@ -32,9 +32,10 @@ Node ids are generated (`n0`, `n1`, ...), never taken from names.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import graphviz
@@ -137,9 +138,25 @@ def _strip(names: Iterable[str]) -> list[str]:
     return [n.rstrip("/") for n in names]
 
 
+class _Sketch:
+    """A stand-in for a Digraph that keeps nothing: a writer that only has to say which
+    drawn node each op falls in (`_Writer.node_id`, `sketch=True`) skips graphviz's
+    quoting of every attribute, most of the cost of writing a big graph."""
+
+    def attr(self, *_: Any, **__: Any) -> None:
+        pass
+
+    def node(self, *_: Any, **__: Any) -> None:
+        pass
+
+    @contextlib.contextmanager
+    def subgraph(self, **_: Any) -> Iterator[_Sketch]:
+        yield self
+
+
 class _Writer:
     def __init__(self, pic: Picture, collapse_above: int, expand: set[str], collapse: set[str],
-                 rankdir: str, legend: bool) -> None:
+                 rankdir: str, legend: bool, sketch: bool = False) -> None:
         self.pic = pic
         self.collapse_above = collapse_above
         self.expand = expand
@@ -151,7 +168,8 @@ class _Writer:
         self.tensor_of = _transfer_tensors(pic)  # Send/Recv node -> the tensor it carries
         self.devices = pic.devices()
         self.color = {d: PALETTE[i % len(PALETTE)] for i, d in enumerate(self.devices)}
-        self.dot = Drawing(name="flowlab", strict=False)
+        self.sketch = sketch
+        self.dot: Any = _Sketch() if sketch else Drawing(name="flowlab", strict=False)
         self.dot.attr(rankdir=rankdir, compound="true", newrank="true", fontname="Helvetica")
         self.dot.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="10",
                       fillcolor=NO_DEVICE, height="0.3")
@@ -177,6 +195,8 @@ class _Writer:
                     self._frames(sub, members, ())
         else:
             self._frames(self.dot, nodes, ())
+        if self.sketch:  # node_id is known: edges and legend are drawing only
+            return self.dot
         self._edges()
         if self.legend and self.devices:
             self._legend()

@@ -112,7 +112,7 @@ def layout(
     expand_set = {e.rstrip("/") for e in _names(expand)}
     collapse_set = {c.rstrip("/") for c in _names(collapse)}
     drawn, aux_pairs = _auxiliary(pic, _Writer(pic, collapse_above, expand_set, collapse_set,
-                                               rankdir, False), fanout_limit)
+                                               rankdir, False, sketch=True), fanout_limit)
     writer = _Writer(drawn, collapse_above, expand_set, collapse_set, rankdir, False)
     dot = writer.write()
     raw = json.loads(dot.pipe(format="json", encoding="utf-8"))
@@ -237,7 +237,10 @@ def _auxiliary(pic: Picture, first: _Writer, limit: int) -> tuple[Picture, list[
                 cross = pic.placed and (s.partition or s.device) != (n.partition or n.device)
                 pairs.append((_src_name(i), n.name, "x" if cross else "d"))
         pairs += [(c, n.name, "c") for c in n.control_inputs if c in heavy]
-        nodes.append(dataclasses.replace(n, inputs=keep_in, control_inputs=keep_ctl))
+        if len(keep_in) == len(n.inputs) and len(keep_ctl) == len(n.control_inputs):
+            nodes.append(n)  # untouched: shared with `pic` (nothing here mutates it)
+        else:
+            nodes.append(dataclasses.replace(n, inputs=keep_in, control_inputs=keep_ctl))
     frames = {n.name: n.frame for n in pic.nodes}
     drawn = dataclasses.replace(pic, nodes=nodes)
     for n in drawn.nodes:  # frames come from the whole graph, not from what is drawn

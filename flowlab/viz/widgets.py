@@ -318,11 +318,19 @@ class GraphView(widgets.DOMWidget):
                     tensor = _tensor(str(n.attrs.get("_src") or n.attrs.get("tensor_name", "")))
                     if tensor in edge_of:
                         edge_of[n.name] = edge_of[tensor]
-        for node in m["nodes"]:  # the side panel, there with no kernel round trip
+        # The side panel, there with no kernel round trip.  Rows are indices into one
+        # table of strings per layout: scopes of an unrolled loop share most of theirs
+        # (op types, shapes, where they were defined), and the saved state stays small.
+        strings: dict[str, int] = {}
+        intern = strings.setdefault
+        for node in m["nodes"]:
             if node["kind"] == "scope":
-                node["info"] = self._scope_rows(node["name"], members.get(node["id"], []), pic)
+                rows = self._scope_rows(node["name"], members.get(node["id"], []), pic)
             else:
-                node["info"] = self.node_rows(node["name"], pic)
+                rows = self.node_rows(node["name"], pic)
+            node["info"] = [[intern(s, len(strings)), intern(k, len(strings)), intern(v, len(strings))]
+                            for s, k, v in rows]
+        m["strings"] = list(strings)
         with self._lock:
             self._maps[stage] = (id_of, edge_of)
             self._scopes[stage] = members
@@ -391,6 +399,15 @@ class GraphView(widgets.DOMWidget):
         elif kind == "search":
             q = str(content.get("q", ""))
             self.send({"t": "found", "q": q, "stage": stage, "ids": self.search(q, stage)})
+
+    def info(self, name: str, stage: str | None = None) -> list[list[str]]:
+        """The side-panel rows (`[section, key, value]`) the browser shows for the drawn
+        node of op or collapsed scope `name` in a stage (default: the one shown).
+
+        Raises:
+          KeyError: nothing of that name is drawn there.
+        """
+        return info_rows(self.layouts[stage or self.stage], name)
 
     def search(self, q: str, stage: str | None = None) -> list[str]:
         """Ids of the nodes drawn in a stage holding an op whose name contains `q`
@@ -507,6 +524,15 @@ class GraphView(widgets.DOMWidget):
     def close(self) -> None:
         self.stop()
         super().close()
+
+
+def info_rows(m: dict[str, Any], name: str) -> list[list[str]]:
+    """The side-panel rows of the node named `name` in laid-out stage `m`, as text."""
+    strings = m["strings"]
+    for node in m["nodes"]:
+        if node["name"] == name:
+            return [[strings[i] for i in row] for row in node["info"]]
+    raise KeyError(f"no node named {name!r} is drawn in this stage")
 
 
 # Mark states, least telling first.

@@ -63,13 +63,16 @@ def test_stages_are_laid_out_with_the_static_pictures_facts():
     assert sorted(c["name"] for c in part["clusters"] if c["kind"] == "partition") == [
         "/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:1"]
     # Every drawn node carries its side panel; a MatMul's shows dtypes, shapes, placement.
-    mm = next(n for n in placed["nodes"] if n["name"] == "layer1/MatMul")
-    rows = {(s, k): val for s, k, val in mm["info"]}
+    info = v.info("layer1/MatMul", "placed")
+    rows = {(s, k): val for s, k, val in info}
     assert rows[("op", "type")] == "MatMul"
     assert rows[("outputs", "0")] == "layer1/MatMul:0  float32 (?, 4)"
     assert rows[("placement", "device")].endswith("CPU:0")
     assert ("placement", "reason") in rows
-    assert any(s == "defined at" and k.startswith("test_graph_view.py:") for s, k, _ in mm["info"])
+    assert any(s == "defined at" and k.startswith("test_graph_view.py:") for s, k, _ in info)
+    # The rows are indices into the layout's strings (repeated strings are kept once).
+    mm = next(n for n in placed["nodes"] if n["name"] == "layer1/MatMul")
+    assert [[placed["strings"][i] for i in row] for row in mm["info"]] == info
     sess.close()
 
 
@@ -122,10 +125,11 @@ def test_names_are_plain_text_in_the_model():
     evil = '<img src=x onerror=alert(1)> "q" \\n'
     gd = {"node": [{"name": evil, "op": "Const", "attr": {}},
                    {"name": "out", "op": "Identity", "input": [evil], "attr": {}}]}
-    m = GraphView(gd).model
+    v = GraphView(gd)
+    m = v.model
     node = next(n for n in m["nodes"] if n["name"] == evil)
     assert node["label"][0] == evil  # decoded back to the text itself, not DOT escapes
-    assert ["op", "name", evil] in node["info"]
+    assert ["op", "name", evil] in v.info(evil)
 
 
 class _FakeSession:
@@ -246,6 +250,11 @@ def test_saved_state_of_a_2000_op_graph_is_small():
     size = len(json.dumps(v.get_state()))
     assert size < 100_000, size
     assert took < 10, took  # ~0.2 s alone; generous for a loaded machine
+    for k in (10, 70, 130):  # opened scopes add their ops and edges, and it stays small
+        v.expand(f"step_{k}")
+    opened = len(json.dumps(v.get_state()))
+    assert size < opened < 100_000, opened
+    assert "step_70/MatMul" in {n["name"] for n in v.model["nodes"]}
 
 
 def test_summary_and_availability():

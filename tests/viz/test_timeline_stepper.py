@@ -221,9 +221,7 @@ def test_place_moves_an_op_replaces_the_step_and_puts_it_back():
     assert sess.placement(z, feed).device_of["layer1/MatMul"].name == cpu1
     assert len(pairs()) > len(before) and gv.timing["moved"] == [["layer1/MatMul", cpu1]]
     assert gv.timing["predicted_us"] != predicted
-    rows = gv.layouts["placed"]["nodes"]
-    mm = next(n for n in rows if n["name"] == "layer1/MatMul")
-    assert ["placement", "device", cpu1] in mm["info"]
+    assert ["placement", "device", cpu1] in gv.info("layer1/MatMul", "placed")
     np.testing.assert_allclose(sess.run(z, feed), 8 * np.log(3.0), rtol=1e-6)  # runs as placed
     gv.place("layer1", None)  # a scope: every op back to its own request
     assert pairs() == before and gv.timing == {"moved": [], "predicted_us": predicted}
