@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
+from flowlab.kernels.math_kernels import row_blocks, run_blocks, sharded_matmul, sharded_matmul_tn
 from flowlab.kernels.registry import kernel
 from flowlab.ops.conv_ops import explicit_pads, output_size, spatial
 
@@ -190,7 +191,7 @@ def conv2d(ctx: Any, x: Any, f: Any) -> Any:
     cols = _im2col(xp, geo, x)
     f = f.astype(ct, copy=False)
     if g == 1:
-        y = xp.matmul(cols, f.reshape(kk * cg, o))
+        y = (sharded_matmul if xp is np else xp.matmul)(cols, f.reshape(kk * cg, o))
     else:
         og = o // g
         fg = f.reshape(kk, cg, g, og).transpose(2, 0, 1, 3).reshape(g, kk * cg, og)
@@ -210,6 +211,24 @@ def check_out_backprop(who: str, dy: Any, want: tuple[int, ...],
     """A backprop kernel's out_backprop must have the forward output's shape `want`."""
     if tuple(dy.shape) != want:
         raise _invalid(f"{who}: out_backprop has shape {list(dy.shape)}, expected {list(want)}{note}")
+
+
+def _per_tap(dy2: np.ndarray, ft: np.ndarray) -> np.ndarray:
+    """[kk, m, c] = dy2 [m, o] @ ft [kk, o, c] for every tap, the rows of dy2 shared
+    out among the intra-op threads (flowlab.kernels.math_kernels.run_blocks)."""
+    m, o = dy2.shape
+    kk, _, c = ft.shape
+    bounds = row_blocks(m, m * o * kk * c)
+    if len(bounds) == 2 or dy2.dtype != ft.dtype:
+        return np.matmul(dy2, ft)
+    out = np.empty((kk, m, c), dy2.dtype)
+
+    def block(i: int) -> None:
+        lo, hi = bounds[i], bounds[i + 1]
+        np.matmul(dy2[lo:hi], ft, out=out[:, lo:hi])
+
+    run_blocks(len(bounds) - 1, block)
+    return out
 
 
 @kernel("Conv2DBackpropInput", expensive=True, host_memory=("input_sizes",))
@@ -233,7 +252,8 @@ def conv2d_backprop_input(ctx: Any, sizes: Any, f: Any, dy: Any) -> Any:
     if g == 1:
         # One GEMM per tap ([m, o] @ [o, c], batched in one call) gives each tap's
         # contribution as a contiguous block: col2im then reads them sequentially.
-        taps = xp.matmul(dy2, f.reshape(kk, cg, o).transpose(0, 2, 1))
+        ft = f.reshape(kk, cg, o).transpose(0, 2, 1)
+        taps = _per_tap(dy2, ft) if xp is np else xp.matmul(dy2, ft)
         taps = taps.reshape(kh, kw, n, oh, ow, cg)
         dx = geo.scatter(xp, lambda i, j: taps[i, j], nhwc_shape, ct)
     else:
@@ -263,7 +283,7 @@ def conv2d_backprop_filter(ctx: Any, x: Any, sizes: Any, dy: Any) -> Any:
     cols = _im2col(xp, geo, x)
     dy2 = dy.reshape(m, o)
     if g == 1:
-        df = xp.matmul(cols.T, dy2)
+        df = sharded_matmul_tn(cols, dy2) if xp is np else xp.matmul(cols.T, dy2)
     else:
         og = o // g
         dyg = dy2.reshape(m, g, og).transpose(1, 0, 2)

@@ -398,6 +398,51 @@ def intra_op_threads() -> int:
     return _INTRA.threads
 
 
+def row_blocks(m: int, work: int) -> list[int]:
+    """Bounds of the row blocks that the intra-op threads share for `m` rows of `work`
+    multiply-adds in all: [0, m] (one block) when sharding would not pay."""
+    threads = _INTRA.threads
+    if threads < 2 or work < SHARD_MIN_WORK or m < 2 * SHARD_ROWS:
+        return [0, m]
+    step = -(-m // min(2 * threads, m // SHARD_ROWS))
+    step += -step % SHARD_ROWS
+    return list(range(0, m, step)) + [m]
+
+
+def run_blocks(blocks: int, fn: Callable[[int], None]) -> None:
+    """`fn(i)` for i in range(blocks), the blocks taken from one queue by this thread
+    and the intra-op helpers; returns when all are done, raising the first error."""
+    if blocks == 1 or _INTRA.threads < 2:
+        for i in range(blocks):
+            fn(i)
+        return
+    todo = iter(range(blocks))  # next() of a range iterator is atomic under the GIL
+    lock = threading.Lock()
+    finished = threading.Event()
+    state: list[Any] = [0, None]  # blocks done, first error
+
+    def work() -> None:
+        for i in todo:
+            try:
+                fn(i)
+            except BaseException as e:  # noqa: BLE001 -- handed to the caller below
+                state[1] = state[1] or e
+            with lock:
+                state[0] += 1
+                if state[0] == blocks:
+                    finished.set()
+
+    pool = _INTRA.pool()
+    for _ in range(min(_INTRA.threads, blocks) - 1):
+        pool.submit(work)
+    work()
+    # Wait only for blocks a helper holds: a helper that starts after the queue is
+    # empty (its thread had no core) finds nothing and is not waited for.
+    finished.wait()
+    if state[1] is not None:
+        raise state[1]
+
+
 def sharded_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """`np.matmul(a, b)` of two NumPy matrices, its row blocks computed by the intra-op
     threads.  The values are one call's up to the GEMM's rounding: a block of a few
@@ -408,44 +453,40 @@ def sharded_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     array([[3., 3.],
            [3., 3.]], dtype=float32)
     """
-    threads = _INTRA.threads
     m, k = a.shape
     n = b.shape[1]
-    if (threads < 2 or m * k * n < SHARD_MIN_WORK or m < 2 * SHARD_ROWS
-            or a.dtype != b.dtype or a.dtype.kind != "f"):
+    bounds = row_blocks(m, m * k * n)
+    if len(bounds) == 2 or a.dtype != b.dtype or a.dtype.kind != "f":
         return np.matmul(a, b)
-    blocks = min(2 * threads, m // SHARD_ROWS)
-    step = -(-m // blocks)
-    step += -step % SHARD_ROWS
-    bounds = list(range(0, m, step)) + [m]
-    blocks = len(bounds) - 1
     out = np.empty((m, n), a.dtype)
-    todo = iter(range(blocks))  # next() of a range iterator is atomic under the GIL
-    lock = threading.Lock()
-    finished = threading.Event()
-    state: list[Any] = [0, None]  # blocks done, first error
 
-    def work() -> None:
-        for i in todo:
-            lo, hi = bounds[i], bounds[i + 1]
-            try:
-                np.matmul(a[lo:hi], b, out=out[lo:hi])
-            except BaseException as e:  # noqa: BLE001 -- handed to the caller below
-                state[1] = state[1] or e
-            with lock:
-                state[0] += 1
-                if state[0] == blocks:
-                    finished.set()
+    def block(i: int) -> None:
+        lo, hi = bounds[i], bounds[i + 1]
+        np.matmul(a[lo:hi], b, out=out[lo:hi])
 
-    pool = _INTRA.pool()
-    for _ in range(min(threads, blocks) - 1):
-        pool.submit(work)
-    work()
-    # Wait only for blocks a helper holds: a helper that starts after the queue is
-    # empty (its thread had no core) finds nothing and is not waited for.
-    finished.wait()
-    if state[1] is not None:
-        raise state[1]
+    run_blocks(len(bounds) - 1, block)
+    return out
+
+
+def sharded_matmul_tn(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`a.T @ b` of two NumPy matrices with many rows (a filter gradient: columns^T @
+    out_backprop), the sum over the rows split into blocks whose products the intra-op
+    threads compute and this thread adds in block order."""
+    m, k = a.shape
+    n = b.shape[1]
+    bounds = row_blocks(m, m * k * n)
+    if len(bounds) == 2 or a.dtype != b.dtype or a.dtype.kind != "f":
+        return np.matmul(a.T, b)
+    parts: list[Any] = [None] * (len(bounds) - 1)
+
+    def block(i: int) -> None:
+        lo, hi = bounds[i], bounds[i + 1]
+        parts[i] = np.matmul(a[lo:hi].T, b[lo:hi])
+
+    run_blocks(len(parts), block)
+    out = parts[0]
+    for p in parts[1:]:
+        out += p
     return out
 
 

@@ -1,0 +1,114 @@
+"""Convolutions whose GEMMs are shared out among the intra-op threads (Conv2D's and
+Conv2DBackpropFilter's im2col GEMM, Conv2DBackpropInput's per-tap GEMMs,
+flowlab.kernels.math_kernels.run_blocks): forward and both gradients equal
+TensorFlow's on shapes large enough to be cut into blocks -- odd sizes, strides,
+VALID/SAME/explicit padding, dilations, several images -- and NCHW equals NHWC."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flowlab as fl
+from flowlab.kernels import conv_kernels, math_kernels
+from flowlab.runtime import thread_policy
+from tests.difftest import assert_same, run_with
+
+# Each is at least 2**22 multiply-adds per GEMM (math_kernels.SHARD_MIN_WORK).
+CASES = [  # x shape (NHWC), filter shape, strides, padding
+    ((8, 20, 20, 16), (3, 3, 16, 32), 1, "SAME"),
+    ((8, 41, 35, 8), (5, 3, 8, 24), 2, "VALID"),
+    ((7, 37, 29, 12), (4, 4, 12, 20), [1, 3, 2, 1], "SAME"),
+    ((4, 30, 26, 8), (3, 5, 8, 48), 1, [[0, 0], [2, 1], [0, 3], [0, 0]]),
+]
+
+
+@pytest.fixture
+def three_intra_op_threads(monkeypatch):
+    """Sessions choose 3 intra-op threads whatever the machine; counts the blocks run."""
+    monkeypatch.setattr(thread_policy, "available_cores", lambda: 3)
+    shared = []
+    real = math_kernels.run_blocks
+
+    def counting(blocks, fn):
+        shared.append(blocks)
+        return real(blocks, fn)
+
+    monkeypatch.setattr(math_kernels, "run_blocks", counting)
+    monkeypatch.setattr(conv_kernels, "run_blocks", counting)
+    old = math_kernels.intra_op_threads()
+    yield shared
+    math_kernels.set_intra_op_threads(old)
+
+
+def _conv_and_grads(x_val, f_val, strides, padding, dilations=1, data_format="NHWC",
+                    dy_layout=None):
+    """The conv, its input and filter gradients for a random out_backprop (generated
+    NHWC; `dy_layout` transposes it to the op's layout)."""
+    def build(tf):
+        x = tf.placeholder(tf.float32, x_val.shape)
+        f = tf.placeholder(tf.float32, f_val.shape)
+        y = tf.nn.conv2d(x, f, strides, padding, data_format=data_format, dilations=dilations)
+        shape = [int(d) for d in y.shape]
+        if dy_layout is not None:
+            shape = [shape[0], shape[2], shape[3], shape[1]]
+        dy_val = np.random.RandomState(3).randn(*shape).astype(np.float32)
+        dy = tf.constant(dy_val if dy_layout is None else dy_val.transpose(dy_layout))
+        dx, df = tf.gradients(y, [x, f], grad_ys=dy)
+        return [y, dx, df], {x: x_val, f: f_val}
+
+    return build
+
+
+def _data(xs, fs, seed):
+    rs = np.random.RandomState(seed)
+    x = rs.randn(*xs).astype(np.float32)
+    return x, (rs.randn(*fs) / np.sqrt(fs[0] * fs[1] * fs[2])).astype(np.float32)
+
+
+@pytest.mark.parametrize("xs, fs, strides, padding", CASES)
+def test_sharded_convolution_equals_tensorflow(tf1, three_intra_op_threads, xs, fs, strides,
+                                               padding):
+    x, f = _data(xs, fs, sum(xs) + sum(fs))
+    assert_same(tf1, _conv_and_grads(x, f, strides, padding), rtol=2e-4, atol=2e-4)
+    # Forward, input and filter backprop each ran as several blocks.
+    assert sum(1 for b in three_intra_op_threads if b > 1) >= 3, three_intra_op_threads
+
+
+def test_sharded_dilated_convolution_equals_one_thread(monkeypatch, three_intra_op_threads):
+    # TensorFlow's CPU kernels have no dilated gradients: the unsharded kernels are the
+    # reference (tests/ops/test_conv_grad.py checks those against finite differences).
+    x, f = _data((6, 33, 30, 16), (3, 3, 16, 24), 9)
+    sharded = run_with(fl, _conv_and_grads(x, f, 1, "SAME", 2))
+    assert sum(1 for b in three_intra_op_threads if b > 1) >= 3
+    monkeypatch.setattr(thread_policy, "available_cores", lambda: 1)
+    whole = run_with(fl, _conv_and_grads(x, f, 1, "SAME", 2))
+    # The filter gradient sums 5940 products per element: blocks add in another order.
+    for got, want, tol in zip(sharded, whole, (1e-5, 1e-5, 2e-4)):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_sharded_nchw_equals_nhwc(three_intra_op_threads):
+    rs = np.random.RandomState(11)
+    x = rs.randn(10, 18, 21, 16).astype(np.float32)
+    f = (rs.randn(3, 3, 16, 24) / 12).astype(np.float32)
+    nhwc = run_with(fl, _conv_and_grads(x, f, [1, 2, 1, 1], "SAME"))
+    nchw = run_with(fl, _conv_and_grads(x.transpose(0, 3, 1, 2), f, [1, 1, 2, 1], "SAME", 1, "NCHW",
+                                        dy_layout=(0, 3, 1, 2)))
+    np.testing.assert_allclose(nchw[0].transpose(0, 2, 3, 1), nhwc[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(nchw[1].transpose(0, 2, 3, 1), nhwc[1], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(nchw[2], nhwc[2], rtol=1e-4, atol=1e-4)
+    assert sum(1 for b in three_intra_op_threads if b > 1) >= 6
+
+
+def test_one_intra_op_thread_runs_one_block(monkeypatch):
+    monkeypatch.setattr(thread_policy, "available_cores", lambda: 1)
+    blocks = []
+    real = math_kernels.run_blocks
+    monkeypatch.setattr(conv_kernels, "run_blocks", lambda b, fn: blocks.append(b) or real(b, fn))
+    monkeypatch.setattr(math_kernels, "run_blocks", lambda b, fn: blocks.append(b) or real(b, fn))
+    rs = np.random.RandomState(5)
+    x, f = rs.randn(8, 20, 20, 16).astype(np.float32), rs.randn(3, 3, 16, 32).astype(np.float32)
+    y, dx, df = run_with(fl, _conv_and_grads(x, f, 1, "SAME"))
+    assert blocks == []  # the unsharded NumPy calls
+    assert y.shape == (8, 20, 20, 32) and dx.shape == x.shape and df.shape == f.shape
