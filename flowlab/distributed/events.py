@@ -10,8 +10,10 @@ On the client, `replay` turns the rows back into ExecEvents for the session's
 listeners (the profiler's StepStatsCollector, the live views), with each task's
 times moved onto the client's clock (`clock_offset_us`: none on the same machine,
 else estimated from a status call, the task's clock read between the client's send
-and receive, NTP-style), so the timelines of all tasks merge into one.  Events arrive when the task's part of the
-step ends (a batch per task), not op by op.
+and receive, NTP-style), so the timelines of all tasks merge into one.  While a watched step runs, the client
+asks each task for the rows recorded so far every `STREAM_S` (`step_events`), so
+listeners -- the live views -- see a long step as it runs; the rest come with the
+reply.
 """
 
 from __future__ import annotations
@@ -39,6 +41,14 @@ class EventRecorder:
 
     def __init__(self) -> None:
         self.rows: list[list[Any]] = []
+        self._taken = 0
+
+    def take(self) -> list[list[Any]]:
+        """The rows recorded since the last take (the step's thread appends while the
+        loop takes: a list's append and slice are each atomic)."""
+        end = len(self.rows)
+        out, self._taken = self.rows[self._taken:end], end
+        return out
 
     def __call__(self, ev: ExecEvent) -> None:
         info: Any = None

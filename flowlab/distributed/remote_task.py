@@ -51,6 +51,7 @@ REGISTER_TIMEOUT_S = 60.0
 HEARTBEAT_S = 1.0
 HEARTBEAT_TIMEOUT_S = 3.0
 MAX_UNCOMMITTED = 16  # steps whose commit waits for the task's next run_step
+STREAM_S = 0.1  # how often a watched step's events are taken from its tasks while it runs
 
 
 class Connection:
@@ -106,14 +107,14 @@ class Connection:
         """Each task's values of one step; with a listener or a trace, each task's
         events replayed to `listener` on the client's clock (flowlab.distributed.events)."""
         watched = traced or listener is not None
-        replies = self.sync(self._run_tasks(tasks, handle, step_id, feeds, timeout_ms, watched))
+        replies = self.sync(self._run_tasks(tasks, handle, step_id, feeds, timeout_ms, watched, listener))
         if listener is not None:
             for t, r in zip(tasks, replies):
                 replay(r.get("events") or [], step_id, t.clock_offset_us, listener)
         return [owned(values_from_wire(r["values"]), t.address) for t, r in zip(tasks, replies)]
 
     async def _run_tasks(self, tasks: list[RemoteTask], handle: str, step_id: int, feeds: list[Any],
-                         timeout_ms: int, traced: bool) -> list[dict[str, Any]]:
+                         timeout_ms: int, traced: bool, listener: Any = None) -> list[dict[str, Any]]:
         message = {"handle": handle, "step_id": step_id, "feeds": values_to_wire(feeds),
                    "timeout_ms": timeout_ms, "trace": traced}
         deadline = timeout_ms / 1000.0 + CONTROL_TIMEOUT_S if timeout_ms > 0 else None
@@ -122,10 +123,17 @@ class Connection:
         pending = set(futures)
         failure: BaseException | None = None
         hung: list[RemoteTask] = []
+        loop = asyncio.get_running_loop()
+        beat_at = loop.time() + HEARTBEAT_S
         while pending and failure is None:
-            done, pending = await asyncio.wait(pending, timeout=HEARTBEAT_S, return_when=asyncio.FIRST_EXCEPTION)
+            # Watched, wake every STREAM_S to hand the listener what the tasks did so far.
+            wait_s = min(STREAM_S, HEARTBEAT_S) if listener is not None else HEARTBEAT_S
+            done, pending = await asyncio.wait(pending, timeout=wait_s, return_when=asyncio.FIRST_EXCEPTION)
             failure = next((f.exception() for f in done if f.exception() is not None), None)
-            if failure is None and not done:
+            if failure is None and pending and listener is not None:
+                await self._stream_events([t for t, f in zip(tasks, futures) if f in pending], step_id, listener)
+            if failure is None and pending and loop.time() >= beat_at:
+                beat_at = loop.time() + HEARTBEAT_S
                 running = [t for t, f in zip(tasks, futures) if f in pending]
                 beats = await asyncio.gather(*(self.call(t, "status", {}, HEARTBEAT_TIMEOUT_S) for t in running),
                                              return_exceptions=True)
@@ -160,6 +168,15 @@ class Connection:
                 if len(t.uncommitted) >= MAX_UNCOMMITTED:
                     asyncio.ensure_future(self._commit(t, t.take_commits()))
         return replies
+
+    async def _stream_events(self, running: list[RemoteTask], step_id: int, listener: Any) -> None:
+        """Replay to `listener` the events the still-running tasks recorded so far
+        (a task that does not answer is left to the heartbeat)."""
+        got = await asyncio.gather(*(self.call(t, "step_events", {"step_id": step_id}, HEARTBEAT_TIMEOUT_S)
+                                     for t in running), return_exceptions=True)
+        for t, r in zip(running, got):
+            if isinstance(r, dict) and r.get("rows"):
+                replay(r["rows"], step_id, t.clock_offset_us, listener)
 
     async def _commit(self, task: RemoteTask, step_ids: list[int]) -> None:
         for step_id in step_ids:

@@ -56,7 +56,7 @@ logger = logging.getLogger("flowlab.distributed")
 
 PLUGIN_NAME = "flowlab-task-server"
 CALLS = ("register_partitions", "run_step", "recv_tensor", "abort_step", "commit_step",
-         "deregister_partitions", "status", "reset")
+         "deregister_partitions", "status", "reset", "step_events")
 
 
 def has_task_server(dask_worker: Any) -> bool:
@@ -148,6 +148,7 @@ class TaskServer(WorkerPlugin):
         self.threads_per_task = max(1, int(threads_per_task))
         self.step_threads = step_threads
         self.task: ServedTask | None = None
+        self._watched: dict[int, EventRecorder] = {}  # running watched steps, by step id
 
     async def setup(self, worker: Any) -> None:
         parsed = parse_worker_name(worker.name)
@@ -216,13 +217,24 @@ class TaskServer(WorkerPlugin):
         traced = bool(m.get("trace"))
         recorder = EventRecorder() if traced else None
         step_id = int(m["step_id"])
-        values = await self._in_pool(task.run, m["handle"], step_id, values_from_wire(m["feeds"]),
-                                     int(m.get("timeout_ms") or 0), recorder, traced)
+        if recorder is not None:
+            self._watched[step_id] = recorder
+        try:
+            values = await self._in_pool(task.run, m["handle"], step_id, values_from_wire(m["feeds"]),
+                                         int(m.get("timeout_ms") or 0), recorder, traced)
+        finally:
+            self._watched.pop(step_id, None)
         # held: this task keeps an undo log of the step until it is committed.
         reply: dict[str, Any] = {"values": values_to_wire(values), "held": task.awaits_commit(step_id)}
         if recorder is not None:
-            reply["events"] = recorder.rows
+            reply["events"] = recorder.take()  # those not streamed already (step_events)
         return reply
+
+    async def _step_events(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
+        """The events a watched step still running here has recorded since the last
+        call: the client streams them to its listeners while the step runs."""
+        recorder = self._watched.get(int(m["step_id"]))
+        return {"rows": [] if recorder is None else recorder.take(), "running": recorder is not None}
 
     async def _recv_tensor(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
         step_id, key = int(m["step_id"]), str(m["key"])

@@ -75,6 +75,7 @@ FIELDS: dict[str, dict[str, Any]] = {
     "deregister_partitions": {"handle": str},
     "status": {},
     "reset": {},
+    "step_events": {"step_id": int},
 }
 
 

@@ -378,6 +378,41 @@ def test_the_dask_dashboard_is_served_on_loopback(cluster):
         assert page.status == 200 and b"Dask" in page.read()
 
 
+def test_a_watched_steps_events_reach_the_listener_while_it_still_runs(cluster):
+    # The step cannot end before its listener has seen `early` finish on the worker:
+    # only then does the test feed the queue the step is blocked on.  Were events
+    # sent with the step's reply only, it would wait until its deadline.
+    g = fl.Graph()
+    with g.as_default():
+        with fl.device("/job:worker/task:0"):
+            q = fl.FIFOQueue(1, fl.float32, shapes=[], shared_name="stream_q", name="stream_q")
+            early = fl.identity(fl.constant(3.0), name="early")
+            with fl.control_dependencies([early]):
+                late = q.dequeue(name="late") + 1.0
+            enqueue = q.enqueue(41.0)
+    seen_early = threading.Event()
+    seen_by_thread: list[str] = []
+
+    def listener(ev):
+        if ev.kind == "op_end" and ev.node == "early":
+            seen_by_thread.append(threading.current_thread().name)
+            seen_early.set()
+
+    def feed_once_seen():
+        if seen_early.wait(30):
+            with fl.Session(cluster, graph=g) as other:
+                other.run(enqueue)
+
+    with fl.Session(cluster, graph=g) as sess:
+        sess.set_listener(listener)
+        feeder = threading.Thread(target=feed_once_seen)
+        feeder.start()
+        value = sess.run(late, options=fl.RunOptions(timeout_in_ms=20000))
+        feeder.join()
+    assert value == 42.0
+    assert seen_by_thread and seen_by_thread[0] != threading.current_thread().name  # mid-step, not after
+
+
 def test_the_live_graph_view_lights_up_ops_run_on_the_tasks(cluster):
     """GraphView's live bridge listens to the session: on a cluster the tasks' events
     come back with each step and light up the same nodes."""
