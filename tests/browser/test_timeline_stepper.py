@@ -47,15 +47,16 @@ TIMELINE = GRAPH + """\
 with fl.profile(sess) as prof:
     for _ in range(3):
         sess.run(z, feed)
-# The same records on a fixed clock (each op 10 us, 2 us apart, in the order they ran):
-# the picture saved for the docs changes only when the UI does.
+# The same records on a fixed clock (each op 10 us, 2 us apart, in the order they ran),
+# steps and thread numbered from 1: the picture saved for the docs changes only when
+# the UI does.
 recs, t = [], 0.0
-for s in prof.trace.steps:
+for k, s in enumerate(prof.trace.steps):
     for r in prof.trace.step(s).ops:
-        recs.append(dataclasses.replace(r, start_us=t, end_us=t + 10.0))
+        recs.append(dataclasses.replace(r, start_us=t, end_us=t + 10.0, step_id=k + 1, thread=1))
         t += 12.0
     t += 30.0
-trace = fl.profiler.Trace(recs)
+trace = fl.profiler.Trace(recs, {1: "executor"})
 view = fl.viz.GraphView(sess, z, feed, live=False, height=300)
 view
 """
