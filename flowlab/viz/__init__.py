@@ -12,8 +12,13 @@ full graph -> pruned -> optimized -> placed -> partitioned, one picture per stag
 
 `flowlab.viz.GraphView(sess, fetches, feed_dict)` is the live, clickable view of the
 same pictures in JupyterLab (the `flowlab-widgets` extension; `flowlab.viz.widgets`):
-pan, zoom, scopes that open, search, the stage switch, a node's details, and steps
-lighting up while they run.  It is imported on first use (it needs ipywidgets).
+pan, zoom, scopes that open, search, the stage switch, a node's details, steps
+lighting up while they run, and another device tried for a node (`GraphView.place`).
+`flowlab.viz.TimelineView(trace, graph=view)` shows a profiled step as a Gantt chart
+linked to a GraphView (`flowlab.viz.timeline`), and `flowlab.viz.StepperView(sess,
+fetches, feed_dict)` is `flowlab.debug.Stepper` with buttons, a tensor inspector and the
+step's graph (`flowlab.viz.stepper`).  They are imported on first use (they need
+ipywidgets).
 
 `flowlab.viz.plot_scalars(logdir)` draws a logdir's scalar summaries with matplotlib
 and `.update()` redraws them live while the run trains (flowlab.viz.scalars).
