@@ -4,8 +4,10 @@ An exercise is an *answer cell* (`answer_1 = None  # your answer`, left for the 
 its metadata `flowlab.solution` holds the right answer) followed by a *check cell*
 (metadata `flowlab.check`) that prints "not answered yet", "right..." or "not quite...".
 nbmake runs the notebooks as stored (unanswered: the checks must say so and not fail);
-this test runs each notebook that has exercises with the solutions filled in and reads
-what its checks print.  Notebooks without exercise metadata are not this test's.
+tests/binder/test_binder.py runs every notebook again in JupyterLab with the solutions
+filled in and requires each check to say "right".  This test checks the exercises'
+form: an answer left for the learner, a solution that sets it, a check after it that
+knows the unanswered case.  Notebooks without exercise metadata are not this test's.
 """
 
 from __future__ import annotations
@@ -31,12 +33,6 @@ def _exercises(path: pathlib.Path) -> tuple[list[int], list[int]]:
 WITH_EXERCISES = [p for p in NOTEBOOKS if _exercises(p)[1]]
 
 
-def _text(cell) -> str:
-    """What the cell printed (stdout; a library's logging goes to stderr)."""
-    return "".join(o.get("text", "") for o in cell.outputs
-                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
-
-
 @pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
 def test_each_answer_cell_is_left_for_the_learner_and_each_check_follows_one(path):
     nb = nbformat.read(path, as_version=4)
@@ -50,18 +46,7 @@ def test_each_answer_cell_is_left_for_the_learner_and_each_check_follows_one(pat
             f"{path.name} cell {a}: the solution does not set {variable}")
         assert any(nb.cells[c].metadata["flowlab"]["check"] == variable for c in checks if c > a), (
             f"{path.name}: no check cell for {variable} after cell {a}")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
-def test_the_right_answers_are_checked_right(path):
-    nbclient = pytest.importorskip("nbclient")
-    nb = nbformat.read(path, as_version=4)
-    answers, checks = _exercises(path)
-    for a in answers:
-        nb.cells[a].source = nb.cells[a].metadata["flowlab"]["solution"]
-    nbclient.NotebookClient(nb, timeout=180, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
     for c in checks:
-        said = _text(nb.cells[c])
-        assert said.startswith("right"), f"{path.name} cell {c} with the solution says: {said!r}"
+        # The check itself, or the helper it calls, says so when the answer is still None.
+        helpers = "".join(cell.source for cell in nb.cells[:c + 1] if cell.cell_type == "code")
+        assert "not answered yet" in helpers, f"{path.name} cell {c}: no 'not answered yet' case"
