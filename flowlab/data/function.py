@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from flowlab.graph.function_registry import register_function
+from flowlab.graph.function_registry import register_builder, register_function
 from flowlab.graph.graph import Graph, get_default_graph
 from flowlab.graph.tensor import Tensor
 from flowlab.ops import cond as _nest
@@ -119,8 +119,47 @@ class DatasetFunction:
                 run = self._run
         return list(run(*values))  # type: ignore[misc]
 
+    def to_message(self) -> tuple[dict[str, Any], list[DatasetFunction]]:
+        """This function as plain data, for a task in another process
+        (`from_message`), and the functions its ops call."""
+        calls: dict[str, list[str]] = {}
+        nested: list[DatasetFunction] = []
+        for op in self.graph.get_operations():
+            for key, v in op._attrs.items():
+                if isinstance(v, DatasetFunction):
+                    calls.setdefault(op.name, []).append(key)
+                    nested.append(v)
+        return {
+            "kind": "dataset", "name": self.name, "graph_def": self.graph.as_graph_def(),
+            "args": [t.name for t in self.args], "outputs": [t.name for t in self.outputs],
+            "captures": [ph.name for _, ph in self.graph.captures], "functions": calls,
+        }, nested
+
+    @classmethod
+    def from_message(cls, message: dict[str, Any], resolve: Callable[[str], Any]) -> DatasetFunction:
+        """The function `to_message` described, its graph imported into a graph of its
+        own; `resolve(name)` gives each function its ops call.  Its captures' values
+        arrive as the dataset op's inputs, so no enclosing graph is needed."""
+        from flowlab.ops.importer import import_graph_def
+
+        name = str(message["name"])
+        g = FunctionGraph(Graph(), name)
+        with g.as_default():
+            import_graph_def(message["graph_def"], name="")
+        for op_name, keys in (message.get("functions") or {}).items():
+            op = g.get_operation_by_name(op_name)
+            for key in keys:
+                op._attrs[key] = resolve(op._attrs.get(key))
+        # Each capture stands for itself: there is no enclosing graph to capture from.
+        g.captures = [(ph, ph) for ph in (g.get_tensor_by_name(n) for n in message.get("captures") or [])]
+        return cls(g, [g.get_tensor_by_name(n) for n in message["args"]],
+                   [g.get_tensor_by_name(n) for n in message["outputs"]], None)
+
     def __repr__(self) -> str:
         return f"<DatasetFunction {self.name}>"
+
+
+register_builder("dataset", DatasetFunction.from_message)
 
 
 def trace(fn: Callable[..., Any], specs: Any, name: str, unpack_tuple: bool = True

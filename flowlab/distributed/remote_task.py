@@ -31,6 +31,7 @@ from typing import Any
 
 from flowlab import errors
 from flowlab.distributed.events import replay
+from flowlab.distributed.functions import library_for
 from flowlab.distributed.wire import from_wire, owned, to_wire
 from flowlab.graph.device_spec import DeviceSpec
 from flowlab.runtime.interface import (
@@ -221,7 +222,9 @@ class RemoteTask:
 
     # --- the interface, as the master and the Session call it -----------------------
     def register_partitions(self, message: dict[str, Any]) -> dict[str, Any]:
-        reply = self.connection.call_sync(self, "register_partitions", message, REGISTER_TIMEOUT_S)
+        library = library_for(message["units"])  # the bodies of the functions it calls
+        sent = {**message, "library": library} if library else message
+        reply = self.connection.call_sync(self, "register_partitions", sent, REGISTER_TIMEOUT_S)
         self._messages[message["handle"]] = message
         return reply
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -39,6 +40,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from flowlab import errors
 from flowlab.distributed.events import EventRecorder, boot_id, now_us
+from flowlab.distributed.functions import install
 from flowlab.distributed.wire import check_message, from_wire, owned, to_wire
 from flowlab.kernels.sendrecv_kernels import DEAD
 from flowlab.runtime.interface import (
@@ -86,6 +88,7 @@ class ServedTask(LocalTask):
         super().__init__(job, task_index, device_count, inter_op_threads)
         self._loop = loop
         self._rpc = rpc
+        self._functions_lock = threading.Lock()
 
     def start_pulls(self, pulls: list[dict[str, Any]], step: Step, timeout_ms: int) -> None:
         for pull in pulls:
@@ -118,6 +121,14 @@ class ServedTask(LocalTask):
                 e = errors.UnavailableError(
                     None, None, f"RecvTensor from {pull['task']} at {address} failed: {type(e).__name__}: {e}")
             step.get_cancellation().cancel(e)
+
+    def register_partitions(self, message: dict[str, Any]) -> dict[str, Any]:
+        """With the bodies of the functions the units call (flowlab.distributed.functions)."""
+        with self._functions_lock:
+            kept = install(message.get("library") or [])
+            reply = super().register_partitions(message)
+        del kept  # the imported ops hold the functions they call now
+        return reply
 
     def abort_step(self, message: dict[str, Any]) -> dict[str, Any]:
         out = super().abort_step(message)

@@ -81,6 +81,7 @@ FIELDS: dict[str, dict[str, Any]] = {
 
 # Fields a call may leave out, with the types they must have when given.
 OPTIONAL: dict[str, dict[str, Any]] = {
+    "register_partitions": {"library": list},
     "run_step": {"timeout_ms": int, "trace": bool, "commit": list},
     "recv_tensor": {"timeout_ms": int},
     "reset": {"containers": (list, type(None))},

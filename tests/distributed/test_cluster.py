@@ -166,6 +166,51 @@ def test_a_loop_whose_frames_span_tasks_is_refused_naming_them(cluster):
                 sess.run(out)
 
 
+def _pipeline(tf):
+    """A tf.data input pipeline with functions of every kind: a capture, a filter, a
+    flat_map whose function builds a dataset with a map function of its own, an
+    interleave."""
+    scale = tf.constant(3.0)
+    ds = tf.data.Dataset.from_tensor_slices(np.arange(8, dtype=np.float32))
+    ds = ds.map(lambda x: x * scale).filter(lambda x: x > 2.0)
+    ds = ds.flat_map(lambda x: tf.data.Dataset.from_tensors(x).repeat(2).map(lambda y: y + 0.5))
+    ds = ds.interleave(lambda x: tf.data.Dataset.from_tensors(x).map(lambda z: z * 2.0), cycle_length=2)
+    return ds.batch(4).make_one_shot_iterator().get_next()
+
+
+def _drain(sess, nxt):
+    out = []
+    while True:
+        try:
+            out.append(sess.run(nxt))
+        except fl.errors.OutOfRangeError:
+            return out
+
+
+def test_dataset_functions_run_on_the_task_they_are_placed_on(cluster):
+    with fl.Graph().as_default(), fl.Session() as local:
+        expected = _drain(local, _pipeline(fl))
+    g = fl.Graph()
+    with g.as_default():
+        with fl.device("/job:worker/task:1"):
+            nxt = _pipeline(fl)
+        with fl.device("/job:ps/task:0"):
+            total = fl.reduce_sum(nxt)
+        with fl.Session(cluster, graph=g) as sess:
+            assert sess.list_devices()  # the pipeline's iterator lives on worker/1
+            got = []
+            while True:
+                try:
+                    batch, s = sess.run([nxt, total])
+                except fl.errors.OutOfRangeError:
+                    break
+                got.append(batch)
+                assert s == batch.sum()
+    assert len(got) == len(expected) > 2
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_state_outlives_sessions_until_reset(cluster):
     def graph():
         g = fl.Graph()
@@ -279,6 +324,12 @@ def test_missing_task_names_the_workers_found(cluster):
      "tensor data has 12 bytes, but DT_FLOAT of shape \\[1000000, 1000000\\] needs 4000000000000"),
     ("recv_tensor", {"step_id": "1", "key": "k"}, "field 'step_id' of recv_tensor must be int"),
     ("abort_step", [], "expects a message dict"),
+    # A shipped function naming a tensor its body does not have, or of no known kind.
+    ("register_partitions", {"handle": "h", "graph_version": 1, "num_fetches": 0, "units": [], "library": [{
+        "kind": "pickle", "name": "f"}]}, r"Function 'f' is of kind 'pickle', which this process cannot build"),
+    ("register_partitions", {"handle": "h", "graph_version": 1, "num_fetches": 0, "units": [], "library": [{
+        "kind": "dataset", "name": "f", "args": ["nope:0"], "outputs": [], "captures": [],
+        "graph_def": {"format": "flowlab.GraphDef", "version": 1, "library": {}, "node": []}}]}, "nope:0"),
 ])
 def test_malformed_messages_get_an_error_and_change_nothing(cluster, call, message, match):
     task = cluster.task("ps", 0)
@@ -287,6 +338,30 @@ def test_malformed_messages_get_an_error_and_change_nothing(cluster, call, messa
         task.connection.sync(task.connection.call(task, call, message, CONTROL_TIMEOUT_S))
     after = task.status()
     assert after["incarnation"] == before["incarnation"] and after["handles"] == before["handles"]
+
+
+def test_a_library_missing_a_nested_function_is_refused_and_changes_nothing(cluster):
+    from flowlab.distributed.functions import library_for
+
+    g = fl.Graph()
+    with g.as_default():
+        ds = fl.data.Dataset.range(3).flat_map(lambda x: fl.data.Dataset.from_tensors(x).map(lambda y: y + 1))
+        nxt = ds.make_one_shot_iterator().get_next()
+    task = cluster.task("worker", 0)  # the session's own: where unplaced ops run
+    with fl.Session(cluster, graph=g) as sess:
+        assert sess.run(nxt) == 1  # shipped whole, it runs
+        (message,) = [m for m in task._messages.values() if library_for(m["units"])] or [None]
+    assert message is not None
+    library = library_for(message["units"])
+    outer = library[-1]
+    assert [e["name"] for e in library][:-1] and outer["functions"]  # the nested one comes first
+    before = task.status()
+    with pytest.raises(fl.errors.InvalidArgumentError,
+                       match=f"Function '{outer['name']}' calls '.*', which the message's library "
+                             "does not define before it"):
+        task.connection.sync(task.connection.call(task, "register_partitions", {
+            **message, "handle": "bad-library", "library": [outer]}, CONTROL_TIMEOUT_S))
+    assert task.status()["handles"] == before["handles"]
 
 
 def test_traces_of_all_tasks_merge_into_one_timeline(cluster):
