@@ -513,7 +513,8 @@ def _feed_advice(t: Tensor) -> str:
     return (
         (f" ('{t.op.name}' defined at {where})" if where else "") + _caller().replace(" (at", " (fed at", 1)
         + f". Feed it a value of shape {t.shape} and dtype {t.dtype.name}, e.g. "
-        f"np.asarray(value, np.{t.dtype.name if t.dtype.name != 'string' else 'object'})"
+        + (f"np.asarray(value, np.{t.dtype.name})" if t.dtype.name != "string"
+           else "np.asarray(value, object)  # bytes or str")
         + (".reshape(...)" if t.shape.rank is not None else "") + ", or change the placeholder's"
         " shape (None for a dimension that varies) or dtype."
     )
