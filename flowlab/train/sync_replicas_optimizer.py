@@ -33,9 +33,14 @@ from flowlab.ops.accumulator_ops import ConditionalAccumulator, SparseConditiona
 from flowlab.ops.data_flow_ops import FIFOQueue
 from flowlab.ops.indexed_slices import IndexedSlices
 from flowlab.ops.variables import Variable, global_variables, report_uninitialized_variables
+from flowlab.train import stragglers  # noqa: F401 (see below)
 from flowlab.train.optimizer import Optimizer
 from flowlab.train.queue_runner import QueueRunner
 from flowlab.train.session_run_hook import SessionRunHook
+
+# `stragglers` (flowlab's own: delays injected into workers' steps, to study this
+# optimizer's backup workers) loads with it, so `tf.train.stragglers` is there wherever
+# `tf.train.SyncReplicasOptimizer` is.
 
 __all__ = ["SyncReplicasOptimizer"]
 
