@@ -596,6 +596,11 @@ export class GraphView extends DOMWidgetView {
           this.nodeEls.get(id)?.classList.add('fl-match');
         }
       }
+    } else if (msg.t === 'layout') {
+      // One stage laid out again (a scope opened or closed): folded into the model's
+      // `layouts` here, not sent back; the notebook saves it with the rest.
+      const all = (this.model.get('layouts') as { [stage: string]: IGraphLayout }) || {};
+      this.model.set('layouts', { ...all, [msg.stage]: msg.layout });
     } else if (msg.t === 'live') {
       this.onLive(msg);
     }

@@ -92,6 +92,7 @@ export interface ILiveStage {
 /** A kernel -> browser message. */
 export type KernelMessage =
   | { t: 'found'; q: string; stage: string; ids: string[] }
+  | { t: 'layout'; stage: string; layout: IGraphLayout }
   | {
       t: 'live';
       stages: { [stage: string]: ILiveStage };

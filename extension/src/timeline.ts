@@ -381,12 +381,17 @@ export class TimelineView extends DOMWidgetView {
     this.graph?.trigger(HOVER, t.names[name]);
   }
 
+  /** Beside the pointer (right of it, or left near the right edge), inside the chart. */
   private moveTip(ev: PointerEvent): void {
     const box = this.canvas.getBoundingClientRect();
-    const x = ev.clientX - box.left + 14;
-    const y = ev.clientY - box.top + 14;
-    this.tip.style.left = `${Math.min(x, Math.max(box.width - 300, 0))}px`;
-    this.tip.style.top = `${Math.min(y, Math.max(box.height - 120, 0))}px`;
+    const w = this.tip.offsetWidth;
+    const h = this.tip.offsetHeight;
+    const px = ev.clientX - box.left;
+    const py = ev.clientY - box.top;
+    const x = px + 16 + w <= box.width ? px + 16 : Math.max(px - 16 - w, 0);
+    const y = Math.min(Math.max(py - h / 2, 0), Math.max(box.height - h, 0));
+    this.tip.style.left = `${x}px`;
+    this.tip.style.top = `${y + this.canvas.scrollTop}px`;
   }
 
   private unhover(): void {

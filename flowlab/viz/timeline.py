@@ -173,7 +173,7 @@ class TimelineView(widgets.DOMWidget):
 
     timeline = traitlets.Dict().tag(sync=True)
     graph = traitlets.Instance(GraphView, allow_none=True).tag(sync=True, **widgets.widget_serialization)
-    view_height = traitlets.Int(220).tag(sync=True)
+    view_height = traitlets.Int(250).tag(sync=True)
 
     def __init__(self, trace: Any, graph: GraphView | None = None, *, steps: Any = None,
                  max_steps: int = MAX_STEPS, height: int | None = None) -> None:
@@ -187,7 +187,7 @@ class TimelineView(widgets.DOMWidget):
         self.graph = graph
         lanes = len(self.timeline["lanes"])
         # Room for the lanes, and for an op's details on hover.
-        self.view_height = height if height is not None else min(520, max(220, 90 + 22 * lanes))
+        self.view_height = height if height is not None else min(520, max(250, 90 + 22 * lanes))
 
     def update(self, trace: Any, steps: Any = None) -> None:
         """Show another trace (say, the profile of later steps)."""

@@ -10,7 +10,7 @@ Kernel <-> browser messages (custom comm messages, `{"t": kind, ...}`):
   browser -> kernel: `stage` (the one shown), `expand` / `collapse` (scope, stage),
     `select` (op name: its outputs are summarized while steps run), `search` (q);
   kernel -> browser: `found` (ids whose ops match a search, collapsed scopes
-    included), `live` (per stage: running / finished node ids, bytes per edge; steps;
+    included), `layout` (one stage laid out again after `expand` / `collapse`), `live` (per stage: running / finished node ids, bytes per edge; steps;
     from `flowlab.viz.live`, at most ~30 a second).
 The kernel answers the browser only between cells (a running cell holds its shell
 channel), so everything the browser needs while a step runs is already in `layouts`:
@@ -26,6 +26,7 @@ summary of the watched node).  Invariant: `layouts[stage]` is the layout of
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from typing import Any
@@ -280,8 +281,7 @@ class GraphView(widgets.DOMWidget):
         scope = scope.rstrip("/")
         self.collapsed[stage].discard(scope)
         self.expanded[stage].add(scope)
-        self.layouts = {**self.layouts, stage: self._layout(stage)}
-        self._remark()
+        self._relaid(stage)
 
     def collapse(self, scope: str, stage: str | None = None) -> None:
         """Draw name scope `scope` of a stage (default: the one shown) as one node."""
@@ -289,7 +289,23 @@ class GraphView(widgets.DOMWidget):
         scope = scope.rstrip("/")
         self.expanded[stage].discard(scope)
         self.collapsed[stage].add(scope)
-        self.layouts = {**self.layouts, stage: self._layout(stage)}
+        self._relaid(stage)
+
+    def _relaid(self, stage: str) -> None:
+        """Lay `stage` out again and send the browser that stage alone (a `layout`
+        message, which the front end folds into its `layouts`, so a saved notebook has
+        it): the trait's other stages are already there, and a view of a session's step
+        has five."""
+        m = self._layout(stage)
+        new = {**self.layouts, stage: m}
+        if len(new) == 1 or self.comm is None:
+            self.layouts = new
+        else:
+            # The trait changes here without being sent (ipywidgets skips a value that
+            # equals the locked one, as it does for the browser's own updates).
+            with self._lock_property(layouts=json.loads(json.dumps(new))):
+                self.layouts = new
+            self.send({"t": "layout", "stage": stage, "layout": m})
         self._remark()
 
     def _layout(self, stage: str) -> dict[str, Any]:

@@ -190,3 +190,23 @@ def test_a_reopened_notebook_draws_its_saved_picture(lab):
     assert "layer2/sum" in view.locator(".fl-panel").inner_text()
     page.screenshot(path=str(ARTIFACTS / "graph_view_reopened.png"))
     page.close()
+
+
+def test_opening_a_scope_redraws_its_stage_and_keeps_the_others(lab):
+    setup = SETUP.replace("height=420)", "height=420, collapse=['layer1'])")
+    page = lab.open("scope.ipynb", setup)
+    lab.run_all(page)
+    view = _view(page)
+    page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext"
+                           ".session.kernel.status === 'idle'")
+    assert view.locator('.fl-node[data-name="layer1/MatMul"]').count() == 0
+    view.locator('.fl-node-scope[data-name="layer1"]').dispatch_event("dblclick")
+    view.locator('.fl-node[data-name="layer1/MatMul"]').wait_for()  # the kernel's new layout
+    view.locator(".fl-cluster-scope").first.wait_for()
+    # The other stages are as they were: layer1 still one box after partitioning.
+    view.locator("select.fl-stage").select_option("partitioned")
+    view.locator('.fl-node-scope[data-name="layer1"]').wait_for()
+    view.locator("select.fl-stage").select_option("placed")
+    view.locator('.fl-node[data-name="layer1/MatMul"]').wait_for()
+    page.close()
+

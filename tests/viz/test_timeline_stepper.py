@@ -253,3 +253,19 @@ def test_live_bridge_measures_the_watched_step():
     for kind, t in (("op_start", 100.0), ("op_end", 150.0), ("op_start", 160.0), ("op_end", 400.5)):
         bridge.listen(ExecEvent(kind, 7, "a", "Const", "/device:CPU:0", t, 1))
     assert bridge.fold(bridge.pending)["step_us"] == 300.5
+
+
+@needs_dot
+def test_opening_a_scope_sends_that_stage_alone():
+    sess, z, feed = _step(log_of_negative=False)
+    gv = GraphView(sess, z, feed, live=False, collapse=["layer1"])
+    sent: list = []
+    gv.comm.send = lambda data=None, **kw: sent.append(data)  # what would go to the browser
+    gv.expand("layer1", "placed")
+    layouts = [m["state"] for m in sent if m.get("method") == "update" and "layouts" in m["state"]]
+    custom = [m["content"] for m in sent if m.get("method") == "custom"]
+    assert layouts == []
+    assert [c["t"] for c in custom] == ["layout"] and custom[0]["stage"] == "placed"
+    assert custom[0]["layout"] == gv.layouts["placed"]
+    assert "layer1/MatMul" in {n["name"] for n in gv.layouts["placed"]["nodes"]}
+    assert "layer1/MatMul" not in {n["name"] for n in gv.layouts["partitioned"]["nodes"]}
