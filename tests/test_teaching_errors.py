@@ -23,12 +23,19 @@ IPython = pytest.importorskip("IPython")
 
 @pytest.fixture(scope="module")
 def shell():
-    from IPython.core.interactiveshell import InteractiveShell
+    import sys
 
-    sh = InteractiveShell.instance()
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"  # nothing written to ~/.ipython
+    hooks = sys.displayhook, sys.excepthook
+    sh = InteractiveShell.instance(config=config)
     sh.run_cell("import numpy as np\nimport flowlab as tf\n", store_history=True)
     yield sh
     InteractiveShell.clear_instance()
+    sys.displayhook, sys.excepthook = hooks
 
 
 class Cells:
