@@ -9,6 +9,11 @@ vectorized additions into a zero padded input.  Grouped convolutions batch the G
 over groups.  Pooling reduces the same strided window view; MaxPoolGrad sends each
 window's gradient to its first maximum (TensorFlow's scan order) with one bincount.
 
+With two or more intra-op threads (flowlab.runtime.thread_policy) a large convolution
+is shared out by blocks of images, each block doing its own im2col + GEMM (forward;
+filter backprop as partial sums added in block order) or per-tap GEMMs + col2im into
+its own images (input backprop); a single image shares the GEMMs' rows instead.
+
 Everything is computed in NHWC; NCHW inputs and outputs are transposed at the edges.
 float16 is computed in float32 and rounded back, as TensorFlow accumulates.
 """
@@ -20,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
+from flowlab.kernels import math_kernels
 from flowlab.kernels.math_kernels import row_blocks, run_blocks, sharded_matmul, sharded_matmul_tn
 from flowlab.kernels.registry import kernel
 from flowlab.ops.conv_ops import explicit_pads, output_size, spatial
@@ -171,6 +177,22 @@ def _im2col(xp: Any, geo: _Geometry, x: Any) -> Any:
     return win.reshape(n * geo.out[0] * geo.out[1], geo.k[0] * geo.k[1] * c)
 
 
+def _image_blocks(n: int, work: int) -> list[int]:
+    """Bounds of the blocks of images that the intra-op threads share in a convolution
+    of `work` multiply-adds: [0, n] (one block) when sharing would not pay.  Each block
+    does its own im2col (or col2im), so the copies run on the threads too and no
+    [n*oh*ow, kh*kw*c] matrix of the whole batch exists."""
+    threads = math_kernels.intra_op_threads()
+    if threads < 2 or n < 2 or work < math_kernels.SHARD_MIN_WORK:
+        return [0, n]
+    step = -(-n // min(2 * threads, n))
+    return list(range(0, n, step)) + [n]
+
+
+def _windows_of(geo: _Geometry, x: np.ndarray) -> np.ndarray:
+    return geo.windows(np, np.ascontiguousarray(geo.padded(np, x)))
+
+
 def _grouped(cols: Any, m: int, kk: int, g: int, cg: int) -> Any:
     """[m, kk*g*cg] columns -> [g, m, kk*cg]."""
     return cols.reshape(m, kk, g, cg).transpose(2, 0, 1, 3).reshape(g, m, kk * cg)
@@ -188,8 +210,19 @@ def conv2d(ctx: Any, x: Any, f: Any) -> Any:
     kh, kw, cg, o = f.shape
     n = x.shape[0]
     m, kk = n * geo.out[0] * geo.out[1], kh * kw
-    cols = _im2col(xp, geo, x)
     f = f.astype(ct, copy=False)
+    bounds = _image_blocks(n, m * kk * cg * o) if xp is np and g == 1 else [0, n]
+    if len(bounds) > 2:
+        win, f2, r = _windows_of(geo, x), f.reshape(kk * cg, o), geo.out[0] * geo.out[1]
+        y = np.empty((m, o), ct)
+
+        def block(i: int) -> None:
+            lo, hi = bounds[i], bounds[i + 1]
+            np.matmul(win[lo:hi].reshape((hi - lo) * r, kk * cg), f2, out=y[lo * r:hi * r])
+
+        run_blocks(len(bounds) - 1, block)
+        return _finish(xp, y.reshape(n, geo.out[0], geo.out[1], o), dtype, geo.nchw)
+    cols = _im2col(xp, geo, x)
     if g == 1:
         y = (sharded_matmul if xp is np else xp.matmul)(cols, f.reshape(kk * cg, o))
     else:
@@ -231,6 +264,28 @@ def _per_tap(dy2: np.ndarray, ft: np.ndarray) -> np.ndarray:
     return out
 
 
+def _backprop_input_blocks(geo: _Geometry, bounds: list[int], dy2: np.ndarray, ft: np.ndarray,
+                           in_shape: tuple[int, ...], ct: Any) -> np.ndarray:
+    """The input gradient by blocks of images on the intra-op threads: per block, the
+    per-tap GEMMs of its rows of out_backprop, then its col2im into its own images of
+    the padded gradient (blocks write disjoint images)."""
+    n, h, w, c = in_shape
+    (pt, pb), (pl, pr) = geo.pad
+    (oh, ow), (kh, kw), r = geo.out, geo.k, geo.out[0] * geo.out[1]
+    out = np.zeros((n, h + pt + pb, w + pl + pr, c), dtype=ct)
+
+    def block(b: int) -> None:
+        lo, hi = bounds[b], bounds[b + 1]
+        taps = np.matmul(dy2[lo * r:hi * r], ft).reshape(kh, kw, hi - lo, oh, ow, c)
+        mine = out[lo:hi]
+        for i, j in geo.taps():
+            dst = geo.tap(mine, i, j)
+            dst += taps[i, j]
+
+    run_blocks(len(bounds) - 1, block)
+    return out[:, pt:pt + h, pl:pl + w, :]
+
+
 @kernel("Conv2DBackpropInput", expensive=True, host_memory=("input_sizes",))
 def conv2d_backprop_input(ctx: Any, sizes: Any, f: Any, dy: Any) -> Any:
     xp = ctx.xp
@@ -249,7 +304,11 @@ def conv2d_backprop_input(ctx: Any, sizes: Any, f: Any, dy: Any) -> Any:
     f = f.astype(ct, copy=False)
     dy2 = dy.reshape(m, o)
     oh, ow = geo.out
-    if g == 1:
+    bounds = _image_blocks(n, m * o * kk * cg) if xp is np and g == 1 else [0, n]
+    if len(bounds) > 2:
+        dx = _backprop_input_blocks(geo, bounds, dy2, f.reshape(kk, cg, o).transpose(0, 2, 1),
+                                    nhwc_shape, ct)
+    elif g == 1:
         # One GEMM per tap ([m, o] @ [o, c], batched in one call) gives each tap's
         # contribution as a contiguous block: col2im then reads them sequentially.
         ft = f.reshape(kk, cg, o).transpose(0, 2, 1)
@@ -280,8 +339,22 @@ def conv2d_backprop_filter(ctx: Any, x: Any, sizes: Any, dy: Any) -> Any:
     n = x.shape[0]
     check_out_backprop("Conv2DCustomBackprop", dy, (n, geo.out[0], geo.out[1], o))
     m, kk = n * geo.out[0] * geo.out[1], kh * kw
-    cols = _im2col(xp, geo, x)
     dy2 = dy.reshape(m, o)
+    bounds = _image_blocks(n, m * kk * cg * o) if xp is np and g == 1 else [0, n]
+    if len(bounds) > 2:
+        win, r = _windows_of(geo, x), geo.out[0] * geo.out[1]
+        parts: list[Any] = [None] * (len(bounds) - 1)
+
+        def block(i: int) -> None:
+            lo, hi = bounds[i], bounds[i + 1]
+            parts[i] = np.matmul(win[lo:hi].reshape((hi - lo) * r, kk * cg).T, dy2[lo * r:hi * r])
+
+        run_blocks(len(parts), block)
+        df = parts[0]
+        for p in parts[1:]:
+            df += p
+        return np.ascontiguousarray(df.reshape(f_shape)).astype(dtype, copy=False)
+    cols = _im2col(xp, geo, x)
     if g == 1:
         df = sharded_matmul_tn(cols, dy2) if xp is np else xp.matmul(cols.T, dy2)
     else:

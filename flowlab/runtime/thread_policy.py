@@ -38,6 +38,7 @@ the hot path of a step.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -116,14 +117,19 @@ def from_config(config: Any) -> ThreadPolicy:
 _lock = threading.Lock()
 _depth = 0
 _saved: list[tuple[Any, int]] = []  # (BLAS library controller, its thread count)
-_blas: list[Any] | None = None  # threadpoolctl controllers of the loaded BLAS libraries
+_blas: list[Any] = []  # threadpoolctl controllers of the loaded BLAS libraries
+_blas_seen = -1  # len(sys.modules) when they were looked up
 
 
 def _blas_libraries() -> list[Any]:
-    global _blas
-    if _blas is None:
+    """The loaded BLAS libraries (NumPy's, SciPy's, ...), looked up again after an
+    import: finding them walks the process's shared objects (~0.1 ms), and a library
+    arrives with the module that loads it."""
+    global _blas, _blas_seen
+    if len(sys.modules) != _blas_seen:
         from threadpoolctl import ThreadpoolController
 
+        _blas_seen = len(sys.modules)
         _blas = list(ThreadpoolController().select(user_api="blas").lib_controllers)
     return _blas
 

@@ -1,6 +1,7 @@
-"""Convolutions whose GEMMs are shared out among the intra-op threads (Conv2D's and
-Conv2DBackpropFilter's im2col GEMM, Conv2DBackpropInput's per-tap GEMMs,
-flowlab.kernels.math_kernels.run_blocks): forward and both gradients equal
+"""Convolutions shared out among the intra-op threads (flowlab.kernels.math_kernels.
+run_blocks): by blocks of images, each with its own im2col + GEMM (Conv2D,
+Conv2DBackpropFilter: partial sums) or per-tap GEMMs + col2im (Conv2DBackpropInput),
+and for a single image by row blocks of the GEMMs: forward and both gradients equal
 TensorFlow's on shapes large enough to be cut into blocks -- odd sizes, strides,
 VALID/SAME/explicit padding, dilations, several images -- and NCHW equals NHWC."""
 
@@ -20,6 +21,7 @@ CASES = [  # x shape (NHWC), filter shape, strides, padding
     ((8, 41, 35, 8), (5, 3, 8, 24), 2, "VALID"),
     ((7, 37, 29, 12), (4, 4, 12, 20), [1, 3, 2, 1], "SAME"),
     ((4, 30, 26, 8), (3, 5, 8, 48), 1, [[0, 0], [2, 1], [0, 3], [0, 0]]),
+    ((1, 70, 61, 16), (3, 3, 16, 32), 1, "SAME"),  # one image: row blocks of the GEMMs
 ]
 
 

@@ -5,6 +5,10 @@ left alone."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
@@ -115,3 +119,27 @@ def test_limit_process_for_a_task_server():
         assert set(_blas_threads()) == {1} and math_kernels.intra_op_threads() == 2
         limits.restore_original_limits()
         assert set(_blas_threads()) == {2}
+
+
+
+def test_a_blas_library_loaded_later_is_limited_too():
+    # A fresh process: NumPy's OpenBLAS only, a scope, then SciPy's own OpenBLAS.
+    pytest.importorskip("scipy.linalg")
+    code = """
+import numpy
+from threadpoolctl import threadpool_info
+from flowlab.runtime.thread_policy import ThreadPolicy
+p = ThreadPolicy(1, 1, 1)
+with p.scope():
+    pass
+import scipy.linalg
+blas = lambda: [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+assert len(blas()) == 2, blas()
+with p.scope():
+    print(blas())
+"""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[1, 1]"
