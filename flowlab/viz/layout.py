@@ -2,7 +2,7 @@
 
 The live views (`flowlab.viz.widgets.GraphView`) do not lay graphs out in the browser:
 the kernel draws the picture with the same DOT writer as the static SVG
-(`flowlab.viz.dot`), asks graphviz for the positions (`dot -Tjson`), and sends the
+(`flowlab.viz.dot`), asks graphviz for the positions (`dot -Tjson0`), and sends the
 browser only what it needs to draw -- boxes, clusters, splines, labels as text.  So the
 static picture and the live one never disagree: same scopes collapsed, same colors,
 same Send/Recv edges, same loop-frame boxes, in the same places.  Expanding a scope
@@ -115,7 +115,9 @@ def layout(
                                                rankdir, False, sketch=True), fanout_limit)
     writer = _Writer(drawn, collapse_above, expand_set, collapse_set, rankdir, False)
     dot = writer.write()
-    raw = json.loads(dot.pipe(format="json", encoding="utf-8"))
+    # json0: the layout's attributes without xdot's drawing operations -- a fifth of
+    # the bytes for dot to write and for us to parse; everything read here is in it.
+    raw = json.loads(dot.pipe(format="json0", encoding="utf-8"))
     x0, y0, x1, y1 = _floats(raw.get("bb", "0,0,0,0"))
     height = y1
     devices = pic.devices()
