@@ -102,3 +102,8 @@ from flowlab.kernels import accumulator_kernels as _accumulator_kernels  # noqa:
 from flowlab.train.sync_replicas_optimizer import SyncReplicasOptimizer  # noqa: E402
 
 __all__ += ["SyncReplicasOptimizer"]
+
+# The older training wrapper the classic distributed scripts use.
+from flowlab.train.supervisor import Supervisor  # noqa: E402
+
+__all__ += ["Supervisor"]

@@ -169,7 +169,7 @@ class LooperThread(threading.Thread):
                 while not self._coord.should_stop():
                     self.run_loop()
             else:
-                next_time = time.monotonic() + self._timer_interval_secs
+                next_time = time.monotonic()  # the first call at once, as TensorFlow's
                 while not self._coord.wait_for_stop(max(0.0, next_time - time.monotonic())):
                     next_time += self._timer_interval_secs
                     self.run_loop()

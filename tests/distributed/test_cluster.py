@@ -211,6 +211,38 @@ def test_dataset_functions_run_on_the_task_they_are_placed_on(cluster):
         np.testing.assert_array_equal(a, b)
 
 
+def test_supervised_replicas_share_the_model_their_chief_prepared(cluster, tmp_path):
+    """mnist_replica.py's shape: each replica its own graph and Supervisor; a
+    non-chief waits until the chief has initialized the variables on the ps."""
+    def replica(index):
+        g = fl.Graph()
+        with g.as_default():
+            with fl.device(fl.train.replica_device_setter(ps_tasks=1, worker_device=f"/job:worker/task:{index}")):
+                v = fl.get_variable("sv_v", initializer=np.float32(5.0))
+                step = fl.train.get_or_create_global_step()
+                train = fl.group(v.assign_add(1.0), fl.assign_add(step, 1))
+            sv = fl.train.Supervisor(is_chief=index == 0, logdir=str(tmp_path) if index == 0 else None,
+                                     recovery_wait_secs=0.1, save_summaries_secs=0, save_model_secs=0)
+        return sv, v, train
+
+    waiting: dict[str, float] = {}
+
+    def non_chief():
+        sv, v, _ = replica(1)
+        with sv.managed_session(f"{cluster.target}/job:worker/task:1") as sess:
+            waiting["seen"] = float(sess.run(v))
+
+    fl.Session.reset(cluster.target)
+    t = threading.Thread(target=non_chief)
+    t.start()
+    sv, v, train = replica(0)
+    with sv.managed_session(f"{cluster.target}/job:worker/task:0") as sess:
+        sess.run(train)
+        t.join(60)
+    assert waiting["seen"] in (5.0, 6.0)  # the chief's initial value, or after its first step
+    fl.Session.reset(cluster.target)
+
+
 def test_state_outlives_sessions_until_reset(cluster):
     def graph():
         g = fl.Graph()
