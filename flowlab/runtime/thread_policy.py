@@ -18,7 +18,8 @@ thread per call does not have that cliff.  So the policy is:
 
 * executor threads E: `inter_op` (0: 1, the local runtime's inline executor);
 * intra-op threads I: `intra_op` (0: the cores this process may run on, divided by E,
-  at least 1), so that E x I <= cores unless the user asks for more;
+  at least 1, and no more than the BLAS threads the process had limited itself to),
+  so that E x I <= cores unless the user asks for more;
 * BLAS threads per call: always 1.  Intra-op parallelism is flowlab's own: large GEMMs
   are cut into row blocks that the I threads take from one queue
   (flowlab.kernels.math_kernels.sharded_matmul), as TensorFlow's Eigen pool shares out
@@ -47,7 +48,8 @@ from typing import Any
 
 from flowlab.kernels import math_kernels
 
-__all__ = ["ThreadPolicy", "available_cores", "choose", "enter", "from_config", "leave"]
+__all__ = ["ThreadPolicy", "available_cores", "choose", "current_blas_threads", "enter",
+           "from_config", "leave"]
 
 
 def available_cores() -> int:
@@ -90,18 +92,32 @@ class ThreadPolicy:
         return threadpool_limits(self.blas_threads, user_api="blas")
 
 
-def choose(intra_op: int = 0, inter_op: int = 0, cores: int | None = None) -> ThreadPolicy:
+def choose(intra_op: int = 0, inter_op: int = 0, cores: int | None = None,
+           blas_limit: int | None = None) -> ThreadPolicy:
     """The policy for ConfigProto's `intra_op_parallelism_threads` and
     `inter_op_parallelism_threads` (0: choose) on `cores` cores (None: this
-    process's)."""
+    process's).  A chosen intra-op count is at most `blas_limit`: the BLAS threads a
+    process had limited itself to (`current_blas_threads`) -- a Dask worker's task
+    server, or a user's `threadpool_limits(1)` -- already say how many threads one
+    kernel may use."""
     for name, v in (("intra_op_parallelism_threads", intra_op),
                     ("inter_op_parallelism_threads", inter_op)):
         if int(v) < 0:
             raise ValueError(f"ConfigProto.{name} must be >= 0 (0: let flowlab choose), got {v}.")
     cores = available_cores() if cores is None else max(1, int(cores))
     executor = int(inter_op) or 1
-    intra = int(intra_op) or max(1, cores // executor)
+    intra = int(intra_op) or max(1, min(cores // executor, blas_limit or cores))
     return ThreadPolicy(executor, intra, 1)
+
+
+def current_blas_threads() -> int | None:
+    """The largest thread count of the process's loaded BLAS libraries (None: none is
+    loaded).  Outside a policy's scope this is the process's own setting."""
+    with _lock:
+        if _depth:
+            return max((n for _, n in _saved), default=None)
+        libs = _blas_libraries()
+        return max((lib.get_num_threads() for lib in libs), default=None)
 
 
 def from_config(config: Any) -> ThreadPolicy:
@@ -146,7 +162,7 @@ def enter(policy: ThreadPolicy) -> None:
             n = lib.get_num_threads()
             if n != policy.blas_threads:
                 lib.set_num_threads(policy.blas_threads)
-                saved.append((lib, n))
+            saved.append((lib, n))
         _saved = saved
         math_kernels.set_intra_op_threads(policy.intra_op_threads)
 
@@ -159,5 +175,6 @@ def leave() -> None:
         if _depth > 0:
             return
         for lib, n in _saved:
-            lib.set_num_threads(n)
+            if n != lib.get_num_threads():
+                lib.set_num_threads(n)
         _saved = []

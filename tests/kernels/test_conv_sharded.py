@@ -29,6 +29,7 @@ CASES = [  # x shape (NHWC), filter shape, strides, padding
 def three_intra_op_threads(monkeypatch):
     """Sessions choose 3 intra-op threads whatever the machine; counts the blocks run."""
     monkeypatch.setattr(thread_policy, "available_cores", lambda: 3)
+    monkeypatch.setattr(thread_policy, "current_blas_threads", lambda: None)
     shared = []
     real = math_kernels.run_blocks
 

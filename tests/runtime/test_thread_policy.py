@@ -143,3 +143,16 @@ with p.scope():
                          timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[1, 1]"
+
+
+def test_a_process_that_limited_its_blas_limits_the_chosen_intra_op_threads():
+    assert choose(0, 0, cores=8, blas_limit=1) == ThreadPolicy(1, 1, 1)
+    assert choose(0, 2, cores=8, blas_limit=3) == ThreadPolicy(2, 3, 1)
+    assert choose(4, 0, cores=8, blas_limit=1) == ThreadPolicy(1, 4, 1)  # asked for: kept
+    with threadpool_limits(1, user_api="blas"):  # a Dask task server, the training notebook
+        assert thread_policy.current_blas_threads() == 1
+        assert LocalTask("localhost", 0, None, 0).threads.intra_op_threads == 1
+        with ThreadPolicy(1, 1, 1).scope():  # inside a step: the process's own setting
+            assert thread_policy.current_blas_threads() == 1
+    with threadpool_limits(2, user_api="blas"), ThreadPolicy(1, 1, 1).scope():
+        assert thread_policy.current_blas_threads() == 2

@@ -90,7 +90,8 @@ class LocalTask:
     def __init__(self, job: str = "localhost", task_index: int = 0, device_count: dict[str, int] | None = None,
                  inter_op_threads: int = 0, intra_op_threads: int = 0) -> None:
         self.name = f"/job:{job}/replica:0/task:{task_index}"
-        self.threads = thread_policy.choose(intra_op_threads, inter_op_threads)
+        self.threads = thread_policy.choose(intra_op_threads, inter_op_threads,
+                                            blas_limit=thread_policy.current_blas_threads())
         self.devices: list[Device] = local_devices(device_count, job, task_index)
         self._device_of = {d.name: d for d in self.devices}
         self.incarnation = random.getrandbits(63)
