@@ -37,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _harness import emit, load_tf1  # noqa: E402
+from _harness import _CHILD_RESULT, emit, load_tf1  # noqa: E402
 
 import flowlab as fl  # noqa: E402
 from flowlab.train.stragglers import Stragglers, run_replicas  # noqa: E402
@@ -269,7 +269,7 @@ def main() -> None:
     fl_rows = rows["flowlab"]
     best = max(fl_rows, key=lambda r: r["normalized_speedup"])
     result["flowlab_normalized_speedup_peak_b"] = best["b"]
-    if args.figure:
+    if args.figure and not os.environ.get(_CHILD_RESULT):   # the oneDNN-off child run draws nothing
         draw(result, args.figure)
         result["figure"] = os.path.relpath(args.figure, ROOT)
     emit("backup_workers", result)
