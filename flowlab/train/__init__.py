@@ -104,6 +104,7 @@ from flowlab.train.sync_replicas_optimizer import SyncReplicasOptimizer  # noqa:
 __all__ += ["SyncReplicasOptimizer"]
 
 # The older training wrapper the classic distributed scripts use.
+from flowlab.train.basic_loops import basic_train_loop  # noqa: E402
 from flowlab.train.supervisor import Supervisor  # noqa: E402
 
-__all__ += ["Supervisor"]
+__all__ += ["Supervisor", "basic_train_loop"]

@@ -108,3 +108,23 @@ def test_a_looper_thread_calls_its_target_at_once_then_every_interval():
     assert called.wait(10)
     coord.request_stop()
     coord.join()
+
+
+def test_basic_train_loop_steps_until_the_supervisor_stops_and_retries_after_aborted(tmp_path):
+    with fl.Graph().as_default():
+        loss, train, step = _model(fl)
+        sv = fl.train.Supervisor(logdir=str(tmp_path), save_summaries_secs=0, save_model_secs=0)
+        calls = []
+
+        def train_step(sess, scale, stop_after):
+            calls.append(scale)
+            if len(calls) == 2:
+                raise fl.errors.AbortedError(None, None, "a server restarted")
+            sess.run(train)
+            if len(calls) >= stop_after:
+                sv.request_stop()
+
+        fl.train.basic_train_loop(sv, train_step, args=[2.0], kwargs={"stop_after": 4})
+        assert calls == [2.0] * 4
+        with sv.managed_session() as sess:
+            assert sess.run(step) == 0  # no checkpoint was saved: a fresh model again
