@@ -23,6 +23,7 @@ each other, stall the whole product (docs/notes/training-performance.md).
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -386,6 +387,9 @@ class _IntraOp:
 
 
 _INTRA = _IntraOp()
+# A forked child has none of the parent's pool threads: it starts its own on first use.
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: setattr(_INTRA, "_pool", None))
 
 
 def set_intra_op_threads(n: int) -> None:

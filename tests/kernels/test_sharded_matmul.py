@@ -105,3 +105,20 @@ def test_set_intra_op_threads_clamps_and_reports():
         assert math_kernels.intra_op_threads() == 3
     finally:
         math_kernels.set_intra_op_threads(old)
+
+
+def test_a_forked_child_shares_out_with_its_own_threads(intra_op):
+    import multiprocessing
+
+    intra_op(2)
+    a = np.random.default_rng(1).standard_normal((512, 512)).astype(np.float32)
+    sharded_matmul(a, a)  # the parent's pool threads exist
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply(_child_product, (a,))
+    _assert_gemm_close(got, a @ a, a, a)
+
+
+def _child_product(a):
+    assert math_kernels._INTRA._pool is None
+    return sharded_matmul(a, a)
