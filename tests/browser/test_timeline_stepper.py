@@ -10,6 +10,7 @@ after a kernel restart the panel says the kernel is gone.
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -106,6 +107,15 @@ def test_timeline_renders_hovers_and_links_with_the_graph(lab):
     marked = tl.locator(".fl-bar-marked").evaluate_all("els => els.map(e => e.dataset.name)")
     assert marked == ["layer2/sum"] * 3
     assert "layer2/sum: 3 bars" in tl.locator(".fl-status").inner_text()
+
+    # What is shown, downloaded as Chrome trace events (what Perfetto opens).
+    with page.expect_download() as dl:
+        tl.locator(".fl-export").click()
+    events = json.loads(open(dl.value.path()).read())["traceEvents"]
+    assert sum(e["ph"] == "X" for e in events) == 33
+    assert sorted(e["ph"] for e in events if e.get("cat") == "transfer") == ["f"] * 3 + ["s"] * 3
+    mm = [e for e in events if e["ph"] == "X" and e["name"] == "layer1/MatMul"]
+    assert len(mm) == 3 and mm[0]["dur"] == 10 and mm[0]["cat"] == "MatMul"
 
     # Zoom in: bars get wider.
     width = float(bar.get_attribute("width"))
