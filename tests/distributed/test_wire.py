@@ -48,3 +48,16 @@ def test_an_in_process_comm_hands_over_the_senders_object_and_it_stays_protected
 def test_a_message_without_the_fields_its_call_needs_is_refused(call, message, match):
     with pytest.raises((InvalidArgumentError, ValueError, TypeError), match=match):
         check_message(call, message)
+
+
+def test_a_message_tells_dask_its_size_from_its_arrays_without_being_walked():
+    # Dask's comm asks each message's sizeof to decide whether to serialize it off
+    # the event loop: the answer counts the arrays (a 100 MB fetch still goes off the
+    # loop) and comes from the count to_wire made, not from walking the message.
+    from dask.sizeof import sizeof
+
+    big = np.zeros(1 << 20, np.float32)
+    message = to_wire({"values": [big, [np.int32(1), "x"]], "held": False})
+    assert sizeof(message) == big.nbytes + 64 * 2
+    assert sizeof({"op": "flowlab_run_step", "message": message}) >= big.nbytes
+    assert from_wire(_through_dask(message))["values"][1] == [1, "x"]
