@@ -61,6 +61,15 @@ class Lab:
         return page
 
     @staticmethod
+    def run_cell(page: Any, index: int) -> None:
+        """Start running cell `index` alone; does not wait for it."""
+        page.evaluate(f"""() => {{
+            const nb = window.jupyterapp.shell.currentWidget;
+            nb.content.activeCellIndex = {index};
+            window.jupyterapp.commands.execute('notebook:run-cell');
+        }}""")
+
+    @staticmethod
     def run_all(page: Any) -> None:
         """Start running every cell; does not wait for them (the command resolves late)."""
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")

@@ -9,7 +9,8 @@ What they check: the view renders the step's stage with devices in its legend; n
 light up while the cell that runs the steps is still running (its prompt is `[*]`);
 clicking a node opens its panel with the kernel's details; the stage switch shows the
 Send/Recv nodes after partitioning; a node named like HTML is shown as text and runs
-nothing; after a kernel restart the view says the kernel is gone.
+nothing; after a kernel restart the view says the kernel is gone; a reopened notebook
+draws its saved graph and timeline, still linked, with no kernel.
 """
 
 from __future__ import annotations
@@ -152,9 +153,17 @@ def _api(lab: Lab, path: str, method: str = "GET") -> Any:
     return json.loads(body) if body else None
 
 
+TIMELINE = """\
+with fl.profile(sess) as prof:
+    for _ in range(2):
+        sess.run(z, {x: np.ones((2, 3), np.float32)})
+fl.viz.TimelineView(prof, graph=view)
+"""
+
+
 def test_a_reopened_notebook_draws_its_saved_picture(lab):
-    page = lab.open("saved.ipynb", SETUP)
-    lab.run_all(page)
+    page = lab.open("saved.ipynb", SETUP, TIMELINE)
+    lab.run_cell(page, 0)
     view = _view(page)
     drawn = view.locator(".fl-node").count()
     page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext"
@@ -165,6 +174,12 @@ def test_a_reopened_notebook_draws_its_saved_picture(lab):
     view.locator(".fl-panel", has_text="defined at").wait_for()
     view.locator(".fl-status", has_text="live").wait_for()
     save_image(view, "graph-view.png")
+    lab.run_cell(page, 1)  # a timeline linked with the view, saved with it
+    timeline = page.locator(".fl-timeline-view")
+    timeline.locator(".fl-bar").first.wait_for()
+    bars = timeline.locator(".fl-bar").count()
+    page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext"
+                           ".session.kernel.status === 'idle'")
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
     deadline = time.monotonic() + 30
     state: dict[str, Any] = {}
@@ -188,6 +203,13 @@ def test_a_reopened_notebook_draws_its_saved_picture(lab):
     view.locator(".fl-status", has_text="kernel gone").wait_for()
     view.locator('.fl-node[data-name="layer2/sum"]').click()
     assert "layer2/sum" in view.locator(".fl-panel").inner_text()
+    # The timeline too, still linked with the graph (its reference is in the saved state).
+    timeline = page.locator(".fl-timeline-view")
+    timeline.locator(".fl-bar").first.wait_for()
+    assert timeline.locator(".fl-bar").count() == bars
+    assert "a saved timeline (no kernel)" in timeline.locator(".fl-status").inner_text()
+    timeline.locator('.fl-bar[data-name="layer1/MatMul"]').first.hover()
+    view.locator('.fl-node.fl-linked[data-name="layer1/MatMul"]').wait_for()
     page.screenshot(path=str(ARTIFACTS / "graph_view_reopened.png"))
     page.close()
 
