@@ -36,8 +36,7 @@ def test_the_tour_lists_every_notebook_and_only_notebooks_that_exist():
     missing = [n for n in stored if n not in listed]
     assert not missing, f"README.md's tour does not list {missing}"
     assert listed == sorted(listed), "the tour is in the course's order"
-    # 09-sync-replicas is announced while it is being written; nothing else may be.
-    ghosts = [n for n in listed if n not in stored and n != "09-sync-replicas"]
+    ghosts = [n for n in listed if n not in stored]
     assert not ghosts, f"README.md's tour lists notebooks that do not exist: {ghosts}"
 
 
