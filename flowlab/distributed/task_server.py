@@ -100,7 +100,7 @@ class ServedTask(LocalTask):
         address = pull.get("address")
         try:
             call = self._rpc(address).flowlab_recv_tensor(
-                message={"step_id": step.step_id, "key": pull["key"], "timeout_ms": timeout_ms})
+                message=to_wire({"step_id": step.step_id, "key": pull["key"], "timeout_ms": timeout_ms}))
             reply = await (asyncio.wait_for(call, timeout_ms / 1000.0) if timeout_ms > 0 else call)
             if "error" in reply:
                 raise error_from_message(reply["error"])
