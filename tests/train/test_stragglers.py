@@ -112,3 +112,10 @@ def test_hook_delays_every_run_of_a_monitored_session_by_its_own_step_count():
     assert not any(e.interrupted for e in s.events)
     seqs = [(e.start_seq, e.end_seq) for e in s.events]
     assert seqs == sorted(seqs) and all(a < b for a, b in seqs)
+
+
+def test_reachable_as_tf_train_stragglers():
+    # flowlab's own name, beside the optimizer it studies (TensorFlow has none).
+    assert fl.train.stragglers.Stragglers is Stragglers
+    assert fl.train.stragglers.StragglerHook is StragglerHook
+    assert issubclass(StragglerHook, fl.train.SessionRunHook)
