@@ -196,6 +196,9 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
         self._sync_optimizer = sync_optimizer
         self._is_chief = is_chief
         self._num_tokens = num_tokens
+        self._local_init_op: Any = None
+        self._q_runner: QueueRunner | None = None
+        self._init_tokens_op: Any = None
 
     def begin(self) -> None:
         opt = self._sync_optimizer
