@@ -9,7 +9,8 @@ Figures, per system (ms; median and p90 over all steps of all rounds):
 
 * `null_<k>w`: k clients at once (threads, one session each, on worker/0..k-1), each
   step fetching a scalar variable held by ps/0 through its worker (ps -> worker ->
-  client): the cost of a step that does nothing;
+  client): the cost of a step that does nothing; with `cpu_ms_per_step`, the CPU
+  every process of the system (the client's and each server's) spent per step;
 * `dense`: one client fetching a `--dense-mb` MB float32 variable of ps/0 through
   worker/0; with its throughput in GB/s;
 * `sparse_<n>gib`: one client gathering 32 random rows of 1024 floats from an
@@ -121,6 +122,16 @@ class TensorFlowCluster:
     def target(self, worker: int) -> str:
         return "grpc://" + self.spec["worker"][worker]
 
+    def cpu_s(self) -> float:
+        """CPU seconds used so far by this process (the client) and every server."""
+        import psutil
+
+        total = time.process_time()
+        for p in self.procs:
+            t = psutil.Process(p.pid).cpu_times()
+            total += t.user + t.system
+        return total
+
     def close(self) -> None:
         for p in self.procs:
             p.kill()
@@ -138,6 +149,11 @@ class FlowlabCluster:
 
     def target(self, worker: int) -> str:
         return f"{self.cluster.target}/job:worker/task:{worker}"
+
+    def cpu_s(self) -> float:
+        """CPU seconds used so far by this process (the client, and the LocalCluster's
+        scheduler and nannies) and every worker process."""
+        return time.process_time() + sum(self.cluster.client.run(time.process_time).values())
 
     def close(self) -> None:
         self.cluster.close()
@@ -164,10 +180,13 @@ def null_steps(tf: Any, system: Any, k: int, steps: int) -> list[float]:
     results: list[list[float]] = [[] for _ in range(k)]
     threads = [threading.Thread(target=lambda i=i: results[i].extend(
         timed(lambda: sessions[i].run(fetches[i]), steps))) for i in range(k)]
+    cpu0 = system.cpu_s()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    # CPU of every process of the system per step (each client also ran one warm-up step).
+    system.cpu_ms_per_step.setdefault(f"null_{k}w", []).append((system.cpu_s() - cpu0) * 1e3 / (k * (steps + 1)))
     for s in sessions:
         s.close()
     return [x for r in results for x in r]
@@ -208,6 +227,7 @@ def main() -> None:
     if tf1 is not None:
         systems["tensorflow"] = (tf1, TensorFlowCluster)
     samples: dict[str, dict[str, list[float]]] = {name: {} for name in systems}
+    cpu_per_step: dict[str, dict[str, list[float]]] = {name: {} for name in systems}
     extra: dict[str, Any] = {}
     figures: list[tuple[str, Callable[[Any, Any], list[float]]]] = []
     for k in (int(x) for x in a.workers.split(",") if x):
@@ -219,6 +239,7 @@ def main() -> None:
     for _ in range(a.rounds):
         for name, (tf, make) in systems.items():
             system = make()
+            system.cpu_ms_per_step = cpu_per_step[name]
             if name == "flowlab":
                 extra.setdefault("flowlab_cluster_start_s", []).append(system.start_s)
             else:
@@ -234,6 +255,8 @@ def main() -> None:
     out: dict[str, Any] = {"config": vars(a)}
     for name, figs in samples.items():
         out[name] = {fig: summary(s) for fig, s in figs.items()}
+        for fig, cpu in cpu_per_step[name].items():
+            out[name][fig]["cpu_ms_per_step"] = statistics.median(cpu)
         if "dense" in out[name]:
             out[name]["dense"]["GB_per_s"] = a.dense_mb * (1 << 20) / 1e9 / (out[name]["dense"]["median_ms"] / 1e3)
     if "tensorflow" in out:
