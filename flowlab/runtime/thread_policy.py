@@ -132,12 +132,31 @@ def from_config(config: Any) -> ThreadPolicy:
 # --- the process-wide state of the scopes ---------------------------------------------
 _lock = threading.Lock()
 _depth = 0
-_saved: list[tuple[Any, int]] = []  # (BLAS library controller, its thread count)
-_blas: list[Any] = []  # threadpoolctl controllers of the loaded BLAS libraries
+_saved: list[tuple[Any, int]] = []  # (BLAS library, its thread count before the scope)
+class _Blas:
+    """One loaded BLAS library: its thread-count getter and setter.
+
+    For OpenBLAS on pthreads these are its C functions, found through threadpoolctl's
+    controller: its `set_num_threads` obeys only the first Python thread that used it
+    (OpenBLAS's count is process-wide), and a step may run on any thread -- here the
+    scopes' lock and depth counter keep the threads from fighting.  Other libraries
+    use the controller's methods."""
+
+    def __init__(self, lib: Any) -> None:
+        self.get_num_threads, self.set_num_threads = lib.get_num_threads, lib.set_num_threads
+        symbol = getattr(lib, "_get_symbol", None)
+        if (getattr(lib, "internal_api", "") == "openblas" and symbol is not None
+                and getattr(lib, "threading_layer", "") != "openmp"):
+            get, set_ = symbol("openblas_get_num_threads"), symbol("openblas_set_num_threads")
+            if get is not None and set_ is not None:
+                self.get_num_threads, self.set_num_threads = get, set_
+
+
+_blas: list[_Blas] = []  # the loaded BLAS libraries
 _blas_seen = -1  # len(sys.modules) when they were looked up
 
 
-def _blas_libraries() -> list[Any]:
+def _blas_libraries() -> list[_Blas]:
     """The loaded BLAS libraries (NumPy's, SciPy's, ...), looked up again after an
     import: finding them walks the process's shared objects (~0.1 ms), and a library
     arrives with the module that loads it."""
@@ -146,7 +165,7 @@ def _blas_libraries() -> list[Any]:
         from threadpoolctl import ThreadpoolController
 
         _blas_seen = len(sys.modules)
-        _blas = list(ThreadpoolController().select(user_api="blas").lib_controllers)
+        _blas = [_Blas(lib) for lib in ThreadpoolController().select(user_api="blas").lib_controllers]
     return _blas
 
 

@@ -156,3 +156,21 @@ def test_a_process_that_limited_its_blas_limits_the_chosen_intra_op_threads():
             assert thread_policy.current_blas_threads() == 1
     with threadpool_limits(2, user_api="blas"), ThreadPolicy(1, 1, 1).scope():
         assert thread_policy.current_blas_threads() == 2
+
+
+def test_a_step_on_another_thread_is_limited_too():
+    # threadpoolctl lets only the first Python thread that set OpenBLAS's count set it
+    # again; a step may run on any thread (a session's step pool, a Dask task's).
+    import threading
+
+    seen = []
+    g, x, y = _graph_reading_the_threads(seen)
+    with threadpool_limits(2, user_api="blas"):  # this thread controls OpenBLAS now
+        task = LocalTask("localhost", 0, None, 0, 2)
+        with fl.Session(graph=g, tasks=[task]) as sess:
+            t = threading.Thread(target=lambda: sess.run(y, {x: np.ones(2, np.float32)}))
+            t.start()
+            t.join()
+        assert set(_blas_threads()) == {2}
+        task.close()
+    assert seen and set(seen[0][0]) == {1}
