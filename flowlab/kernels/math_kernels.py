@@ -369,6 +369,8 @@ class _IntraOp:
 
     def set_threads(self, n: int) -> None:
         n = max(1, int(n))
+        if n == self.threads:  # every step's scope sets it: no lock when nothing changes
+            return
         with self._lock:
             if n == self.threads:
                 return
