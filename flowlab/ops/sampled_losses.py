@@ -27,6 +27,7 @@ from flowlab.ops.core_ops import stop_gradient
 from flowlab.ops.embedding_ops import embedding_lookup
 from flowlab.ops.nn_impl import sigmoid_cross_entropy_with_logits
 from flowlab.ops.nn_ops import _name_scope
+from flowlab.ops.partitioned_variables import PartitionedVariable
 from flowlab.ops.sparse_ops import sparse_to_dense
 
 __all__ = ["nce_loss", "sampled_softmax_loss"]
@@ -46,6 +47,8 @@ def _compute_sampled_logits(weights: Any, biases: Any, labels: Any, inputs: Any,
                             remove_accidental_hits: bool = False,
                             partition_strategy: str = "mod", name: str | None = None,
                             seed: int | None = None) -> tuple[Any, Any]:
+    if isinstance(weights, PartitionedVariable):  # its shards, each gathered where it lives
+        weights = list(weights)
     weights = list(weights) if isinstance(weights, (list, tuple)) else [weights]
     with _name_scope(name, "compute_sampled_logits", weights + [biases, inputs, labels]):
         if labels.dtype != dtypes.int64:

@@ -99,6 +99,7 @@ __all__ += ["ClusterSpec", "Server", "replica_device_setter"]
 
 # Synchronous replication (paper section 4.4): accumulators and SyncReplicasOptimizer.
 from flowlab.kernels import accumulator_kernels as _accumulator_kernels  # noqa: E402,F401
+from flowlab.train import stragglers  # noqa: E402,F401  (flowlab's own: injected stragglers)
 from flowlab.train.sync_replicas_optimizer import SyncReplicasOptimizer  # noqa: E402
 
 __all__ += ["SyncReplicasOptimizer"]

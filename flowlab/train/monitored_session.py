@@ -417,7 +417,9 @@ class MonitoredSession:
         finally:
             try:
                 self._coord.request_stop()
-                self._coord.join(stop_grace_period_secs=self._stop_grace_period_secs)
+                # A thread still blocked (a sync chief's queue runner in take_grad) is
+                # left behind after the grace period, as TensorFlow's close does.
+                self._coord.join(stop_grace_period_secs=self._stop_grace_period_secs, ignore_live_threads=True)
             finally:
                 self._sess.close()
                 self._closed = True

@@ -225,3 +225,30 @@ def test_word2vec_step_runs_on_the_sampled_values_given():
     want = np.log1p(np.exp(-z[0])) + np.sum(z[1:] + np.log1p(np.exp(-z[1:])))
     np.testing.assert_allclose(got, [want], rtol=1e-5)
 
+
+
+def test_sampled_softmax_over_a_partitioned_variable_gathers_on_each_shard(tf1):
+    """A PartitionedVariable's shards are the weights (TensorFlow's rule): the loss is
+    TensorFlow's, and each Gather reads its own shard, so only the gathered rows would
+    cross to another device -- never the whole matrix."""
+    def build(tf):
+        w = tf.get_variable("sm_w", shape=[20, 3], partitioner=tf.fixed_size_partitioner(3),
+                            initializer=tf.random_uniform_initializer(-1.0, 1.0, seed=3))
+        b = tf.get_variable("sm_b", initializer=np.linspace(-0.5, 0.5, 20).astype(np.float32))
+        x = tf.constant(np.linspace(-1, 1, 15).reshape(5, 3).astype(np.float32))
+        loss = tf.nn.sampled_softmax_loss(w, b, LABELS, x, num_sampled=6, num_classes=20, seed=2)
+        return [loss, tf.gradients(tf.reduce_sum(loss), [x])[0]]
+
+    def initialized(tf):
+        g = tf.Graph()
+        with g.as_default():
+            t = build(tf)
+            with tf.Session(graph=g) as s:
+                s.run(tf.global_variables_initializer())
+                return s.run(t), g
+
+    (want, _), (got, g) = initialized(tf1), initialized(fl)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-7)
+    shard_reads = {op.inputs[0].op.name for op in g.get_operations() if op.type in ("GatherV2", "Gather")}
+    assert {"sm_w/part_0/read", "sm_w/part_1/read", "sm_w/part_2/read"} <= shard_reads

@@ -128,3 +128,22 @@ def test_basic_train_loop_steps_until_the_supervisor_stops_and_retries_after_abo
         assert calls == [2.0] * 4
         with sv.managed_session() as sess:
             assert sess.run(step) == 0  # no checkpoint was saved: a fresh model again
+
+
+def test_a_monitored_session_closes_past_a_thread_that_ignores_the_stop():
+    # TensorFlow's close joins with ignore_live_threads: a thread still blocked after
+    # the grace period (a sync chief's queue runner in take_grad) is left behind.
+    release = threading.Event()
+
+    class Blocker(fl.train.SessionRunHook):
+        def after_create_session(self, session, coord):
+            t = threading.Thread(target=release.wait, args=(30,), daemon=True)
+            coord.register_thread(t)
+            t.start()
+
+    with fl.Graph().as_default():
+        _, train, _ = _model(fl)
+        sess = fl.train.MonitoredSession(hooks=[Blocker()], stop_grace_period_secs=0.2)
+        sess.run(train)
+        sess.close()  # no "Coordinator stopped with threads still running"
+        release.set()
