@@ -243,6 +243,36 @@ def test_supervised_replicas_share_the_model_their_chief_prepared(cluster, tmp_p
     fl.Session.reset(cluster.target)
 
 
+@pytest.mark.parametrize("optimizer", ["GradientDescentOptimizer", "AdagradOptimizer"])
+def test_a_sparse_training_steps_traffic_is_the_rows_it_touches_not_the_tables_size(cluster, optimizer):
+    """Paper section 4.2: the gathers run on the shards' task, only the looked-up rows
+    cross to the worker and only their gradients (IndexedSlices) come back to the
+    sparse updates on the shards -- the same bytes for a table 100x larger."""
+    from flowlab.profiler.trace import Trace
+
+    def traffic(rows):
+        g = fl.Graph()
+        with g.as_default():
+            with fl.device(fl.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:0")):
+                table = fl.get_variable(f"traffic_{optimizer}_{rows}", shape=[rows, 8],
+                                        initializer=fl.zeros_initializer(),
+                                        partitioner=fl.fixed_size_partitioner(2))
+                ids = fl.constant(np.array([3, 7, 7, 1, 0, 5], np.int64))
+                loss = fl.reduce_sum(fl.square(fl.nn.embedding_lookup(table, ids) - 1.0))
+                train = getattr(fl.train, optimizer)(0.1).minimize(loss)
+            with fl.Session(cluster, graph=g) as sess:
+                sess.run(fl.global_variables_initializer())
+                md = fl.RunMetadata()
+                sess.run(train, options=fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE), run_metadata=md)
+                assert np.count_nonzero(sess.run(table.as_tensor())) == 5 * 8  # only the touched rows moved
+        trace = Trace.from_run_metadata(md)
+        return sorted(t.bytes for t in trace.transfers if t.src_task != t.dst_task)
+
+    small, large = traffic(1_000), traffic(100_000)
+    assert small == large and 0 < sum(small) < 4_000  # rows of 8 floats and their ids, not 3.2 MB
+    fl.Session.reset(cluster.target)
+
+
 def test_state_outlives_sessions_until_reset(cluster):
     def graph():
         g = fl.Graph()
