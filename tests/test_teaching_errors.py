@@ -275,3 +275,16 @@ def test_a_cluster_task_that_is_missing_says_which_tasks_there_are_and_how_to_st
         assert f"The cluster at {cluster.scheduler_address} has no task worker/3" in msg
         assert "'worker/0' at tcp://127.0.0.1:" in msg and "'ps/0' at tcp://127.0.0.1:" in msg
         assert f"dask worker {cluster.scheduler_address} --name worker/3" in msg
+
+
+def test_a_nan_loss_in_a_monitored_session_says_how_to_find_the_op():
+    with tf.Graph().as_default():
+        w = tf.Variable(1.0)
+        loss = tf.log(w - 1.0) * 0.0  # log(0) * 0: NaN
+        hook = tf.train.NanTensorHook(loss)
+        with tf.train.MonitoredSession(hooks=[hook]) as sess:
+            with pytest.raises(tf.train.NanLossDuringTrainingError) as e:
+                sess.run(loss)
+    text = str(e.value)
+    assert text.startswith("NaN loss during training.")  # TensorFlow's words first
+    assert "stop_on_nan_or_inf=True" in text and "sparse_softmax_cross_entropy_with_logits" in text

@@ -86,7 +86,10 @@ class Connection:
             task.lost = True
             raise errors.UnavailableError(
                 None, None, f"Task {task.name} at {task.address} is unreachable ({type(e).__name__}: {e}); "
-                "the worker died or left the cluster.") from None
+                "the worker died or left the cluster. tf.train.MonitoredTrainingSession recovers from this (a "
+                "new session, the latest checkpoint restored); with a plain tf.Session, open a new one once the "
+                "task is back (its nanny restarts it under the same name) and restore the variables with "
+                "tf.train.Saver.restore.") from None
         if not isinstance(reply, dict) or ("reply" not in reply and "error" not in reply):
             raise errors.UnavailableError(
                 None, None, f"The worker at {task.address} has no flowlab task server (got {reply!r} for {call}).")

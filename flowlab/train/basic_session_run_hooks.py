@@ -101,7 +101,11 @@ class StopAtStepHook(SessionRunHook):
 
 class NanLossDuringTrainingError(RuntimeError):
     def __str__(self) -> str:
-        return "NaN loss during training."
+        # TensorFlow's sentence first, then where to look.
+        return ("NaN loss during training. Find the op that made it: flowlab.debug.Stepper(sess, fetches, "
+                "feed_dict, stop_on_nan_or_inf=True).continue_(); a learning rate too high or "
+                "log(softmax(...)) instead of tf.nn.sparse_softmax_cross_entropy_with_logits are the usual "
+                "causes.")
 
 
 class NanTensorHook(SessionRunHook):
