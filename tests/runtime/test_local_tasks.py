@@ -97,16 +97,25 @@ def test_a_step_that_fails_on_the_worker_writes_nothing_on_the_ps():
             t.close()
 
 
-def test_a_loop_across_tasks_is_refused_naming_the_loop():
+def test_a_loop_on_one_task_runs_beside_a_step_over_several_and_one_across_tasks_is_refused():
     tasks = _tasks()
     try:
         with fl.Graph().as_default():
             with fl.device("/job:ps/task:0"):
                 a = fl.constant(1.0)
-            with fl.device("/job:worker/task:0"):
+            with fl.device("/job:worker/task:0"):  # `a` enters the loop's frame on the worker
                 r = fl.while_loop(lambda i: i < 3.0, lambda i: i + a, [fl.constant(0.0)])
-            with fl.Session(tasks=tasks) as s, pytest.raises(errors.UnimplementedError, match="loops across tasks"):
-                s.run(r)
+
+            def body(i):
+                with fl.device("/job:ps/task:0"):
+                    return i + a * 2.0  # inside the frame, on the ps
+
+            with fl.device("/job:worker/task:0"):
+                across = fl.while_loop(lambda i: i < 3.0, body, [fl.constant(0.0)])
+            with fl.Session(tasks=tasks) as s:
+                assert s.run(r) == 3.0
+                with pytest.raises(errors.UnimplementedError, match=r"frames span tasks .*a loop across tasks"):
+                    s.run(across)
     finally:
         for t in tasks:
             t.close()
