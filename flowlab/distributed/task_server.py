@@ -14,9 +14,10 @@ and registrations run on the task's own thread pool (never the loop, never Dask'
 executor, never its offload thread), so a long kernel never delays a heartbeat.
 RecvTensor is asynchronous on the loop: a peer's pull waits on an asyncio future
 that the producing Send resolves; this task's own pulls from peers are coroutines
-on the loop too, not threads.  BLAS threads are limited to the task's threads
-(threadpoolctl), so executor threads x BLAS threads never exceed what the worker
-was given.
+on the loop too, not threads.  The task's thread policy
+(flowlab.runtime.thread_policy) gives it `threads_per_task` executor threads, one
+thread per kernel and one BLAS thread per call, so its threads never exceed what the
+worker was given and OpenBLAS never spin-waits against a busy neighbour.
 
 State lives on the task, not on a session: variables and queues stay between steps
 and between sessions (and clients) until `flowlab_reset` or the worker ends, as on a
@@ -84,8 +85,8 @@ class ServedTask(LocalTask):
     """A LocalTask whose peers are other workers: pulls go over Dask's comm."""
 
     def __init__(self, job: str, task_index: int, device_count: dict[str, int] | None, inter_op_threads: int,
-                 loop: asyncio.AbstractEventLoop, rpc: Any) -> None:
-        super().__init__(job, task_index, device_count, inter_op_threads)
+                 loop: asyncio.AbstractEventLoop, rpc: Any, intra_op_threads: int = 1) -> None:
+        super().__init__(job, task_index, device_count, inter_op_threads, intra_op_threads)
         self._loop = loop
         self._rpc = rpc
         self._functions_lock = threading.Lock()
@@ -167,12 +168,17 @@ class TaskServer(WorkerPlugin):
             worker.log_event("flowlab", {"action": "skipped", "worker": str(worker.name),
                                          "why": "its name is not 'job/index'"})
             return
-        from threadpoolctl import threadpool_limits
+        from flowlab.runtime import thread_policy
 
-        self._limits = threadpool_limits(self.threads_per_task)
+        # The task's share of the cores: `threads_per_task` executor threads, each
+        # kernel on one thread, one BLAS thread per call (flowlab.runtime.thread_policy),
+        # for the life of the worker.
+        policy = thread_policy.choose(intra_op=1, inter_op=self.threads_per_task)
+        self._limits = policy.limit_process()
         loop = asyncio.get_running_loop()
         job, index = parsed
-        self.task = ServedTask(job, index, self.device_count, self.threads_per_task, loop, worker.rpc)
+        self.task = ServedTask(job, index, self.device_count, self.threads_per_task, loop, worker.rpc,
+                               intra_op_threads=policy.intra_op_threads)
         # Steps wait (queues, Recvs): a pool wider than the cores, so waiting steps
         # never starve running ones; BLAS and the op pool bound the compute.
         self._pool = ThreadPoolExecutor(self.step_threads, f"flowlab-{job}-{index}")

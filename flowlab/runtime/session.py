@@ -82,7 +82,8 @@ class Session:
         self._config = config if config is not None else ConfigProto()
         self._owns_tasks = tasks is None
         self._tasks: list[Any] = list(tasks) if tasks is not None else [
-            LocalTask("localhost", 0, self._config.device_count, self._config.inter_op_parallelism_threads)]
+            LocalTask("localhost", 0, self._config.device_count, self._config.inter_op_parallelism_threads,
+                      self._config.intra_op_parallelism_threads)]
         self._task = self._tasks[0]
         self._master = Master(self._graph, self._config, self._tasks)
         self._devices: list[Device] = [d for t in self._tasks for d in t.devices]

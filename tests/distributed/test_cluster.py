@@ -273,6 +273,22 @@ def test_a_sparse_training_steps_traffic_is_the_rows_it_touches_not_the_tables_s
     fl.Session.reset(cluster.target)
 
 
+def test_each_task_server_keeps_to_its_thread_policy(cluster):
+    # One BLAS thread per call and one thread per kernel (threads_per_task=1): a busy
+    # neighbour can never make OpenBLAS's threads spin against each other.
+    def threads(dask_worker):
+        from threadpoolctl import threadpool_info
+
+        from flowlab.kernels import math_kernels
+
+        task = dask_worker.plugins["flowlab-task-server"].task
+        return ([p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"],
+                math_kernels.intra_op_threads(), task.threads.executor_threads)
+
+    for blas, intra, executor in cluster.client.run(threads).values():
+        assert set(blas) <= {1} and intra == 1 and executor == 1
+
+
 def test_state_outlives_sessions_until_reset(cluster):
     def graph():
         g = fl.Graph()
