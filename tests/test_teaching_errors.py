@@ -288,3 +288,14 @@ def test_a_nan_loss_in_a_monitored_session_says_how_to_find_the_op():
     text = str(e.value)
     assert text.startswith("NaN loss during training.")  # TensorFlow's words first
     assert "stop_on_nan_or_inf=True" in text and "sparse_softmax_cross_entropy_with_logits" in text
+
+
+def test_a_matmul_of_fed_values_that_do_not_fit_says_what_to_check():
+    with tf.Graph().as_default():
+        a = tf.placeholder(tf.float32, [None, None])
+        b = tf.placeholder(tf.float32, [None, None])
+        with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError) as e:
+            sess.run(tf.matmul(a, b), {a: np.ones((2, 3)), b: np.ones((4, 3))})
+    text = str(e.value)
+    assert "Matrix size-incompatible: In[0]: [2,3], In[1]: [4,3]" in text  # TensorFlow's words first
+    assert "transpose_a/transpose_b" in text and "print the fed values' shapes" in text

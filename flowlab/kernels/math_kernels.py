@@ -500,6 +500,11 @@ def sharded_matmul_tn(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # --- MatMul ---------------------------------------------------------------------------
+# After TensorFlow's words, what a learner should do about them.
+_MATMUL_ADVICE = (". For tf.matmul(a, b), a's last dimension must equal b's first (transpose_a/transpose_b "
+                  "flip one); print the fed values' shapes.")
+
+
 @kernel("MatMul", expensive=True)
 def mat_mul(ctx: Any, a: Any, b: Any) -> Any:
     for i, m in enumerate((a, b)):
@@ -514,7 +519,7 @@ def mat_mul(ctx: Any, a: Any, b: Any) -> Any:
         b = b.T
     if a.shape[1] != b.shape[0]:
         raise errors.InvalidArgumentError(
-            None, None, f"Matrix size-incompatible: In[0]: {_dims(sa)}, In[1]: {_dims(sb)}"
+            None, None, f"Matrix size-incompatible: In[0]: {_dims(sa)}, In[1]: {_dims(sb)}{_MATMUL_ADVICE}"
         )
     if ctx.xp is np:
         return sharded_matmul(a, b)
@@ -545,7 +550,7 @@ def batch_mat_mul_v2(ctx: Any, x: Any, y: Any) -> Any:
     if x.shape[-1] != y.shape[-2]:
         raise errors.InvalidArgumentError(
             None, None,
-            f"Matrix size-incompatible: In[0]: {_dims(xs)}, In[1]: {_dims(ys)}",
+            f"Matrix size-incompatible: In[0]: {_dims(xs)}, In[1]: {_dims(ys)}{_MATMUL_ADVICE}",
         )
     return ctx.xp.matmul(x, y)
 
