@@ -11,7 +11,7 @@ Kernel <-> browser messages (custom comm messages, `{"t": kind, ...}`):
     `select` (op name: its outputs are summarized while steps run), `search` (q);
   kernel -> browser: `found` (ids whose ops match a search, collapsed scopes
     included), `layout` (one stage laid out again after `expand` / `collapse`), `live` (per stage: running / finished node ids, bytes per edge; steps;
-    from `flowlab.viz.live`, at most ~30 a second).
+    from `flowlab.viz.live`, at most ~15 a second).
 The kernel answers the browser only between cells (a running cell holds its shell
 channel), so everything the browser needs while a step runs is already in `layouts`:
 every stage laid out, every drawn node with its side-panel rows (`info`).  The live
