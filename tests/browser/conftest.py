@@ -8,7 +8,10 @@ import pytest
 from tests.browser.lab import jupyter_lab
 
 
-@pytest.fixture(scope="session")
+# Package scope: closed when tests/browser ends, since Playwright's sync API allows one
+# running instance per thread and later browser tests (Netron's, TensorBoard's) start
+# their own.
+@pytest.fixture(scope="package")
 def lab(tmp_path_factory):
     with jupyter_lab(tmp_path_factory.mktemp("lab")) as running:
         yield running

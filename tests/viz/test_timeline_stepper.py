@@ -260,7 +260,9 @@ def test_opening_a_scope_sends_that_stage_alone():
     sess, z, feed = _step(log_of_negative=False)
     gv = GraphView(sess, z, feed, live=False, collapse=["layer1"])
     sent: list = []
-    gv.comm.send = lambda data=None, **kw: sent.append(data)  # what would go to the browser
+    # What would go to the browser: every message passes Widget._send (a comm's own send
+    # is skipped when the comm has no kernel, as once ipykernel has been imported).
+    gv._send = lambda msg, buffers=None: sent.append(msg)
     gv.expand("layer1", "placed")
     layouts = [m["state"] for m in sent if m.get("method") == "update" and "layouts" in m["state"]]
     custom = [m["content"] for m in sent if m.get("method") == "custom"]
