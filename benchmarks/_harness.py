@@ -99,6 +99,16 @@ def tf_session_config(tf1: Any, optimizer_off: bool = False) -> Any:
     return cfg
 
 
+def save_figure(fig: Any, path: str) -> None:
+    """Lay `fig` out, write it to `path` as a PNG (its folder made) and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def emit(name: str, figures: dict[str, Any]) -> None:
     """Print the benchmark's JSON object (see the module docstring for the oneDNN run)."""
     out: dict[str, Any] = {"benchmark": name, "python": sys.version.split()[0],

@@ -37,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _harness import _CHILD_RESULT, emit, load_tf1  # noqa: E402
+from _harness import _CHILD_RESULT, emit, load_tf1, save_figure  # noqa: E402
 
 import flowlab as fl  # noqa: E402
 from flowlab.train.stragglers import Stragglers, run_replicas  # noqa: E402
@@ -217,10 +217,7 @@ def draw(result: dict[str, Any], path: str) -> None:
         ax.set_xticks(bs)
         ax.legend(fontsize=8)
     fig.suptitle(f"Backup workers under {result['stragglers']}", fontsize=9)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main() -> None:

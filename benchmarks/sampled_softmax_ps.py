@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _harness import _CHILD_RESULT, emit, load_tf1  # noqa: E402
+from _harness import _CHILD_RESULT, emit, load_tf1, save_figure  # noqa: E402
 from backup_workers import FIGURES, ROOT  # noqa: E402
 from distributed_steps import _TF_SERVER, free_ports  # noqa: E402
 
@@ -190,10 +190,7 @@ def draw(result: dict[str, Any], path: str) -> None:
     ax.set_ylabel("words / second")
     ax.set_title(f"next-word model, V = {result['vocab']}, dim {result['dim']}", fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main() -> None:

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _harness import _CHILD_RESULT, emit, load_tf1  # noqa: E402
+from _harness import _CHILD_RESULT, emit, load_tf1, save_figure  # noqa: E402
 from backup_workers import FIGURES, ROOT  # noqa: E402
 from distributed_steps import FlowlabCluster, TensorFlowCluster  # noqa: E402
 
@@ -158,10 +158,7 @@ def draw(result: dict[str, Any], path: str) -> None:
     ax2.set_ylabel("share of gathered ids")
     ax2.set_title("per-shard load")
     ax2.legend(fontsize=8)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main() -> None:

@@ -32,7 +32,7 @@ import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _harness import _CHILD_RESULT, emit, load_tf1  # noqa: E402
+from _harness import _CHILD_RESULT, emit, load_tf1, save_figure  # noqa: E402
 from backup_workers import FIGURES, ROOT, build, close_session, digits, drive, stragglers_from  # noqa: E402
 
 import flowlab as fl  # noqa: E402
@@ -88,10 +88,7 @@ def draw(result: dict[str, Any], path: str) -> None:
         ax.set_title(name)
         ax.legend(fontsize=8, loc="lower right")
     fig.suptitle(f"Digits, softmax regression, under {result['stragglers']}", fontsize=9)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main() -> None:
