@@ -425,13 +425,13 @@ def run_blocks(blocks: int, fn: Callable[[int], None]) -> None:
         for i in range(blocks):
             fn(i)
         return
-    todo = iter(range(blocks))  # next() of a range iterator is atomic under the GIL
+    unclaimed = iter(range(blocks))  # next() of a range iterator is atomic under the GIL
     lock = threading.Lock()
     finished = threading.Event()
     state: list[Any] = [0, None]  # blocks done, first error
 
     def work() -> None:
-        for i in todo:
+        for i in unclaimed:
             try:
                 fn(i)
             except BaseException as e:  # noqa: BLE001 -- handed to the caller below
