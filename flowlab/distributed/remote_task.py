@@ -42,6 +42,7 @@ from flowlab.runtime.interface import (
 )
 from flowlab.runtime.task.device import Device
 from flowlab.runtime.task.partitioned_plan import CompiledPartition, PartitionedPlan, compile_units
+from flowlab.runtime.task.plan import fetch_value
 from flowlab.runtime.task.registration import import_unit
 from flowlab.runtime.task.task import Registered
 
@@ -164,6 +165,11 @@ class Connection:
             raise next((e for e in raised if not isinstance(e, (errors.CancelledError, errors.AbortedError))),
                        failure)
         replies = [f.result() for f in futures]
+        try:
+            await self._take_forwarded(tasks, replies, step_id, timeout_ms)
+        except BaseException as e:  # the step fails as a whole: nothing it wrote stays
+            await self._abort([t for t in tasks if not t.lost], step_id, f"A fetch of the step was lost: {e}")
+            raise
         # Each task's writes are in place already; a commit only drops its undo log, so
         # it rides on the task's next run_step (or a commit_step once a few are waiting).
         for t, r in zip(tasks, replies):
@@ -172,6 +178,53 @@ class Connection:
                 if len(t.uncommitted) >= MAX_UNCOMMITTED:
                     asyncio.ensure_future(self._commit(t, t.take_commits()))
         return replies
+
+    async def _take_forwarded(self, tasks: list[RemoteTask], replies: list[dict[str, Any]], step_id: int,
+                              timeout_ms: int) -> None:
+        """Replace each `{"forwarded": pull}` value of `replies` (a fetch its task only
+        passed on, flowlab.distributed.forwarding) by the value pulled from the task
+        that produced it."""
+        wanted: dict[str, dict[str, Any]] = {}
+        for r in replies:
+            for v in r["values"]:
+                if type(v) is dict and "forwarded" in v:
+                    wanted.setdefault(v["forwarded"]["key"], v["forwarded"])
+        if not wanted:
+            return
+        producers = {(t.name, t.incarnation): t for t in tasks}
+
+        async def take(pull: dict[str, Any]) -> Any:
+            producer = producers.get((pull["task"], pull["incarnation"]))
+            if producer is None:
+                raise errors.UnavailableError(
+                    None, None, f"Task {pull['task']}, which produced the fetch '{pull['fetch']}', is not one of "
+                    "this step's tasks any more (it restarted).")
+            r = await self._watched_call(producer, self.call(producer, "recv_tensor", {
+                "step_id": step_id, "key": pull["key"], "timeout_ms": timeout_ms}, None))
+            if r["is_dead"]:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Fetched tensor '{pull['fetch']}' is dead: it was produced on a branch "
+                    "that was not taken.")
+            return fetch_value(owned(values_from_wire([r["value"]]), producer.address)[0])
+
+        got = dict(zip(wanted, await asyncio.gather(*(take(p) for p in wanted.values()))))
+        for r in replies:
+            r["values"] = [got[v["forwarded"]["key"]] if type(v) is dict and "forwarded" in v else v
+                           for v in r["values"]]
+
+    async def _watched_call(self, task: RemoteTask, call: Any) -> Any:
+        """`call`'s result, asking `task` for its status every HEARTBEAT_S while it
+        runs: a transfer may take long, a task that stopped answering may not."""
+        fut = asyncio.ensure_future(call)
+        while True:
+            done, _ = await asyncio.wait({fut}, timeout=HEARTBEAT_S)
+            if done:
+                return fut.result()
+            try:
+                await self.call(task, "status", {}, HEARTBEAT_TIMEOUT_S)
+            except BaseException:
+                fut.cancel()
+                raise
 
     async def _stream_events(self, running: list[RemoteTask], step_id: int, listener: Any) -> None:
         """Replay to `listener` the events the still-running tasks recorded so far

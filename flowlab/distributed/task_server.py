@@ -41,6 +41,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from flowlab import errors
 from flowlab.distributed.events import EventRecorder, boot_id, now_us
+from flowlab.distributed.forwarding import Forwarded, forwardable_keys, to_wire_values
 from flowlab.distributed.functions import install
 from flowlab.distributed.wire import check_message, from_wire, owned, to_wire
 from flowlab.kernels.sendrecv_kernels import DEAD
@@ -91,8 +92,13 @@ class ServedTask(LocalTask):
         self._rpc = rpc
         self._functions_lock = threading.Lock()
 
-    def start_pulls(self, pulls: list[dict[str, Any]], step: Step, timeout_ms: int) -> None:
+    def start_pulls(self, pulls: list[dict[str, Any]], step: Step, timeout_ms: int, watched: bool = False) -> None:
+        table = None
         for pull in pulls:
+            if pull.get("forward") and not watched:  # the client pulls it (flowlab.distributed.forwarding)
+                table = table or self.rendezvous.find_or_create(step.step_id)
+                table.send(pull["key"], Forwarded(pull))
+                continue
             fut = asyncio.run_coroutine_threadsafe(self._pull_remote(pull, step, timeout_ms), self._loop)
             step.get_cancellation().register(functools.partial(_cancel, fut))
 
@@ -128,6 +134,11 @@ class ServedTask(LocalTask):
         with self._functions_lock:
             kept = install(message.get("library") or [])
             reply = super().register_partitions(message)
+        reg = self.compiled(message["handle"])
+        forwarded = forwardable_keys(message["units"], reg.remote_recvs)
+        for pull in reg.remote_recvs:
+            if pull["key"] in forwarded:
+                pull.update(forward=True, fetch=forwarded[pull["key"]])
         del kept  # the imported ops hold the functions they call now
         return reply
 
@@ -242,7 +253,8 @@ class TaskServer(WorkerPlugin):
         finally:
             self._watched.pop(step_id, None)
         # held: this task keeps an undo log of the step until it is committed.
-        reply: dict[str, Any] = {"values": values_to_wire(values), "held": task.awaits_commit(step_id)}
+        reply: dict[str, Any] = {"values": to_wire_values(values_to_wire(values)),
+                                 "held": task.awaits_commit(step_id)}
         if recorder is not None:
             reply["events"] = recorder.take()  # those not streamed already (step_events)
         return reply

@@ -348,6 +348,62 @@ def test_between_graph_replication_shares_the_ps_state(cluster):
         assert sess.run(counter) == 20 * 1 + 20 * 2
 
 
+def _forwarded_fetches(cluster, job, index):
+    """The fetches task job/index leaves to the client to pull from their producer."""
+    def forwarded(dask_worker):
+        task = dask_worker.plugins["flowlab-task-server"].task
+        return sorted(p["fetch"] for reg in task._handles.values() for p in reg.remote_recvs if p.get("forward"))
+
+    addr = cluster.task(job, index).address
+    return cluster.client.run(forwarded, workers=[addr])[addr]
+
+
+def test_a_fetch_a_worker_only_passes_on_comes_straight_from_the_ps(cluster):
+    # identity(v) on a worker: the worker pulls nothing, the client pulls v from the
+    # ps (one transfer, not two), with the values, types and ownership of a relay.
+    g = fl.Graph()
+    with g.as_default():
+        with fl.device("/job:ps/task:0"):
+            a = fl.get_variable("passed_a", initializer=np.arange(4096, dtype=np.float32), use_resource=False)
+            s = fl.get_variable("passed_s", initializer=np.float32(3.0), use_resource=False)
+            b = fl.get_variable("used_b", initializer=np.ones(8, np.float32), use_resource=False)
+            c = fl.get_variable("waited_c", initializer=np.float32(2.0), use_resource=False)
+        with fl.device("/job:worker/task:0"):
+            relayed = fl.identity(fl.stop_gradient(a))
+            scalar = fl.identity(s)
+            b_fetched = fl.identity(b)
+            b_doubled = b_fetched * 2.0  # b's Recv has another reader: pulled by the worker
+            c_fetched = fl.identity(c)
+            with fl.control_dependencies([c_fetched]):  # an op waits on it: pulled too
+                after_c = fl.constant(1.0) + 1.0
+        with fl.device("/job:ps/task:0"):
+            with fl.control_dependencies([relayed]):
+                bump = fl.assign_add(a, np.ones(4096, np.float32))
+        fetches = [relayed, scalar, b_fetched, b_doubled, c_fetched, after_c]
+        with fl.Session(cluster, graph=g) as sess:
+            sess.run(fl.global_variables_initializer())
+            got = sess.run(fetches)
+            assert _forwarded_fetches(cluster, "worker", 0) == sorted([relayed.name, scalar.name])
+            np.testing.assert_array_equal(got[0], np.arange(4096, dtype=np.float32))
+            assert type(got[1]) is np.float32 and got[1] == 3.0  # a scalar stays a NumPy scalar
+            np.testing.assert_array_equal(got[2], np.ones(8, np.float32))
+            np.testing.assert_array_equal(got[3], 2.0 * np.ones(8, np.float32))
+            assert got[4] == 2.0 and got[5] == 2.0
+            assert got[0].flags.writeable  # the client's own buffer
+            got[0][:] = -1.0
+            np.testing.assert_array_equal(sess.run(relayed), np.arange(4096, dtype=np.float32))
+            # The value the ps sent, not the one its later update wrote.
+            for k in range(3):
+                value, _ = sess.run([relayed, bump])
+                np.testing.assert_array_equal(value, np.arange(4096, dtype=np.float32) + k)
+            # A traced step pulls on the worker as before, with the same values.
+            md = fl.RunMetadata()
+            traced = sess.run(fetches[:2], options=fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE),
+                              run_metadata=md)
+            np.testing.assert_array_equal(traced[0], np.arange(4096, dtype=np.float32) + 3)
+            assert type(traced[1]) is np.float32 and traced[1] == 3.0
+
+
 def test_a_failed_step_writes_nothing_on_any_task(cluster):
     g = fl.Graph()
     with g.as_default():

@@ -318,7 +318,7 @@ class LocalTask:
         ok = False
         try:
             if reg.remote_recvs:
-                self.start_pulls(reg.remote_recvs, step, timeout_ms)
+                self.start_pulls(reg.remote_recvs, step, timeout_ms, listener is not None or traced)
             out = run_partitioned(plan, step, feeds, listener, self._pool, deadline)
             ok = True
             if reg.two_phase:
@@ -330,10 +330,11 @@ class LocalTask:
             if not (ok and reg.remote_sends and self._hold(step_id, reg.remote_sends)):
                 self.rendezvous.cleanup(step_id)
 
-    def start_pulls(self, pulls: list[dict[str, Any]], step: Step, timeout_ms: int) -> None:
+    def start_pulls(self, pulls: list[dict[str, Any]], step: Step, timeout_ms: int, watched: bool = False) -> None:
         """Start taking the keys other tasks send into `step` (RecvTensor), without
         waiting: in one process a thread per key calls the peer; a task server over a
-        network (flowlab.distributed) pulls on its event loop instead."""
+        network (flowlab.distributed) pulls on its event loop instead, and may leave a
+        fetch it only passes on to the client when the step is not `watched`."""
         for pull in pulls:
             threading.Thread(target=self._pull, args=(pull, step, timeout_ms), daemon=True,
                              name=f"flowlab-pull-{step.step_id}").start()
