@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from flowlab.kernels.registry import DEAD
+from flowlab.runtime.task import handoffs
 from flowlab.runtime.task.frame_analysis import (
     _ENTER,
     _EXIT,
@@ -158,6 +159,19 @@ def _compile(analysis: _Analysis, info: _FrameInfo) -> FusedLoop | str:
 
 
 # --- recognising the shape --------------------------------------------------------------
+def why_not_fused(analysis: _Analysis) -> str | None:
+    """Why some loop of the analysed plan cannot run fused (None: every one can)."""
+    seen = set()
+    for e in analysis.entries:
+        info = e.info
+        if info.parent is analysis.root and info.name not in seen:
+            seen.add(info.name)
+            fz = fusion_for(analysis, info)
+            if isinstance(fz, str):
+                return f"loop '{info.name}': {fz}"
+    return None
+
+
 def _producers(analysis: _Analysis) -> dict[int, tuple[int, int]]:
     """Global value slot -> (plan index of its producer, output index)."""
     got = {}
@@ -185,7 +199,8 @@ def _shape(analysis: _Analysis, info: _FrameInfo) -> Any:
         if node.kernel.asynchronous:
             return f"asynchronous {node.op.type} '{e.name}'"
         od = node.op.op_def
-        if e.kind == _NORMAL and e is not cond and od is not None and od.is_control_flow:
+        if (e.kind == _NORMAL and e is not cond and od is not None and od.is_control_flow
+                and e.fn is not handoffs.receive and e.fn is not handoffs.sent):
             return f"{node.op.type} '{e.name}' handles dead values itself"
     # Inner loops: each a fused loop of its own, called once per iteration.
     inner: dict[int, _Inner] = {}
@@ -201,8 +216,9 @@ def _shape(analysis: _Analysis, info: _FrameInfo) -> Any:
             inner[key] = _Inner(key, child, fz, [x for x in frame if x.kind == _ENTER and x.out_info is child])
             enter_macro.update((x.index, key) for x in inner[key].enters)
             exit_macro.update((x.index, key) for x in fz.exits)
-    # Loop Switches are on the LoopCond; others are a cond's, inside the body.
-    switches = [e for e in frame if e.kind == _SWITCH and e.node.inputs[1][0] == pred_slot]
+    # Loop Switches are on the LoopCond (a skeleton's, of another device, through a
+    # hand-off: `handoffs`); others are a cond's, inside the body.
+    switches = [e for e in frame if e.kind == _SWITCH and _source(e.node.inputs[1][0], entries, producer) == pred_slot]
     if not switches:
         return "no Switch on the loop predicate"
     # Loop Merges join an Enter and a NextIteration; others are a cond's.
@@ -307,6 +323,16 @@ def _shape(analysis: _Analysis, info: _FrameInfo) -> Any:
     body_ops = [e for e in order if e.index in body and e.kind not in (_TRIGGER, _ENTER)]
     exits = tuple(e for e in frame if e.kind == _EXIT)
     return enters, merges, cond, switches, cond_ops, body_ops, exits, producer, entries
+
+
+def _source(slot: int, entries: list[_Entry], producer: dict[int, tuple[int, int]]) -> int:
+    """The slot whose value `slot` holds: itself, or what a hand-off's Send read."""
+    while slot in producer:
+        e = entries[producer[slot][0]]
+        if e.fn is not handoffs.receive:
+            break
+        slot = e.node.inputs[0][0]
+    return slot
 
 
 def _topological(entries: list[_Entry], local: set[int], loop_merges: set[int],
@@ -540,6 +566,9 @@ def _emit_op(e: _Entry, ns: dict[str, Any], emit: Any, arg: Any, indent: int) ->
         if outs[0] >= 0:
             ns[f"K{i}"] = const_value(node.op.get_attr("value"))
             emit(f"v{outs[0]} = K{i}", indent, e)
+        return
+    if e.fn is handoffs.sent:
+        emit("pass", indent, e)  # its Recv reads the value where it is
         return
     if node.op.type in _FORWARD and len(e.in_slots) == 1 and e.single:
         if outs[0] >= 0:

@@ -10,11 +10,16 @@
   flow -- `fused`, all partitions as one straight-line `Plan` in the registration's
   `sequence`, where each `_Send` runs before its `_Recv`: the transfers still go
   through the step's rendezvous table, but no Recv ever waits, so unwatched steps run
-  that way (a pair then costs two kernel calls; see docs/notes/partitioning.md).
+  that way (a pair then costs two kernel calls; see docs/notes/partitioning.md);
+* with loops instead, `colocated`: all partitions as one plan with every pair a
+  hand-off (`flowlab.runtime.task.handoffs`), kept when each of its loops fuses
+  (`loop_fusion`), so that a loop across the task's devices runs as one generated
+  function per frame; `colocated_reason` says why a plan with loops has none.
 
-`run_partitioned` runs one step of a `PartitionedPlan`: every partition an
-`Execution` of the same `Step` (one cancellation, one undo log, one rendezvous
-table), driven together on the calling thread.
+`run_partitioned` runs one step of a `PartitionedPlan`: unwatched and with loop
+fusion on, the colocated plan as one `Execution` when there is one; otherwise every
+partition an `Execution` of the same `Step` (one cancellation, one undo log, one
+rendezvous table), driven together on the calling thread.
 
 Invariant: a compiled plan is read-only and shared by concurrent steps.
 """
@@ -25,8 +30,12 @@ import queue
 from dataclasses import dataclass, field
 from typing import Any
 
+from flowlab import errors
+from flowlab.runtime.task import loop_fusion
 from flowlab.runtime.task.device import Device, value_bytes
 from flowlab.runtime.task.executor import Execution, Listener, run_executions
+from flowlab.runtime.task.frame_analysis import analyze
+from flowlab.runtime.task.handoffs import colocated_plan
 from flowlab.runtime.task.plan import Plan, compile_plan, generate_straight_line
 from flowlab.runtime.task.registration import ImportedUnit
 
@@ -69,6 +78,10 @@ class PartitionedPlan:
     ops: list[Any] = field(default_factory=list)
     fed_fetches: list[tuple[int, int]] = field(default_factory=list)
     master_partitions: Any = None  # the master's PartitionedGraph
+    colocated: Plan | None = None
+    colocated_feed_index: list[int] = field(default_factory=list)
+    colocated_fetch_positions: list[int] = field(default_factory=list)
+    colocated_reason: str = ""
 
 
 def compile_units(units: list[ImportedUnit], graph_version: int, num_fetches: int,
@@ -99,7 +112,27 @@ def compile_units(units: list[ImportedUnit], graph_version: int, num_fetches: in
     )
     if plain and not with_peers:
         _fuse(pplan, units, sequence, graph_version)  # type: ignore[arg-type]
+    elif any(p.has_control_flow for p in plans) and not with_peers:
+        _colocate(pplan, units, sequence, graph_version)
     return pplan
+
+
+def _colocate(pplan: PartitionedPlan, units: list[ImportedUnit], sequence: list[str] | None,
+              version: int) -> None:
+    """All partitions as one plan of hand-offs, kept when every loop in it fuses."""
+    got = colocated_plan(units, pplan.pairs, sequence, pplan.num_fetches, version)
+    if isinstance(got, str):
+        pplan.colocated_reason = got
+        return
+    plan, feed_index, fetch_positions = got
+    try:
+        why = loop_fusion.why_not_fused(analyze(plan))
+    except errors.OpError as e:  # frames the analysis refuses: the partitioned path's to report
+        why = e.message
+    if why is not None:
+        pplan.colocated_reason = why
+        return
+    pplan.colocated, pplan.colocated_feed_index, pplan.colocated_fetch_positions = plan, feed_index, fetch_positions
 
 
 def _fuse(pplan: PartitionedPlan, units: list[ImportedUnit], sequence: list[str], version: int) -> None:
@@ -141,6 +174,14 @@ def run_partitioned(
     step its rendezvous table (`step.rendezvous`) and drops it afterwards.  Returns
     the values of the fetches this task produces, in the step's fetch positions (None
     where another task or a feed answers)."""
+    colocated = pplan.colocated
+    if colocated is not None and listener is None and loop_fusion.ENABLED:
+        vals = Execution(colocated, step, [feed_values[j] for j in pplan.colocated_feed_index], None, pool,
+                         deadline).run()
+        fetched: list[Any] = [None] * pplan.num_fetches
+        for i, v in zip(pplan.colocated_fetch_positions, vals):
+            fetched[i] = v
+        return fetched
     shared: queue.SimpleQueue[Any] = queue.SimpleQueue()
     execs = [
         Execution(part.plan, step, [feed_values[j] for j in part.feed_index], listener, pool, deadline,
