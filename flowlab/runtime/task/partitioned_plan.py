@@ -16,8 +16,9 @@
   (`loop_fusion`), so that a loop across the task's devices runs as one generated
   function per frame; `colocated_reason` says why a plan with loops has none.
 
-`run_partitioned` runs one step of a `PartitionedPlan`: unwatched and with loop
-fusion on, the colocated plan as one `Execution` when there is one; otherwise every
+`run_partitioned` runs one step of a `PartitionedPlan`: with loop fusion on, the
+colocated plan as one `Execution` when there is one (watched, on the frame path
+with each op's events; unwatched, its loops fused); otherwise every
 partition an `Execution` of the same `Step` (one cancellation, one undo log, one
 rendezvous table), driven together on the calling thread.
 
@@ -175,8 +176,10 @@ def run_partitioned(
     the values of the fetches this task produces, in the step's fetch positions (None
     where another task or a feed answers)."""
     colocated = pplan.colocated
-    if colocated is not None and listener is None and loop_fusion.ENABLED:
-        vals = Execution(colocated, step, [feed_values[j] for j in pplan.colocated_feed_index], None, pool,
+    if colocated is not None and loop_fusion.ENABLED:
+        # Watched, the same plan on the frame path: each op's events, hand-offs' too
+        # (a `_Send` and its `_Recv` keep their names and devices).
+        vals = Execution(colocated, step, [feed_values[j] for j in pplan.colocated_feed_index], listener, pool,
                          deadline).run()
         fetched: list[Any] = [None] * pplan.num_fetches
         for i, v in zip(pplan.colocated_fetch_positions, vals):

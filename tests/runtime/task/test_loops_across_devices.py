@@ -209,6 +209,9 @@ def test_step_stats_of_a_traced_loop_across_devices_name_both_devices():
     assert any(d.endswith("CPU:0") for d in devices) and any(d.endswith("CPU:1") for d in devices)
     names = {n.node_name for d in md.step_stats.dev_stats for n in d.node_stats}
     assert any(n.startswith("while/mul") for n in names)
+    # The hand-offs keep their Recv's name on the receiving device: transfers still show.
+    recvs = {d.device for d in md.step_stats.dev_stats for n in d.node_stats if n.op_type == "_Recv"}
+    assert any(d.endswith("CPU:1") for d in recvs)
 
 
 def test_hand_offs_count_the_transfers_on_the_receiving_device():
