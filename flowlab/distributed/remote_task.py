@@ -123,7 +123,9 @@ class Connection:
         message = {"handle": handle, "step_id": step_id, "feeds": values_to_wire(feeds),
                    "timeout_ms": timeout_ms, "trace": traced}
         deadline = timeout_ms / 1000.0 + CONTROL_TIMEOUT_S if timeout_ms > 0 else None
-        futures = [asyncio.ensure_future(self.call(t, "run_step", t.with_commits(message), deadline))
+        deliver = {} if traced else _deliveries(tasks, handle)
+        futures = [asyncio.ensure_future(self.call(t, "run_step", t.with_commits(
+            {**message, "deliver": deliver[t.name]} if t.name in deliver else message), deadline))
                    for t in tasks]
         pending = set(futures)
         failure: BaseException | None = None
@@ -185,7 +187,10 @@ class Connection:
         passed on, flowlab.distributed.forwarding) by the value pulled from the task
         that produced it."""
         wanted: dict[str, dict[str, Any]] = {}
-        for r in replies:
+        delivered: dict[str, Any] = {}
+        for t, r in zip(tasks, replies):
+            for key, d in (r.get("delivered") or {}).items():
+                delivered[key] = (t, d)
             for v in r["values"]:
                 if type(v) is dict and "forwarded" in v:
                     wanted.setdefault(v["forwarded"]["key"], v["forwarded"])
@@ -195,17 +200,16 @@ class Connection:
 
         async def take(pull: dict[str, Any]) -> Any:
             producer = producers.get((pull["task"], pull["incarnation"]))
+            if pull["key"] in delivered:  # it came with the producer's run_step reply
+                producer, r = delivered[pull["key"]]
+                return _fetched(pull, r, producer.address)
             if producer is None:
                 raise errors.UnavailableError(
                     None, None, f"Task {pull['task']}, which produced the fetch '{pull['fetch']}', is not one of "
                     "this step's tasks any more (it restarted).")
             r = await self._watched_call(producer, self.call(producer, "recv_tensor", {
                 "step_id": step_id, "key": pull["key"], "timeout_ms": timeout_ms}, None))
-            if r["is_dead"]:
-                raise errors.InvalidArgumentError(
-                    None, None, f"Fetched tensor '{pull['fetch']}' is dead: it was produced on a branch "
-                    "that was not taken.")
-            return fetch_value(owned(values_from_wire([r["value"]]), producer.address)[0])
+            return _fetched(pull, r, producer.address)
 
         got = dict(zip(wanted, await asyncio.gather(*(take(p) for p in wanted.values()))))
         for r in replies:
@@ -248,6 +252,28 @@ class Connection:
                                for t in tasks if not t.lost), return_exceptions=True)
 
 
+def _deliveries(tasks: list[RemoteTask], handle: str) -> dict[str, list[str]]:
+    """Per producing task's name, the keys of this step's fetches that another task
+    only passes on (flowlab.distributed.forwarding): its run_step reply delivers them,
+    which saves the client a recv_tensor."""
+    names = {(t.name, t.incarnation) for t in tasks}
+    out: dict[str, list[str]] = {}
+    for t in tasks:
+        for pull in t.forwarded.get(handle, ()):
+            if (pull["task"], pull["incarnation"]) in names:
+                out.setdefault(pull["task"], []).append(pull["key"])
+    return out
+
+
+def _fetched(pull: dict[str, Any], reply: dict[str, Any], address: str) -> Any:
+    """A forwarded fetch's value from its producer's recv_tensor reply, as the task
+    that passed it on would have returned it."""
+    if reply["is_dead"]:
+        raise errors.InvalidArgumentError(
+            None, None, f"Fetched tensor '{pull['fetch']}' is dead: it was produced on a branch that was not taken.")
+    return fetch_value(owned(values_from_wire([reply["value"]]), address)[0])
+
+
 class RemoteTask:
     """One task of a cluster, reached through `connection` (see the module docstring)."""
 
@@ -270,6 +296,8 @@ class RemoteTask:
             self.devices.append(d)
         self._device_of = {d.name: d for d in self.devices}
         self._messages: dict[str, dict[str, Any]] = {}
+        # Per handle, the fetches this task only passes on: their producers deliver them.
+        self.forwarded: dict[str, list[dict[str, Any]]] = {}
         self._views: dict[str, Registered] = {}
         self._combined: dict[tuple[str, tuple[str, ...]], PartitionedPlan] = {}
 
@@ -282,6 +310,7 @@ class RemoteTask:
         sent = {**message, "library": library} if library else message
         reply = self.connection.call_sync(self, "register_partitions", sent, REGISTER_TIMEOUT_S)
         self._messages[message["handle"]] = message
+        self.forwarded[message["handle"]] = list(reply.pop("forwarded", None) or [])
         return reply
 
     def run(self, handle: str, step_id: int, feeds: list[Any], timeout_ms: int = 0, listener: Any = None,
@@ -302,6 +331,7 @@ class RemoteTask:
     def deregister_partitions(self, message: dict[str, Any]) -> dict[str, Any]:
         self.flush_commits()
         self._messages.pop(message["handle"], None)
+        self.forwarded.pop(message["handle"], None)
         self._views.pop(message["handle"], None)
         for key in [k for k in self._combined if k[0] == message["handle"]]:
             del self._combined[key]

@@ -140,7 +140,8 @@ class ServedTask(LocalTask):
             if pull["key"] in forwarded:
                 pull.update(forward=True, fetch=forwarded[pull["key"]])
         del kept  # the imported ops hold the functions they call now
-        return reply
+        # The client asks each producer for these with its run_step (`deliver`).
+        return {**reply, "forwarded": [p for p in reg.remote_recvs if p.get("forward")]}
 
     def abort_step(self, message: dict[str, Any]) -> dict[str, Any]:
         out = super().abort_step(message)
@@ -255,6 +256,9 @@ class TaskServer(WorkerPlugin):
         # held: this task keeps an undo log of the step until it is committed.
         reply: dict[str, Any] = {"values": to_wire_values(values_to_wire(values)),
                                  "held": task.awaits_commit(step_id)}
+        if m.get("deliver"):  # fetches another task only passes on (flowlab.distributed.forwarding)
+            reply["delivered"] = {key: await self._recv_tensor(task, {"step_id": step_id, "key": key})
+                                  for key in m["deliver"]}
         if recorder is not None:
             reply["events"] = recorder.take()  # those not streamed already (step_events)
         return reply

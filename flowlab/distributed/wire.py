@@ -112,7 +112,7 @@ FIELDS: dict[str, dict[str, Any]] = {
 # Fields a call may leave out, with the types they must have when given.
 OPTIONAL: dict[str, dict[str, Any]] = {
     "register_partitions": {"library": list},
-    "run_step": {"timeout_ms": int, "trace": bool, "commit": list},
+    "run_step": {"timeout_ms": int, "trace": bool, "commit": list, "deliver": list},
     "recv_tensor": {"timeout_ms": int},
     "reset": {"containers": (list, type(None))},
 }
@@ -139,6 +139,8 @@ def check_message(call: str, message: Any) -> dict[str, Any]:
                 f"({type(message[name]).__name__}).")
     if call == "run_step" and not all(isinstance(s, int) for s in message.get("commit") or []):
         raise errors.InvalidArgumentError(None, None, "flowlab task server: 'commit' of run_step must list step ids.")
+    if call == "run_step" and not all(isinstance(k, str) for k in message.get("deliver") or []):
+        raise errors.InvalidArgumentError(None, None, "flowlab task server: 'deliver' of run_step must list keys.")
     try:
         check_plain(message, call)
     except TypeError as e:

@@ -384,6 +384,21 @@ def test_a_fetch_a_worker_only_passes_on_comes_straight_from_the_ps(cluster):
             sess.run(fl.global_variables_initializer())
             got = sess.run(fetches)
             assert _forwarded_fetches(cluster, "worker", 0) == sorted([relayed.name, scalar.name])
+            # The ps's run_step reply delivers them: two calls per step, no recv_tensor.
+            sess.run(relayed)  # registered
+            connection = cluster.task("ps", 0).connection
+            calls, call = [], connection.call
+
+            async def counted(task, name, message, timeout_s):
+                calls.append((task.name, name))
+                return await call(task, name, message, timeout_s)
+
+            connection.call = counted
+            try:
+                np.testing.assert_array_equal(sess.run(relayed), np.arange(4096, dtype=np.float32))
+            finally:
+                del connection.call
+            assert sorted(n for _, n in calls) == ["run_step", "run_step"]
             np.testing.assert_array_equal(got[0], np.arange(4096, dtype=np.float32))
             assert type(got[1]) is np.float32 and got[1] == 3.0  # a scalar stays a NumPy scalar
             np.testing.assert_array_equal(got[2], np.ones(8, np.float32))
