@@ -12,7 +12,9 @@ Figures, per system (ms; median and p90 over all steps of all rounds):
   client): the cost of a step that does nothing; with `cpu_ms_per_step`, the CPU
   every process of the system (the client's and each server's) spent per step;
 * `dense`: one client fetching a `--dense-mb` MB float32 variable of ps/0 through
-  worker/0; with its throughput in GB/s;
+  worker/0 (`identity(v)` there: TensorFlow relays it ps -> worker -> client; a flowlab
+  worker only passes it on, so it goes from ps/0 to the client once,
+  flowlab/distributed/forwarding.py); with its throughput in GB/s;
 * `sparse_<n>gib`: one client gathering 32 random rows of 1024 floats from an
   n-GiB embedding split over ps/0 and ps/1 (`fixed_size_partitioner(2)`,
   `embedding_lookup`, each Gather on its shard's task); the step should not depend

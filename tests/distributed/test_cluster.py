@@ -472,6 +472,7 @@ def test_missing_task_names_the_workers_found(cluster):
         "feeds": [], "feed_index": [], "fetches": ["c:0"], "fetch_index": [0]}]},
      "tensor data has 12 bytes, but DT_FLOAT of shape \\[1000000, 1000000\\] needs 4000000000000"),
     ("recv_tensor", {"step_id": "1", "key": "k"}, "field 'step_id' of recv_tensor must be int"),
+    ("run_step", {"handle": "h", "step_id": 1, "feeds": [], "deliver": [3]}, "'deliver' of run_step must list keys"),
     ("abort_step", [], "expects a message dict"),
     # A shipped function naming a tensor its body does not have, or of no known kind.
     ("register_partitions", {"handle": "h", "graph_version": 1, "num_fetches": 0, "units": [], "library": [{
