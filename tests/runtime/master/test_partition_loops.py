@@ -14,6 +14,7 @@ import flowlab as fl
 from flowlab import errors
 from flowlab.kernels import sendrecv_kernels
 from flowlab.ops import control_flow_ops as cf
+from flowlab.runtime.task import loop_fusion
 from flowlab.runtime.task.partitioned_plan import PartitionedPlan
 from flowlab.runtime.task.rendezvous import RendezvousManager
 
@@ -139,6 +140,7 @@ def test_four_devices_and_values_equal_one_device():
 
 
 def test_rendezvous_keys_carry_the_frame_and_the_iteration(monkeypatch):
+    monkeypatch.setattr(loop_fusion, "ENABLED", False)  # the partitioned path's keys
     sent: list[str] = []
     real = sendrecv_kernels.LocalRendezvous.send
 
