@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import random
 import threading
 
 import numpy as np
@@ -381,3 +382,21 @@ def test_a_scalar_fed_to_a_matrix_placeholder_is_refused_as_tensorflow(tf1):
                 assert s.run(y, {x: [[1.0]]}).shape == (1, 1)
                 with pytest.raises(ValueError, match="Cannot feed value of shape"):
                     s.run(y, {x: 3.0})
+
+
+def test_a_session_leaves_pythons_random_stream_alone():
+    """TF1 programs seed Python's `random` for their data (the tutorials' toy sequences,
+    word2vec's batches); TensorFlow draws its ids in C++, so a flowlab session must not
+    draw from the same stream."""
+    random.seed(3)
+    expected = [random.random() for _ in range(3)]
+    random.seed(3)
+    g = fl.Graph()
+    with g.as_default():
+        x = fl.placeholder(fl.float32, [None])
+        v = fl.Variable(fl.ones([2]))
+        y = fl.reduce_sum(x) + fl.reduce_sum(v)
+        with fl.Session(graph=g, config=fl.ConfigProto(device_count={"CPU": 2})) as sess:
+            sess.run(v.initializer)
+            sess.run(y, {x: [1.0, 2.0]})
+    assert [random.random() for _ in range(3)] == expected

@@ -29,7 +29,7 @@ Memory accounting, and exactly what it counts (`memory_stats()`):
 
 from __future__ import annotations
 
-import random
+import secrets
 import threading
 from typing import Any
 
@@ -58,7 +58,7 @@ class Device:
         # keys never match keys of its previous life; a signed int64, as TensorFlow
         # shows it (and as an int attr of _Send/_Recv holds it).
         if incarnation is None:
-            incarnation = random.getrandbits(64) - (1 << 63)
+            incarnation = secrets.randbits(64) - (1 << 63)
         self.incarnation = incarnation
         self.memory_limit_bytes = CPU_MEMORY_LIMIT_BYTES if self.device_type == "CPU" else 0
         self.resources = ResourceManager(self.name)

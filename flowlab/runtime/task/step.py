@@ -37,7 +37,7 @@ updates may lose each other, with or without a rollback, as with TensorFlow.
 from __future__ import annotations
 
 import itertools
-import random
+import secrets
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -48,7 +48,7 @@ from flowlab.kernels.resources import INCREMENT_DIFF
 
 # From a random start: tasks shared by several clients (a cluster's) key their
 # rendezvous tables by step id, so two processes' ids must not meet.
-_step_ids = itertools.count(random.getrandbits(52) << 8 | 1)
+_step_ids = itertools.count(secrets.randbits(52) << 8 | 1)
 
 
 def next_step_id() -> int:

@@ -32,7 +32,7 @@ same calls carry the interface's messages (errors as `error_to_message`).
 
 from __future__ import annotations
 
-import random
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -94,7 +94,8 @@ class LocalTask:
                                             blas_limit=thread_policy.current_blas_threads())
         self.devices: list[Device] = local_devices(device_count, job, task_index)
         self._device_of = {d.name: d for d in self.devices}
-        self.incarnation = random.getrandbits(63)
+        # secrets, not random: a session must leave the program's seeded `random` stream alone
+        self.incarnation = secrets.randbits(63)
         self._handles: dict[str, Registered] = {}
         self._handles_lock = threading.Lock()
         self.rendezvous = RendezvousManager()
