@@ -40,7 +40,7 @@ import numpy as np
 from flowlab.kernels.registry import DEAD, KernelDef
 from flowlab.kernels.resources import VariableState
 from flowlab.runtime.task.plan import Plan, compile_plan
-from flowlab.runtime.task.registration import ImportedUnit
+from flowlab.runtime.task.registration import ImportedUnit, merged_io
 
 __all__ = ["colocated_plan", "receive", "sent"]
 
@@ -81,18 +81,10 @@ def colocated_plan(
     )
     if len(ops) != len(by_name):
         return "the step's sequence does not hold every op of its partitions"
-    device_of = {name: dev for u in units for name, dev in u.device_of.items()}
-    feeds = [t for u in units for t in u.feeds]
-    fetches: list[Any] = [None] * num_fetches
-    for u in units:
-        for i, t in zip(u.fetch_index, u.fetches):
-            fetches[i] = t
-    present = [i for i, t in enumerate(fetches) if t is not None]
-    plan = compile_plan(
-        ops, device_of, feeds, [fetches[i] for i in present], version, straight_line=False
-    )
+    device_of, feeds, feed_index, present, fetches = merged_io(units, num_fetches)
+    plan = compile_plan(ops, device_of, feeds, fetches, version, straight_line=False)
     _hand_off(plan, pairs)
-    return plan, [j for u in units for j in u.feed_index], present
+    return plan, feed_index, present
 
 
 def _hand_off(plan: Plan, pairs: list[dict[str, Any]]) -> None:

@@ -38,7 +38,7 @@ from flowlab.runtime.task.executor import Execution, Listener, run_executions
 from flowlab.runtime.task.frame_analysis import analyze
 from flowlab.runtime.task.handoffs import colocated_plan
 from flowlab.runtime.task.plan import Plan, compile_plan, generate_straight_line
-from flowlab.runtime.task.registration import ImportedUnit
+from flowlab.runtime.task.registration import ImportedUnit, merged_io
 
 __all__ = ["CompiledPartition", "PartitionedPlan", "compile_units", "run_partitioned"]
 
@@ -139,22 +139,15 @@ def _colocate(pplan: PartitionedPlan, units: list[ImportedUnit], sequence: list[
 def _fuse(pplan: PartitionedPlan, units: list[ImportedUnit], sequence: list[str], version: int) -> None:
     """All partitions as one straight-line Plan in `sequence` (each Send before its Recv)."""
     by_name = {op.name: op for u in units for op in u.ops}
-    device_of = {name: dev for u in units for name, dev in u.device_of.items()}
     ops = [by_name[n] for n in sequence]
-    feeds = [t for u in units for t in u.feeds]
-    pplan.fused_feed_index = [j for u in units for j in u.feed_index]
-    fetches: list[Any] = [None] * pplan.num_fetches
-    for u in units:
-        for i, t in zip(u.fetch_index, u.fetches):
-            fetches[i] = t
-    present = [i for i, t in enumerate(fetches) if t is not None]
+    device_of, feeds, pplan.fused_feed_index, present, fetches = merged_io(units, pplan.num_fetches)
     # In the fused plan each Recv depends on its Send (a control edge for the
     # compilation only; the partitions' Recvs have no inputs, as TensorFlow's).
     recvs = [(by_name[p["recv_op"]], by_name[p["send_op"]]) for p in pplan.pairs]
     for recv, send in recvs:
         recv._control_inputs = [send]
     try:
-        fused = compile_plan(ops, device_of, feeds, [fetches[i] for i in present], version, straight_line=False)
+        fused = compile_plan(ops, device_of, feeds, fetches, version, straight_line=False)
     finally:
         for recv, _ in recvs:
             recv._control_inputs = []

@@ -48,6 +48,19 @@ class ImportedUnit:
         return next(iter(self.device_of.values()))
 
 
+def merged_io(units: list[ImportedUnit], num_fetches: int) -> tuple[dict[str, Any], list[Any], list[int], list[int], list[Any]]:
+    """What compiling several units as one plan needs: (device of each op, feeds, their
+    index into the step's feeds, the fetch positions this task answers, their tensors)."""
+    device_of = {name: dev for u in units for name, dev in u.device_of.items()}
+    feeds = [t for u in units for t in u.feeds]
+    fetches: list[Any] = [None] * num_fetches
+    for u in units:
+        for i, t in zip(u.fetch_index, u.fetches):
+            fetches[i] = t
+    present = [i for i, t in enumerate(fetches) if t is not None]
+    return device_of, feeds, [j for u in units for j in u.feed_index], present, [fetches[i] for i in present]
+
+
 def import_unit(unit: dict[str, Any], devices: dict[str, Device], debug_info: dict[str, Any]) -> ImportedUnit:
     """Import one unit of a `register_partitions` message (see the module docstring).
 
