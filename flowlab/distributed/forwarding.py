@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from flowlab.kernels.sendrecv_kernels import parse_key
+
 __all__ = ["Forwarded", "forwardable_keys", "to_wire_values"]
 
 PASS_THROUGH = ("Identity", "StopGradient")
@@ -93,10 +95,13 @@ def forwardable_keys(units: list[dict[str, Any]], remote_recvs: list[dict[str, A
 def _key_parts(key: str) -> tuple[str | None, ...]:
     """(send device, recv device, tensor name) of a rendezvous key of the step's root
     frame; a key inside a loop (another frame or iteration) never matches."""
-    parts = key.split(";")
-    if len(parts) != 5 or parts[4] != "0:0":
+    try:
+        k = parse_key(key)
+    except ValueError:
         return (None, None, None)
-    return (parts[0], parts[2], parts[3])
+    if (k.frame_id, k.iter_id) != (0, 0):
+        return (None, None, None)
+    return (k.src_device, k.dst_device, k.tensor_name)
 
 
 def to_wire_values(values: list[Any]) -> list[Any]:
