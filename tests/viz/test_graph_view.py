@@ -164,8 +164,10 @@ def test_live_bridge_batches_and_throttles():
     assert sess.listener is keep  # put back as it was
     assert len(previous_calls) == 2 * n
     live = [m for m in sent if not m["idle"]]
-    # 20 a second at most, however many events (fewer when the flusher waits for the GIL)
-    assert 3 <= len(live) <= 23, len(live)
+    # 20 a second at most, however many events. How many fewer depends on how often the
+    # flusher got the GIL from the tight loop above (twice in a loaded CI run), so only
+    # the bound is checked; the update after the loop always comes.
+    assert 1 <= len(live) <= 23, len(live)
     assert n > 1000
     assert sent[-1]["idle"] and sent[-1]["run"] == []
     assert set().union(*(m["done"] for m in live)) == {f"op{k}" for k in range(50)}
@@ -189,7 +191,9 @@ def test_live_bridge_watches_about_one_fast_step_per_update():
         steps += 1
     bridge.stop()
     assert sess.listener is None
-    assert steps > 2000 and 3 <= watched <= 2 * 20 + 2, (steps, watched)
+    # At most about one watched step per update; at least the first (how many more
+    # depends on how often the flusher got the GIL from the loop).
+    assert steps > 2000 and 1 <= watched <= 2 * 20 + 2, (steps, watched)
 
 
 def test_live_bridge_counts_recv_bytes_and_takes_records():
