@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from flowlab.runtime.task.events import ExecEvent, StepRecords, chain_listeners
+from flowlab.runtime.task.events import ExecEvent, LoopRecords, StepRecords, chain_listeners
 from flowlab.viz.model import RECV_TYPES, SEND_TYPES
 
 _TRANSFER = SEND_TYPES | RECV_TYPES
@@ -112,8 +112,12 @@ class LiveBridge:
         elif kind in ("op_dead", "error"):
             self.pending.append(("e", ev.node, None))
 
-    def take_records(self, rec: StepRecords) -> None:
-        """A whole straight-line step: every op that ran is finished."""
+    def take_records(self, rec: StepRecords | LoopRecords) -> None:
+        """A whole straight-line step: every op that ran is finished.  Or iterations of
+        a fused loop in a step otherwise seen as events: its ops that ran, once each."""
+        if type(rec) is LoopRecords:
+            self._take_loop(rec)
+            return
         watched = self.watched
         nodes = rec.nodes
         for k in range(rec.ran):
@@ -126,6 +130,27 @@ class LiveBridge:
         self.pending.append(("step", "", None))
         if self.sample:
             self._detach()  # until the next update: the steps between are not watched
+
+    def _take_loop(self, rec: LoopRecords) -> None:
+        lay = rec.layout
+        rows = rec.rows
+        # A final batch ends with the last iteration's row (laid out as `lay.last`).
+        full_rows = rows[:-1] if rec.final and rec.partial is None else rows
+        pending = self.pending
+        if full_rows or rec.partial is not None:
+            pending.extend(("e", c[0].op.name, None) for c in lay.full)
+        if len(full_rows) < len(rows):
+            pending.extend(("e", c[0].op.name, None) for c in lay.last)
+        if rec.final and rec.exits is not None:
+            pending.extend(("e", x.node.op.name, None) for x in lay.exits)
+        watched = self.watched
+        if watched is not None and self.on_value is not None and full_rows:
+            row = full_rows[-1]
+            for node, _t0, _t1, v, nv, _flag, _switch in lay.full:
+                if node.op.name == watched:
+                    self.on_value(watched, row[v:v + nv])
+        if rows:
+            self._t1 = rows[-1][0] / 1e3
 
     # --- lifetime -------------------------------------------------------------------
     def start(self) -> None:

@@ -24,6 +24,7 @@ first, then the graph) is only asked for events that come without it.
 from __future__ import annotations
 
 import itertools
+import operator
 import threading
 from array import array
 from collections.abc import Callable, Iterable
@@ -45,6 +46,7 @@ from flowlab.runtime.config import (
     TensorShapeDim,
     TensorShapeProto,
 )
+from flowlab.runtime.task.events import LoopRecords
 
 __all__ = ["StepStatsCollector", "TRANSFER_OP_TYPES", "session_resolver", "task_of"]
 
@@ -168,6 +170,12 @@ class StepStatsCollector:
             ))
 
         def take_records(rec: Any) -> None:
+            if type(rec) is LoopRecords:
+                # A fused loop's iterations: described by column now, expanded when read.
+                append(("loop", rec.step_id, rec.thread, rec.layout, rec.first, _loop_columns(rec),
+                        rec.final, rec.end_ns, None if rec.exits is None else _describe(rec.exits),
+                        _describe_partial(rec)))
+                return
             # A whole straight-line step (events.StepRecords): only its outputs are
             # described now (so that none is kept), packed; events are made when read.
             append(("records", rec.step_id, rec.nodes, rec.thread, array("q", rec.times_ns),
@@ -239,6 +247,9 @@ def _expand(events: list[tuple[Any, ...]]) -> Iterable[tuple[Any, ...]]:
     dataflow executor would have published (op_start and op_end per op, then op_start
     and error for the op that failed)."""
     for e in events:
+        if e[0] == "loop":
+            yield from _expand_loop(e)
+            continue
         if e[0] != "records":
             yield e
             continue
@@ -255,6 +266,129 @@ def _expand(events: list[tuple[Any, ...]]) -> Iterable[tuple[Any, ...]]:
             else:
                 yield ("error", step_id, name, op_type, device, error_ns / 1000.0, thread,
                        "", 0, _error_text(error), op)
+
+
+_SCALARS = frozenset(t for t in _PLAIN if t is not np.ndarray)
+_shape_of = operator.attrgetter("shape")
+_dtype_of = operator.attrgetter("dtype")
+
+
+def _column(values: tuple[Any, ...]) -> Any:
+    """The descriptions of one output over a batch of iterations: one description
+    when they all have one (the common case, found at C speed: a type, a shape, a
+    dtype each), else a list of them."""
+    types = set(map(type, values))
+    if len(types) == 1:
+        t = types.pop()
+        if t in _SCALARS:
+            v = values[0]
+            return ((), v.dtype, v.nbytes, False)
+        if t is np.ndarray:
+            shapes = set(map(_shape_of, values))
+            dts = set(map(_dtype_of, values))
+            if len(shapes) == 1 and len(dts) == 1:
+                v = values[0]
+                return (v.shape, v.dtype, v.nbytes, False)
+    return [_describe((v,))[0] for v in values]
+
+
+class _Column(list):  # type: ignore[type-arg]
+    """A column of per-iteration descriptions (a plain tuple is one for all)."""
+
+
+def _loop_columns(rec: Any) -> tuple[list[tuple[int, ...]], list[Any], list[tuple[bool, ...]]]:
+    """A batch of loop rows as (times per clock read, descriptions per output, dead
+    flags per flagged col), each a column over the batch's rows; the last row of a
+    final batch (the last iteration, laid out as `layout.last`) stands apart."""
+    lay = rec.layout
+    rows = rec.rows
+    last = None
+    if rec.final and rec.partial is None and rows:
+        rows, last = rows[:-1], rows[-1]
+    times: list[Any] = []
+    descs: list[Any] = []
+    flags: list[Any] = []
+    if rows:
+        cols = list(zip(*rows))
+        nt = lay.ntimes_full
+        nv = len(cols) - nt - sum(1 for c in lay.full if c[5] >= 0)
+        times = [array("q", c) for c in cols[:nt]]
+        for c in cols[nt:nt + nv]:
+            d = _column(c)
+            descs.append(_Column(d) if type(d) is list else d)
+        flags = cols[nt + nv:]
+    last_part = None
+    if last is not None:
+        nt = lay.ntimes_last
+        last_part = (last[:nt], _describe(last[nt:]))
+    return times, descs, flags, last_part  # type: ignore[return-value]
+
+
+def _describe_partial(rec: Any) -> Any:
+    if rec.partial is None:
+        return None
+    ran, times, values, flags = rec.partial
+    return ran, list(times), _describe(values), flags
+
+
+def _expand_loop(e: tuple[Any, ...]) -> Iterable[tuple[Any, ...]]:
+    """A fused loop's recorded batch as the frame path's events: per iteration each op's
+    op_start and op_end (op_dead for a dead one), the Exits dead in an iteration that
+    continues; at the end the last iteration's ops, the body's dead ones, and the Exits."""
+    _, step_id, thread, lay, first, (times, descs, flags, last), final, end_ns, exits, partial = e
+    frame = lay.frame
+    full = lay.full
+    nt = lay.ntimes_full
+    nrows = len(times[0]) if times else 0
+    flag_col = {c[5]: j for j, c in enumerate(c for c in full if c[5] >= 0)}
+
+    def ops_of(cols: Any, it: int, t: Any, d: Any, dead: Any, base: int) -> Iterable[tuple[Any, ...]]:
+        for node, t0, t1, v, nv, flag, switch in cols:
+            op = node.op
+            name, op_type, device = op.name, op.type, node.ctx.device.name
+            start = t(t0) / 1000.0
+            if flag >= 0 and dead(flag):
+                yield ("op_dead", step_id, name, op_type, device, start, thread, frame, it, None, op)
+                continue
+            outs = tuple(d(j) for j in range(v - base, v - base + nv))
+            if switch == 1:
+                outs = (None,) + outs
+            elif switch == 2:
+                outs = outs + (None,)
+            yield ("op_start", step_id, name, op_type, device, start, thread, frame, it, None, op)
+            yield ("op_end", step_id, name, op_type, device, t(t1) / 1000.0, thread, frame, it, outs, op)
+
+    def dead_ops(entries: Any, it: int, at_us: float) -> Iterable[tuple[Any, ...]]:
+        for x in entries:
+            op = x.node.op
+            yield ("op_dead", step_id, op.name, op.type, x.node.ctx.device.name, at_us, thread, frame, it, None, op)
+
+    for r in range(nrows):
+        it = first + r
+
+        def d(j: int, r: int = r) -> Any:
+            col = descs[j]
+            return col[r] if type(col) is _Column else col
+
+        yield from ops_of(full, it, lambda k, r=r: times[k][r], d,
+                          lambda f, r=r: flags[flag_col[f]][r], nt)
+        yield from dead_ops(lay.exits, it, times[nt - 1][r] / 1000.0)
+    it = first + nrows
+    if last is not None:
+        lt, ld = last
+        yield from ops_of(lay.last, it, lt.__getitem__, ld.__getitem__, bool, lay.ntimes_last)
+        yield from dead_ops(lay.dead_at_end, it, lt[-1] / 1000.0)
+    if partial is not None:
+        ran, pt, pd, pf = partial
+        pflags = {c[5]: pf[k] for k, c in enumerate(full[:ran])}
+        yield from ops_of(full[:ran], it, pt.__getitem__, pd.__getitem__, pflags.__getitem__,
+                          nt)
+    if final and exits is not None:
+        for x, desc in zip(lay.exits, exits):
+            op = x.node.op
+            args = (step_id, op.name, op.type, x.node.ctx.device.name, end_ns / 1000.0, thread, frame, it)
+            yield ("op_start", *args, None, op)
+            yield ("op_end", *args, (desc,), op)
 
 
 class _LazyStepStats(StepStats):

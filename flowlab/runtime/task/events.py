@@ -1,6 +1,7 @@
 """What a step tells its listeners: `ExecEvent`s (one per op start, end, death or
 error, and frame entries/exits), or, for a listener that takes records, one
-`StepRecords` per step run by the traced straight-line function.  The executor
+`StepRecords` per step run by the traced straight-line function (and `LoopRecords`
+for the fused loops in a step with loops).  The executor
 (`flowlab.runtime.task.executor`), the frame path and the profiler share these types;
 `chain_listeners` joins several listeners into one."""
 
@@ -58,6 +59,32 @@ class StepRecords:
     outputs: Any = None
     error: Any = None
     error_ns: int = 0
+
+
+@dataclass(slots=True)
+class LoopRecords:
+    """Iterations of a fused loop run by its recording twin (`loop_fusion.recording_twin`),
+    handed to a listener that takes records (`take_records`, as `StepRecords` are) in
+    batches while the loop runs, the last one when it ends.  The rest of the step
+    reaches the same listener as events.
+
+    `rows[r]` is iteration `first + r` of the loop instance, laid out as `layout`
+    (`loop_fusion.LoopLayout`) says: clock reads, the outputs of each op, dead flags.  In
+    the batch with `final`, the last row is the iteration whose predicate was false (or,
+    with `partial`, none: the loop failed, and `partial` is `(ran, times, values)` of the
+    iteration that failed, its first `ran` cols of `layout.full` having run); the Exits
+    gave `exits` at `end_ns`.  A taker must not keep the rows' values (they are dropped
+    after the takers ran)."""
+
+    step_id: int
+    thread: int
+    layout: Any
+    first: int
+    rows: list[tuple[Any, ...]]
+    final: bool = False
+    end_ns: int = 0
+    exits: Any = None
+    partial: Any = None
 
 
 def chain_listeners(*listeners: Listener | None) -> Listener | None:

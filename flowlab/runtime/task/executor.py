@@ -98,9 +98,14 @@ class Execution:
 
     def __new__(cls, plan: Plan, *args: Any, **kwargs: Any) -> Execution:
         if cls is Execution and plan.has_control_flow and _needs_frames(plan):
+            from flowlab.runtime.task import loop_fusion
             from flowlab.runtime.task.frames import FrameExecution
 
             cls = FrameExecution
+            listener = args[2] if len(args) > 2 else kwargs.get("listener")
+            if loop_fusion.ENABLED and getattr(listener, "take_records", None) is not None:
+                # Every listener takes records: fused loops record themselves.
+                cls = loop_fusion.recording_class()
         return object.__new__(cls)
 
     def __init__(

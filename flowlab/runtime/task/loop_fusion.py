@@ -59,6 +59,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
+import time
 from collections import deque
 from typing import Any
 
@@ -66,6 +68,7 @@ import numpy as np
 
 from flowlab.kernels.registry import DEAD
 from flowlab.runtime.task import handoffs
+from flowlab.runtime.task.events import LoopRecords
 from flowlab.runtime.task.frame_analysis import (
     _ENTER,
     _EXIT,
@@ -95,7 +98,7 @@ class FusedLoop:
     (in `exits` order)."""
 
     __slots__ = ("fn", "code", "source", "line_to_entry", "enter_pos", "exits",
-                 "num_expensive", "ops_cond", "ops_body", "codes")
+                 "num_expensive", "ops_cond", "ops_body", "codes", "shape", "twin", "layout")
 
     fn: Any
     code: Any
@@ -107,6 +110,9 @@ class FusedLoop:
     ops_cond: int  # ops run in every iteration (before the predicate decides)
     ops_body: int  # ops run in iterations that continue
     codes: dict[Any, dict[int, _Entry]]  # its code and its inner loops': line -> op
+    shape: tuple[Any, ...]  # what `_generate` was given: for the recording twin
+    twin: FusedLoop | None  # the recording twin (`recording_twin`), made on first use
+    layout: LoopLayout | None  # a twin's: what its rows hold
 
     def entry_for(self, exc: BaseException) -> _Entry | None:
         """The op whose line of the generated function raised `exc`."""
@@ -156,6 +162,16 @@ def _compile(analysis: _Analysis, info: _FrameInfo) -> FusedLoop | str:
         return _generate(info, *shape)
     except _NotFusible as e:
         return str(e)
+
+
+def recording_twin(fz: FusedLoop) -> FusedLoop:
+    """The recording twin of `fz` (made once): the same loop, that also appends one row
+    per iteration to its recorder (`LoopRecorder`); see `LoopLayout`."""
+    tw = fz.twin
+    if tw is None:
+        generate: Any = _generate  # (the shape's parts are typed there)
+        tw = fz.twin = generate(*fz.shape, traced=True)
+    return tw
 
 
 # --- recognising the shape --------------------------------------------------------------
@@ -322,7 +338,9 @@ def _shape(analysis: _Analysis, info: _FrameInfo) -> Any:
     cond_ops = [e for e in order if e.index not in body and e.kind in (_NORMAL, _INNER)]
     body_ops = [e for e in order if e.index in body and e.kind not in (_TRIGGER, _ENTER)]
     exits = tuple(e for e in frame if e.kind == _EXIT)
-    return enters, merges, cond, switches, cond_ops, body_ops, exits, producer, entries
+    triggers = [e for e in order if e.index in body and e.kind == _TRIGGER]
+    at_end = [e for e in order if e.index in live_at_end and e.kind != _TRIGGER]
+    return enters, merges, cond, switches, cond_ops, body_ops, exits, producer, entries, (triggers, at_end)
 
 
 def _source(slot: int, entries: list[_Entry], producer: dict[int, tuple[int, int]]) -> int:
@@ -355,24 +373,128 @@ def _topological(entries: list[_Entry], local: set[int], loop_merges: set[int],
 
 
 # --- generating the function ------------------------------------------------------------
+class LoopLayout:
+    """What the rows of a recording twin (`recording_twin`) hold.  A row is one
+    iteration: `ntimes` clock reads (`perf_counter_ns`; read after each op that calls a
+    kernel, the first at the iteration's start), then the values of `cols`' outputs,
+    then the flags of the ops that may be dead.  A col is `(node, t0, t1, v, nv, flag,
+    switch)`: its op ran from `row[t0]` to `row[t1]` (equal for an op that is only a
+    name: an Identity, a Merge, a constant), its outputs are `row[v:v + nv]`, it was
+    dead when `flag >= 0` and `row[flag]`; a loop Switch (`switch` 1 or 2) has one value,
+    its data, which went out on its true (1) or its false (2) side.  `full` describes an
+    iteration that continues (a row of length `full_len`), `last` the one where the
+    predicate is false (the condition's ops, the Switches, the ControlTriggers and what
+    runs off them alone); in that one the other ops of the body (`dead_at_end`) are
+    dead, and in each other one the Exits are, as on the frame path."""
+
+    __slots__ = ("frame", "full", "last", "full_len", "ntimes_full", "ntimes_last",
+                 "exits", "dead_at_end", "exprs", "flags", "line_to_pos", "code", "ns", "inner")
+
+    frame: str
+    full: list[tuple[Any, ...]]
+    last: list[tuple[Any, ...]]
+    full_len: int
+    ntimes_full: int
+    ntimes_last: int
+    exits: tuple[_Entry, ...]
+    dead_at_end: list[_Entry]
+    exprs: list[list[str]]  # per col of `full`: its values' expressions (for a failed iteration)
+    flags: list[str]  # per col of `full`: its dead flag's name, or ""
+    line_to_pos: dict[int, int]  # line of the twin -> number of `full` cols before it
+    code: Any
+    ns: dict[str, Any]
+    inner: list[FusedLoop]  # the inner loops' twins, by the index `LoopRecorder.inner` gets
+
+
+class _Trace:
+    """The recording twin's bookkeeping while it is generated."""
+
+    def __init__(self) -> None:
+        self.cols: list[list[Any]] = []  # [entry, t0, t1, exprs, flag, switch]
+        self.cur = 0  # the clock read the next op starts at
+        self.nclk = 1  # t0: the iteration's start
+        self.line_to_pos: dict[int, int] = {}
+        self.inner: list[FusedLoop] = []
+
+    def clock(self, emit: Any, indent: int) -> None:
+        emit(f"t{self.nclk} = _c()", indent)
+        self.cur = self.nclk
+        self.nclk += 1
+
+    def col(self, e: _Entry, t0: int, exprs: list[str], flag: str = "", switch: int = 0) -> None:
+        self.cols.append([e, t0, self.cur, exprs, flag, switch])
+
+
+def _names(e: _Entry, traced: bool) -> list[str]:
+    """The names of op `e`'s outputs in the generated code (traced: every output has
+    one; untraced: only the read ones, "_" for the others)."""
+    if traced:
+        return [f"v{s}" if s >= 0 else f"u{e.index}_{j}" for j, s in enumerate(e.outs)]
+    return [f"v{s}" if s >= 0 else "_" for s in e.outs]
+
+
+def _layout(info: _FrameInfo, tr: _Trace, last_cols: list[list[Any]], ntimes_last: int,
+            exits: tuple[_Entry, ...], dead_at_end: list[_Entry]) -> LoopLayout:
+    lay = LoopLayout()
+    lay.frame = info.name
+
+    def pack(cols: list[list[Any]], ntimes: int) -> tuple[list[tuple[Any, ...]], int]:
+        out = []
+        v = ntimes
+        for e, t0, t1, exprs, _flag, switch in cols:
+            out.append((e.node, t0, t1, v, len(exprs), -1, switch))
+            v += len(exprs)
+        return out, v
+
+    lay.full, nvals = pack(tr.cols, tr.nclk)
+    flagged = [k for k, c in enumerate(tr.cols) if c[4]]
+    for j, k in enumerate(flagged):
+        lay.full[k] = lay.full[k][:5] + (nvals + j,) + lay.full[k][6:]
+    lay.full_len = nvals + len(flagged)
+    lay.last, _ = pack(last_cols, ntimes_last)
+    lay.ntimes_full, lay.ntimes_last = tr.nclk, ntimes_last
+    lay.exits, lay.dead_at_end = exits, dead_at_end
+    lay.exprs = [c[3] for c in tr.cols]
+    lay.flags = [c[4] for c in tr.cols]
+    lay.line_to_pos = tr.line_to_pos
+    lay.inner = tr.inner
+    return lay
+
+
 def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond: _Entry,
               switches: list[_Entry], cond_ops: list[Any], body_ops: list[Any],
               exits: tuple[_Entry, ...], producer: dict[int, tuple[int, int]],
-              entries: list[_Entry]) -> FusedLoop:
+              entries: list[_Entry], at_end: tuple[list[_Entry], list[_Entry]],
+              traced: bool = False) -> FusedLoop:
+    """The loop's function; with `traced`, its recording twin: the same lines, every
+    output named, a clock read after each kernel call, and one row appended to the
+    recorder `P` per iteration (`LoopLayout`)."""
     from flowlab.runtime.task.frame_state import FrameStep
 
+    shape = (info, enters, merges, cond, switches, cond_ops, body_ops, exits, producer, entries, at_end)
     ns: dict[str, Any] = {"FS": FrameStep, "NAME": info.name, "DEAD": DEAD, "_dead_next": _dead_next}
-    lines = ["def _loop(step, fid, chk" + "".join(f", e{j}" for j in range(len(enters))) + "):"]
+    tr = _Trace() if traced else None
+    head = "def _loop(step, fid, chk" + (", P" if traced else "")
+    lines = [head + "".join(f", e{j}" for j in range(len(enters))) + (", _c=_c):" if traced else "):")]
+    ns["_c"] = time.perf_counter_ns
     line_to_entry: dict[int, _Entry] = {}
+    off = [0]
 
     def emit(text: str, indent: int, e: _Entry | None = None) -> None:
-        lines.append("    " * indent + text)
+        lines.append("    " * (indent + off[0]) + text)
         if e is not None:
             line_to_entry[len(lines)] = e
+        if tr is not None:
+            tr.line_to_pos[len(lines)] = len(tr.cols)
 
     def arg(slot: int, read: bool) -> str:
         return f"v{slot}.read()" if read else f"v{slot}"
 
+    if tr is not None:
+        emit("R = P.rows.append", 1)
+        emit("n = 0", 1)
+        emit("try:", 1)
+        off[0] = 1
     needs_step = any(e.needs_step for e in cond_ops + body_ops if e.kind != _INNER)
     enter_pos = {e.index: j for j, e in enumerate(enters)}
     # Each Merge: m{k} is its value in the coming iteration, i{k} its value_index.
@@ -390,40 +512,92 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
     for e in enters:
         if e.constant and e.outs[0] >= 0:
             emit(f"v{e.outs[0]} = e{enter_pos[e.index]}", 1)
-    for k, m in enumerate(merges):
-        if m.outs[1] >= 0:
+    index_of = [tr is not None or m.outs[1] >= 0 for m in merges]  # which Merges keep i{k}
+    for k in range(len(merges)):
+        if index_of[k]:
             ns[f"I{k}"], ns[f"J{k}"] = _INDEX[first_index[k]], _INDEX[later_index[k]]
             emit(f"i{k} = I{k}", 1)
     emit("n = 0", 1)
+    if tr is not None:
+        emit("tL = _c()", 1)
     emit("while True:", 1)
+    if tr is not None:
+        emit("t0 = tL", 2)
     if needs_step:
         emit("fs = FS(step, NAME, fid, n)", 2)
     for k, m in enumerate(merges):
+        if tr is not None:
+            n0, n1 = _names(m, True)
+            emit(f"{n0} = m{k}", 2)
+            emit(f"{n1} = i{k}", 2)
+            tr.col(m, tr.cur, [n0, n1])
+            continue
         if m.outs[0] >= 0:
             emit(f"v{m.outs[0]} = m{k}", 2)
         if m.outs[1] >= 0:
             emit(f"v{m.outs[1]} = i{k}", 2)
     for e in cond_ops:
         if e.kind == _INNER:
-            _emit_inner(e, ns, emit, arg, 2)
+            _emit_inner(e, ns, emit, arg, 2, tr)
         else:
-            _emit_op(e, ns, emit, arg, 2)
+            _emit_timed(e, ns, emit, arg, 2, tr)
     emit(f"if not v{cond.outs[0]}:", 2, cond)
+    triggers, live_at_end = at_end
+    last_cols: list[list[Any]] = []
+    ntimes_last = 0
+    if tr is not None:
+        # The last iteration's row: the condition's ops, then the Switches (their data
+        # goes out on the false side), the ControlTriggers and what runs off them.
+        last_cols = [c[:] for c in tr.cols]
+        for sw in switches:
+            last_cols.append([sw, tr.cur, tr.cur, [arg(sw.in_slots[0], bool(sw.reads and sw.reads[0]))], "", 2])
+        for e in triggers + live_at_end:
+            exprs = [f"K{e.index}"] if e.node.op.type == "Const" and e.outs and not e.needs_step \
+                and e.node.constants is None else ["None"] * len(e.outs)
+            last_cols.append([e, tr.cur, tr.cur, exprs, "", 0])
+        ntimes_last = tr.cur + 1
+        vals = [x for c in last_cols for x in c[3]]
+        row = [f"t{j}" for j in range(ntimes_last)] + vals
+        emit(f"R(({''.join(x + ', ' for x in row)}))", 3)
     emit("break", 3)
     for sw in switches:
+        data = arg(sw.in_slots[0], bool(sw.reads and sw.reads[0]))
         if sw.outs[1] >= 0:
-            emit(f"v{sw.outs[1]} = {arg(sw.in_slots[0], bool(sw.reads and sw.reads[0]))}", 2, sw)
-    _emit_body(body_ops, merges, merge_of_next, entries, producer, ns, emit, arg)
+            emit(f"v{sw.outs[1]} = {data}", 2, sw)
+        if tr is not None:
+            tr.col(sw, tr.cur, [data], switch=1)
+    _emit_body(body_ops, merges, merge_of_next, entries, producer, ns, emit, arg, tr, index_of)
+    if tr is not None:
+        for e in triggers:
+            tr.col(e, tr.cur, [])
+        vals = [x for c in tr.cols for x in c[3]]
+        flags = [c[4] for c in tr.cols if c[4]]
+        row = [f"t{j}" for j in range(tr.nclk)] + vals + flags
+        emit(f"R(({''.join(x + ', ' for x in row)}))", 2)
+        emit(f"tL = t{tr.cur}", 2)
     emit("n += 1", 2)
     emit("if not n & 15:", 2)
     emit("chk()", 3)
+    if tr is not None:
+        emit("if not n & 255:", 3)
+        emit("P.flush()", 4)  # a long loop's rows go to the listener in batches
     rets = []
     for x in exits:
         sw = entries[x.node.deps[0]]
         rets.append(arg(sw.in_slots[0], bool(sw.reads and sw.reads[0])))
-    emit(f"return n, ({''.join(r + ', ' for r in rets)})", 1, exits[0] if exits else None)
+    if tr is not None:
+        emit(f"_r = ({''.join(r + ', ' for r in rets)})", 1, exits[0] if exits else None)
+        emit("P.end(_r)", 1)
+        emit("return n, _r", 1)
+        off[0] = 0
+        emit("except BaseException as _x:", 1)
+        emit("P.failed(n, locals(), _x)", 2)
+        emit("raise", 2)
+    else:
+        emit(f"return n, ({''.join(r + ', ' for r in rets)})", 1, exits[0] if exits else None)
     source = "\n".join(lines) + "\n"
-    code = compile(source, f"<flowlab loop {info.name} {next(_fusion_ids)}>", "exec")
+    kind = "recording loop" if traced else "loop"
+    code = compile(source, f"<flowlab {kind} {info.name} {next(_fusion_ids)}>", "exec")
     exec(code, ns)
     fz = FusedLoop()
     fz.fn = ns["_loop"]
@@ -433,15 +607,22 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
     fz.codes = {fz.code: line_to_entry}
     fz.enter_pos = enter_pos
     fz.exits = exits
+    fz.shape = shape
+    fz.twin = None
+    fz.layout = None
     fz.num_expensive = 0
     for e in cond_ops + body_ops:
         if e.kind == _INNER:
             fz.num_expensive += e.fz.num_expensive
-            fz.codes.update(e.fz.codes)
+            fz.codes.update((recording_twin(e.fz) if traced else e.fz).codes)
         elif e.node.kernel.expensive:
             fz.num_expensive += 1
     fz.ops_cond = len(merges) + len(cond_ops)
     fz.ops_body = len(switches) + len(body_ops)
+    if tr is not None:
+        dead_at_end = [e for e in body_ops if e.kind != _INNER and e not in live_at_end]
+        fz.layout = _layout(info, tr, last_cols, ntimes_last, exits, dead_at_end)
+        fz.layout.code, fz.layout.ns = fz.code, ns
     return fz
 
 
@@ -456,10 +637,12 @@ def _dead_next(name: str) -> None:
 
 def _emit_body(body_ops: list[Any], merges: list[_Entry], merge_of_next: dict[int, int],
                entries: list[_Entry], producer: dict[int, tuple[int, int]], ns: dict[str, Any],
-               emit: Any, arg: Any) -> None:
+               emit: Any, arg: Any, tr: _Trace | None = None, index_of: list[bool] | None = None) -> None:
     """The body's ops.  Behind a cond's Switch values may be dead (`DEAD`), as on the
     general path: such an op checks its inputs (and the ops it waits on) first, and
-    is dead, not run, when one is; a cond's Merge forwards its live input."""
+    is dead, not run, when one is; a cond's Merge forwards its live input.  Traced,
+    every op that may be dead has a flag (`d{index}`) the row records."""
+    traced = tr is not None
     maybe_dead: set[int] = set()  # may be dead as a whole (its outputs and its control edges)
     dead_outs: set[int] = set()  # whose outputs may be DEAD
     flagged = set()  # ops whose deadness a control edge reads: d{index}
@@ -481,9 +664,11 @@ def _emit_body(body_ops: list[Any], merges: list[_Entry], merge_of_next: dict[in
             maybe_dead.add(e.index)
         if terms or e.kind == _SWITCH:
             dead_outs.add(e.index)
+    if traced:
+        flagged |= maybe_dead
     for e in body_ops:
         if e.kind == _INNER:
-            _emit_inner(e, ns, emit, arg, 2)
+            _emit_inner(e, ns, emit, arg, 2, tr)
             continue
         node = e.node
         data_deps = {producer[s][0] for s, _ in node.inputs}
@@ -491,6 +676,9 @@ def _emit_body(body_ops: list[Any], merges: list[_Entry], merge_of_next: dict[in
         ins = [(ls, r, producer[s][0] in dead_outs) for (s, _), ls, r in zip(node.inputs, e.in_slots, reads)]
         ctrl = [f"d{d}" for d in node.deps if d not in data_deps and d in maybe_dead]
         flag = e.index in flagged
+        fname = f"d{e.index}" if traced and e.index in maybe_dead else ""
+        names = _names(e, traced)
+        t0 = tr.cur if tr is not None else 0
         if e.kind == _MERGE:
             # The first live input (a cond has one); dead when all are.
             first = "if"
@@ -498,25 +686,27 @@ def _emit_body(body_ops: list[Any], merges: list[_Entry], merge_of_next: dict[in
                 ns[f"X{j}"] = _INDEX[j] if j < len(_INDEX) else np.int32(j)
                 emit(f"{first} v{ls} is not DEAD:", 2, e)
                 first = "elif"
-                if e.outs[0] >= 0:
-                    emit(f"v{e.outs[0]} = {arg(ls, r)}", 3, e)
-                if e.outs[1] >= 0:
-                    emit(f"v{e.outs[1]} = X{j}", 3)
+                if names[0] != "_":
+                    emit(f"{names[0]} = {arg(ls, r)}", 3, e)
+                if names[1] != "_":
+                    emit(f"{names[1]} = X{j}", 3)
                 if flag:
                     emit(f"d{e.index} = False", 3)
             emit("else:", 2)
-            for s in e.outs:
-                if s >= 0:
-                    emit(f"v{s} = DEAD", 3)
+            for x in names:
+                if x != "_":
+                    emit(f"{x} = DEAD", 3)
             emit(f"d{e.index} = True" if flag else "pass", 3)
+            if tr is not None:
+                tr.col(e, t0, names, fname)
             continue
         terms = [f"v{ls} is DEAD" for ls, _, may in ins if may] + ctrl
         indent = 2
         if terms:
             emit(f"if {' or '.join(terms)}:", 2, e)
-            for s in e.outs:
-                if s >= 0:
-                    emit(f"v{s} = DEAD", 3)
+            for x in names:
+                if x != "_":
+                    emit(f"{x} = DEAD", 3)
             if e.kind == _NEXT:
                 emit(f"_dead_next({e.name!r})", 3, e)
             emit(f"d{e.index} = True" if flag else "pass", 3)
@@ -524,56 +714,90 @@ def _emit_body(body_ops: list[Any], merges: list[_Entry], merge_of_next: dict[in
             indent = 3
         if e.kind == _SWITCH:
             (ds, dr, _), (ps, pr, _) = ins
-            o0, o1 = e.outs
+            o0, o1 = names
             emit(f"if {arg(ps, pr)}:", indent, e)
-            if o0 >= 0:
-                emit(f"v{o0} = DEAD", indent + 1)
-            emit(f"v{o1} = {arg(ds, dr)}" if o1 >= 0 else "pass", indent + 1, e)
+            if o0 != "_":
+                emit(f"{o0} = DEAD", indent + 1)
+            emit(f"{o1} = {arg(ds, dr)}" if o1 != "_" else "pass", indent + 1, e)
             emit("else:", indent)
-            emit(f"v{o0} = {arg(ds, dr)}" if o0 >= 0 else "pass", indent + 1, e)
-            if o1 >= 0:
-                emit(f"v{o1} = DEAD", indent + 1)
+            emit(f"{o0} = {arg(ds, dr)}" if o0 != "_" else "pass", indent + 1, e)
+            if o1 != "_":
+                emit(f"{o1} = DEAD", indent + 1)
+            exprs = names
         elif e.kind == _NEXT:
             k = merge_of_next[e.index]
             emit(f"m{k} = {arg(e.in_slots[0], bool(e.reads))}", indent, e)
-            if merges[k].outs[1] >= 0:
+            if index_of[k] if index_of is not None else merges[k].outs[1] >= 0:
                 emit(f"i{k} = J{k}", indent)
+            exprs = [f"m{k}"]
         else:
-            _emit_op(e, ns, emit, arg, indent)
+            timed, exprs = _emit_op(e, ns, emit, arg, indent, traced)
+            if flag:
+                emit(f"d{e.index} = False", indent)
+            if tr is not None:
+                if timed:
+                    tr.clock(emit, 2)
+                tr.col(e, t0, exprs, fname)
+            continue
         if flag:
             emit(f"d{e.index} = False", indent)
+        if tr is not None:
+            tr.col(e, t0, exprs, fname)
 
 
-def _emit_inner(m: _Inner, ns: dict[str, Any], emit: Any, arg: Any, indent: int) -> None:
+def _emit_timed(e: _Entry, ns: dict[str, Any], emit: Any, arg: Any, indent: int, tr: _Trace | None) -> None:
+    """An op of the loop condition: its line, and traced, its clock read and col."""
+    t0 = tr.cur if tr is not None else 0
+    timed, exprs = _emit_op(e, ns, emit, arg, indent, tr is not None)
+    if tr is not None:
+        if timed:
+            tr.clock(emit, indent)
+        tr.col(e, t0, exprs)
+
+
+def _emit_inner(m: _Inner, ns: dict[str, Any], emit: Any, arg: Any, indent: int,
+                tr: _Trace | None = None) -> None:
     """An inner loop as one call: its Enters' inputs in, its Exits' values out; its
-    frame id is this iteration's, as the general path's instance would have."""
+    frame id is this iteration's, as the general path's instance would have.  Traced,
+    its own twin with a recorder of its own (`LoopRecorder.inner`)."""
     k = -m.index
-    ns[f"L{k}"], ns[f"N{k}"] = m.fz.fn, m.info.name
+    fn = m.fz.fn
+    rec = ""
+    if tr is not None:
+        fn = recording_twin(m.fz).fn
+        rec = f", P.inner({len(tr.inner)}, n)"
+        tr.inner.append(recording_twin(m.fz))
+    ns[f"L{k}"], ns[f"N{k}"] = fn, m.info.name
     args = [""] * len(m.enters)
     for x in m.enters:
         args[m.fz.enter_pos[x.index]] = arg(x.in_slots[0], bool(x.reads))
-    call = f"L{k}(step, f'{{fid}};{{n}};{{N{k}}}', chk{''.join(', ' + a for a in args)})"
+    call = f"L{k}(step, f'{{fid}};{{n}};{{N{k}}}', chk{rec}{''.join(', ' + a for a in args)})"
     names = [f"v{x.outs[0]}" if x.outs[0] >= 0 else "_" for x in m.fz.exits]
     emit(f"_, ({''.join(v + ', ' for v in names)}) = {call}" if names else call, indent)
+    if tr is not None:
+        tr.clock(emit, indent)
 
 
-def _emit_op(e: _Entry, ns: dict[str, Any], emit: Any, arg: Any, indent: int) -> None:
-    """One op of the loop as a line: a bound constant, a forwarded input, or a call."""
+def _emit_op(e: _Entry, ns: dict[str, Any], emit: Any, arg: Any, indent: int,
+             traced: bool = False) -> tuple[bool, list[str]]:
+    """One op of the loop as a line: a bound constant, a forwarded input, or a call.
+    Returns whether it calls a kernel and its outputs' names (traced: every output's)."""
     node = e.node
     i = e.index
     outs = e.outs
+    names = _names(e, traced)
     if node.op.type == "Const" and not e.needs_step and node.constants is None:
-        if outs[0] >= 0:
+        if outs[0] >= 0 or traced:
             ns[f"K{i}"] = const_value(node.op.get_attr("value"))
-            emit(f"v{outs[0]} = K{i}", indent, e)
-        return
+            emit(f"{names[0]} = K{i}", indent, e)
+        return False, names
     if e.fn is handoffs.sent:
         emit("pass", indent, e)  # its Recv reads the value where it is
-        return
+        return False, names
     if node.op.type in _FORWARD and len(e.in_slots) == 1 and e.single:
-        if outs[0] >= 0:
-            emit(f"v{outs[0]} = {arg(e.in_slots[0], bool(e.reads))}", indent, e)
-        return
+        if outs[0] >= 0 or traced:
+            emit(f"{names[0]} = {arg(e.in_slots[0], bool(e.reads))}", indent, e)
+        return False, names
     ns[f"k{i}"], ns[f"c{i}"] = e.fn, e.ctx
     args = [f"c{i}"]
     if e.needs_step:
@@ -582,9 +806,157 @@ def _emit_op(e: _Entry, ns: dict[str, Any], emit: Any, arg: Any, indent: int) ->
     args.extend(arg(s, r) for s, r in zip(e.in_slots, reads))
     call = f"k{i}({', '.join(args)})"
     if e.single:
-        emit(f"v{outs[0]} = {call}" if outs[0] >= 0 else call, indent, e)
-    elif not e.nouts or all(s < 0 for s in outs):
+        emit(f"{names[0]} = {call}" if names[0] != "_" else call, indent, e)
+    elif not e.nouts or all(x == "_" for x in names):
         emit(call, indent, e)
     else:
-        names = ", ".join(f"v{s}" if s >= 0 else "_" for s in outs)
-        emit(f"{names}, = {call}", indent, e)
+        emit(f"{', '.join(names)}, = {call}", indent, e)
+    return True, names
+
+
+# --- recording: traced steps keep the fused path -------------------------------------
+class LoopRecorder:
+    """Where one instance of a recording twin puts its rows (`P` in the twin): they go
+    to `take` (a listener's `take_records`) as `LoopRecords`, every 256 iterations and
+    at the end, so that a long loop holds no more than that many iterations' values."""
+
+    __slots__ = ("layout", "take", "step_id", "thread", "rows", "first")
+
+    def __init__(self, layout: LoopLayout, take: Any, step_id: int, thread: int) -> None:
+        self.layout = layout
+        self.take = take
+        self.step_id = step_id
+        self.thread = thread
+        self.rows: list[tuple[Any, ...]] = []
+        self.first = 0
+
+    def _send(self, final: bool, exits: Any = None, partial: Any = None) -> None:
+        rows = self.rows.copy()  # the twin holds `rows.append`: the list itself stays
+        self.rows.clear()
+        rec = LoopRecords(self.step_id, self.thread, self.layout, self.first, rows, final,
+                          time.perf_counter_ns(), exits, partial)
+        self.first += len(rows)
+        try:
+            self.take(rec)
+        finally:
+            rec.rows, rec.exits, rec.partial = [], None, None  # no value outlives the step
+
+    def flush(self) -> None:
+        if self.rows:
+            self._send(False)
+
+    def end(self, exits: tuple[Any, ...]) -> None:
+        self._send(True, exits)
+
+    def inner(self, k: int, n: int) -> LoopRecorder:
+        """The recorder of inner loop `k`'s instance in this loop's iteration `n`."""
+        lay = self.layout.inner[k].layout
+        assert lay is not None
+        return LoopRecorder(lay, self.take, self.step_id, self.thread)
+
+    def failed(self, n: int, names: dict[str, Any], exc: BaseException) -> None:
+        """The twin raised in iteration `n`: the rows so far, and what ran of that one
+        (the cols of `layout.full` before the failing line, read from its `names`)."""
+        lay = self.layout
+        tb = exc.__traceback__
+        ran = None
+        while tb is not None:
+            if tb.tb_frame.f_code is lay.code:
+                ran = lay.line_to_pos.get(tb.tb_lineno)
+            tb = tb.tb_next
+        partial = None
+        from flowlab.runtime.task.frames import _Stop
+
+        if ran is not None and not isinstance(exc, _Stop):  # a stop is the step's failure, elsewhere
+            ran = min(ran, len(lay.full))
+            times = [names.get(f"t{j}", 0) for j in range(lay.ntimes_full)]
+            values = []
+            for k in range(ran):
+                for x in lay.exprs[k]:
+                    try:
+                        values.append(eval(x, lay.ns, names))  # noqa: S307 - our own generated names
+                    except Exception:  # noqa: BLE001 - a name this iteration did not reach
+                        values.append(DEAD)
+            flags = [bool(names.get(lay.flags[k], False)) if lay.flags[k] else False for k in range(ran)]
+            partial = (ran, times, values, flags)
+        self._send(True, None, partial)
+
+
+TRACED_RUNS = [0]  # loop instances run by a recording twin (tests read it: no timing)
+
+
+def recording_class() -> Any:
+    """The `FrameExecution` for a step whose every listener takes records: fusible
+    loops run their recording twins (`LoopRecords` to the listener), the rest of the
+    step publishes its events as on the frame path."""
+    cls = _RECORDING[0]
+    if cls is None:
+        cls = _RECORDING[0] = _recording_class()
+    return cls
+
+
+_RECORDING: list[Any] = [None]
+
+
+def _recording_class() -> Any:
+    from flowlab.runtime.task import frames
+
+    class RecordingFrameExecution(frames.FrameExecution):
+        """Watched by listeners that take records: the fused path stays (see
+        `recording_execution`)."""
+
+        def _child(self, e: _Entry, it: Any, dead: bool = False) -> Any:
+            # The frame path fuses only unwatched steps: decide as if unwatched; an
+            # instance that runs fused records itself, one that does not is announced.
+            children = it.children
+            new = children is None or e.out_info.name not in children
+            listener, self.listener = self.listener, None
+            try:
+                child = super()._child(e, it, dead)
+            finally:
+                self.listener = listener
+            if new and child.fused is None and listener is not None:
+                listener(self._fevent("frame_enter", e, child.iterations[0]))
+            return child
+
+        def _unfuse(self, frame: Any) -> None:
+            # To the general path after all (a dead Enter, a stall): announced there.
+            arrived = frame.arrived[:1]
+            super()._unfuse(frame)
+            if self.listener is not None and arrived:
+                self.listener(self._fevent("frame_enter", arrived[0][0], frame.iterations[0]))
+
+        def _run_fused(self, frame: Any) -> None:
+            fz = frame.fused
+            take = getattr(self.listener, "take_records", None)
+            if take is None:
+                super()._run_fused(frame)
+                return
+            tw = recording_twin(fz)
+            lay = tw.layout
+            assert lay is not None
+            rec = LoopRecorder(lay, take, self.step.step_id, threading.get_ident())
+            twin_fn = tw.fn
+
+            def fn(step: Any, fid: str, chk: Any, *enters: Any) -> Any:
+                return twin_fn(step, fid, chk, rec, *enters)
+
+            frame.fused = _Bound(fz, fn, tw.codes)
+            TRACED_RUNS[0] += 1
+            super()._run_fused(frame)
+
+    return RecordingFrameExecution
+
+
+class _Bound:
+    """A fused loop as `FrameExecution._run_fused` calls it, running a recording twin."""
+
+    __slots__ = ("fn", "enter_pos", "exits", "ops_cond", "ops_body", "codes", "num_expensive")
+
+    def __init__(self, fz: FusedLoop, fn: Any, codes: dict[Any, dict[int, _Entry]]) -> None:
+        self.fn = fn
+        self.enter_pos, self.exits = fz.enter_pos, fz.exits
+        self.ops_cond, self.ops_body, self.num_expensive = fz.ops_cond, fz.ops_body, fz.num_expensive
+        self.codes = codes
+
+    entry_for = FusedLoop.entry_for
