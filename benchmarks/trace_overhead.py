@@ -15,6 +15,12 @@ taken.  Ratios are the median over rounds of (variant / untraced `sess.run`) wit
 the round, so that a burst of load hits both sides of a ratio alike.
 
     python benchmarks/trace_overhead.py [--steps N] [--rounds R] [--no-tf] [--variants a,b]
+    python benchmarks/trace_overhead.py --loops [--iters N] [--steps N] [--rounds R] [--no-tf]
+
+`--loops` times loop steps instead: a scalar while_loop and dynamic_rnn's step,
+untraced and traced, flowlab (a traced step keeps the fused loops: their recording
+twins, `loop_fusion.recording_twin`), flowlab's frame path traced (fusion off) and
+TensorFlow's FULL_TRACE (v1 control flow, graph optimizer off), interleaved.
 """
 
 from __future__ import annotations
@@ -104,8 +110,8 @@ class _Capture:
 
 
 def bench_flowlab(steps: int, rounds: int, only: list[str] | None = None) -> dict[str, Any]:
-    from flowlab.runtime.task.executor import Execution
     from flowlab.runtime.client.fetches import FetchMapper
+    from flowlab.runtime.task.executor import Execution
     from flowlab.runtime.task.step import Step
 
     g, init, fetches, feed = build(fl)
@@ -228,6 +234,79 @@ def bench_tf(tf: Any, steps: int, rounds: int) -> dict[str, Any]:
     return {**figures, "ratio_traced": {k: figures["traced"][k] for k in ("ratio_wall", "ratio_cpu")}}
 
 
+def _loop_steps(tf: Any, cfg: Any, iters: int) -> dict[str, Callable[[], Any]]:
+    """The two loop steps, as zero-argument calls of `tf`'s session (FULL_TRACE and a
+    new RunMetadata when `traced`): a scalar loop of `iters` iterations (`i + 1 < n`,
+    `a * 1.5 + 1`) and dynamic_rnn's forward and gradient step (benchmarks/while_loop.py:
+    BasicRNNCell(16), batch 4, 100 steps)."""
+    from while_loop import build_rnn
+
+    steps: dict[str, Callable[[], Any]] = {}
+    full = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+    g = tf.Graph()
+    with g.as_default():
+        n = tf.placeholder(tf.int32, [], name="n")
+        loop = tf.while_loop(lambda i, a: i < n, lambda i, a: (i + 1, a * 1.5 + 1.0),
+                             [tf.constant(0), tf.constant(1.0)])
+    s1 = tf.Session(graph=g, config=cfg)
+    feed = {n: iters}
+    steps["scalar_untraced"] = lambda: s1.run(loop, feed)
+    steps["scalar_traced"] = lambda: s1.run(loop, feed, options=full, run_metadata=tf.RunMetadata())
+    g2 = tf.Graph()
+    with g2.as_default():
+        fetches = build_rnn(tf, False)
+        init = tf.global_variables_initializer()
+    s2 = tf.Session(graph=g2, config=cfg)
+    s2.run(init)
+    steps["rnn_untraced"] = lambda: s2.run(fetches)
+    steps["rnn_traced"] = lambda: s2.run(fetches, options=full, run_metadata=tf.RunMetadata())
+    return steps
+
+
+def bench_loops(tf1: Any, iters: int, steps: int, rounds: int) -> dict[str, Any]:
+    """Loop steps untraced and traced: flowlab (fused loops; traced, their recording
+    twins), flowlab's frame path traced (fusion off: what a traced loop step ran before),
+    and TensorFlow's FULL_TRACE, all interleaved in one set of rounds.  Ratios: traced /
+    untraced of the same engine within each round (median over rounds)."""
+    from flowlab.runtime.task import loop_fusion
+
+    ours = _loop_steps(fl, None, iters)
+    frame = dict(ours)
+
+    def fusion_off(fn: Callable[[], Any]) -> Callable[[], Any]:
+        def call() -> Any:
+            loop_fusion.ENABLED = False
+            try:
+                return fn()
+            finally:
+                loop_fusion.ENABLED = True
+        return call
+
+    fns: dict[str, Callable[[], Any]] = {f"flowlab_{k}": f for k, f in ours.items()}
+    fns.update({f"flowlab_frame_path_{k}": fusion_off(f) for k, f in frame.items() if k.endswith("_traced")})
+    if tf1 is not None:
+        theirs = _loop_steps(tf1, tf_session_config(tf1, optimizer_off=True), iters)
+        fns.update({f"tensorflow_{k}": f for k, f in theirs.items()})
+    before = loop_fusion.TRACED_RUNS[0]
+    global BASE
+    saved, BASE = BASE, "flowlab_scalar_untraced"
+    try:
+        figures = timed_rounds(fns, steps, rounds)
+    finally:
+        BASE = saved
+    recorded = loop_fusion.TRACED_RUNS[0] - before
+    out: dict[str, Any] = {"iterations": iters, "variants": figures, "traced_loop_instances_recorded": recorded}
+    for engine in ("flowlab", "tensorflow", "flowlab_frame_path"):
+        for loop in ("scalar", "rnn"):
+            t, u = f"{engine}_{loop}_traced", f"{'flowlab' if engine == 'flowlab_frame_path' else engine}_{loop}_untraced"
+            if t in figures and u in figures:
+                out[f"overhead_{engine}_{loop}"] = {
+                    "traced_over_untraced_wall": figures[t]["ratio_wall"] / figures[u]["ratio_wall"],
+                    "traced_over_untraced_cpu": figures[t]["ratio_cpu"] / figures[u]["ratio_cpu"],
+                }
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     # One step per variant per round, many rounds: on a loaded machine two consecutive
@@ -236,8 +315,16 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=150)
     p.add_argument("--no-tf", action="store_true", help="leave TensorFlow out")
     p.add_argument("--variants", default="", help="comma-separated flowlab variants to time (default: all)")
+    p.add_argument("--loops", action="store_true",
+                   help="only the loop steps (a scalar while_loop, dynamic_rnn) untraced and traced")
+    p.add_argument("--iters", type=int, default=1000, help="iterations of the scalar loop (--loops)")
     args = p.parse_args()
     out: dict[str, Any] = {"steps": args.steps, "rounds": args.rounds, "load_before": os.getloadavg()[0]}
+    if args.loops:
+        out["loops"] = bench_loops(None if args.no_tf else load_tf1(), args.iters, args.steps, args.rounds)
+        out["load_after"] = os.getloadavg()[0]
+        emit("trace_overhead", out)
+        return
     out["flowlab"] = bench_flowlab(args.steps, args.rounds, [v for v in args.variants.split(",") if v])
     out["tracing_off"] = bench_off(2000, 9)
     tf1 = None if args.no_tf else load_tf1()

@@ -146,9 +146,9 @@ class LiveBridge:
         watched = self.watched
         if watched is not None and self.on_value is not None and full_rows:
             row = full_rows[-1]
-            for node, _t0, _t1, v, nv, _flag, _switch in lay.full:
+            for node, _t0, _t1, outs, _flag, _switch in lay.full:
                 if node.op.name == watched:
-                    self.on_value(watched, row[v:v + nv])
+                    self.on_value(watched, tuple(lay.consts[-1 - j] if j < 0 else row[j] for j in outs))
         if rows:
             self._t1 = rows[-1][0] / 1e3
 

@@ -174,7 +174,7 @@ class StepStatsCollector:
                 # A fused loop's iterations: described by column now, expanded when read.
                 append(("loop", rec.step_id, rec.thread, rec.layout, rec.first, _loop_columns(rec),
                         rec.final, rec.end_ns, None if rec.exits is None else _describe(rec.exits),
-                        _describe_partial(rec)))
+                        None))
                 return
             # A whole straight-line step (events.StepRecords): only its outputs are
             # described now (so that none is kept), packed; events are made when read.
@@ -296,67 +296,64 @@ class _Column(list):  # type: ignore[type-arg]
     """A column of per-iteration descriptions (a plain tuple is one for all)."""
 
 
-def _loop_columns(rec: Any) -> tuple[list[tuple[int, ...]], list[Any], list[tuple[bool, ...]]]:
-    """A batch of loop rows as (times per clock read, descriptions per output, dead
-    flags per flagged col), each a column over the batch's rows; the last row of a
-    final batch (the last iteration, laid out as `layout.last`) stands apart."""
+def _loop_columns(rec: Any) -> tuple[Any, ...]:
+    """A batch of loop rows (`loop_fusion.LoopLayout`) described: (times, one column
+    per clock read; descriptions, one per value, each for the whole batch or a
+    `_Column`; flags, one column per flag; the last iteration's (times, descriptions)
+    or None; a failed iteration's (cols run, times, descriptions, flags) or None; the
+    constants' descriptions)."""
     lay = rec.layout
     rows = rec.rows
     last = None
     if rec.final and rec.partial is None and rows:
         rows, last = rows[:-1], rows[-1]
+    nt, nv = lay.ntimes_full, lay.nvals_full
     times: list[Any] = []
     descs: list[Any] = []
     flags: list[Any] = []
     if rows:
         cols = list(zip(*rows))
-        nt = lay.ntimes_full
-        nv = len(cols) - nt - sum(1 for c in lay.full if c[5] >= 0)
-        times = [array("q", c) for c in cols[:nt]]
+        times = cols[:nt]  # tuples of ints as they come (an array's conversion cost more)
         for c in cols[nt:nt + nv]:
             d = _column(c)
             descs.append(_Column(d) if type(d) is list else d)
         flags = cols[nt + nv:]
     last_part = None
     if last is not None:
-        nt = lay.ntimes_last
-        last_part = (last[:nt], _describe(last[nt:]))
-    return times, descs, flags, last_part  # type: ignore[return-value]
-
-
-def _describe_partial(rec: Any) -> Any:
-    if rec.partial is None:
-        return None
-    ran, times, values, flags = rec.partial
-    return ran, list(times), _describe(values), flags
+        last_part = (last[:lay.ntimes_last], _describe(last[lay.ntimes_last:]))
+    partial = None
+    if rec.partial is not None:
+        ran, row = rec.partial
+        partial = (ran, row[:nt], _describe(row[nt:nt + nv]), row[nt + nv:])
+    return times, descs, flags, last_part, partial, _describe(lay.consts)
 
 
 def _expand_loop(e: tuple[Any, ...]) -> Iterable[tuple[Any, ...]]:
     """A fused loop's recorded batch as the frame path's events: per iteration each op's
     op_start and op_end (op_dead for a dead one), the Exits dead in an iteration that
     continues; at the end the last iteration's ops, the body's dead ones, and the Exits."""
-    _, step_id, thread, lay, first, (times, descs, flags, last), final, end_ns, exits, partial = e
+    _, step_id, thread, lay, first, described, final, end_ns, exits, _ = e
+    times, descs, flags, last, partial, consts = described
     frame = lay.frame
     full = lay.full
-    nt = lay.ntimes_full
+    nt, nv = lay.ntimes_full, lay.nvals_full
     nrows = len(times[0]) if times else 0
-    flag_col = {c[5]: j for j, c in enumerate(c for c in full if c[5] >= 0)}
 
-    def ops_of(cols: Any, it: int, t: Any, d: Any, dead: Any, base: int) -> Iterable[tuple[Any, ...]]:
-        for node, t0, t1, v, nv, flag, switch in cols:
+    def ops_of(cols: Any, it: int, t: Any, d: Any, dead: Any) -> Iterable[tuple[Any, ...]]:
+        for node, t0, t1, outs, flag, switch in cols:
             op = node.op
             name, op_type, device = op.name, op.type, node.ctx.device.name
             start = t(t0) / 1000.0
             if flag >= 0 and dead(flag):
                 yield ("op_dead", step_id, name, op_type, device, start, thread, frame, it, None, op)
                 continue
-            outs = tuple(d(j) for j in range(v - base, v - base + nv))
+            out = tuple(consts[-1 - j] if j < 0 else d(j) for j in outs)
             if switch == 1:
-                outs = (None,) + outs
+                out = (None,) + out
             elif switch == 2:
-                outs = outs + (None,)
+                out = out + (None,)
             yield ("op_start", step_id, name, op_type, device, start, thread, frame, it, None, op)
-            yield ("op_end", step_id, name, op_type, device, t(t1) / 1000.0, thread, frame, it, outs, op)
+            yield ("op_end", step_id, name, op_type, device, t(t1) / 1000.0, thread, frame, it, out, op)
 
     def dead_ops(entries: Any, it: int, at_us: float) -> Iterable[tuple[Any, ...]]:
         for x in entries:
@@ -364,25 +361,21 @@ def _expand_loop(e: tuple[Any, ...]) -> Iterable[tuple[Any, ...]]:
             yield ("op_dead", step_id, op.name, op.type, x.node.ctx.device.name, at_us, thread, frame, it, None, op)
 
     for r in range(nrows):
-        it = first + r
-
         def d(j: int, r: int = r) -> Any:
-            col = descs[j]
+            col = descs[j - nt]
             return col[r] if type(col) is _Column else col
 
-        yield from ops_of(full, it, lambda k, r=r: times[k][r], d,
-                          lambda f, r=r: flags[flag_col[f]][r], nt)
-        yield from dead_ops(lay.exits, it, times[nt - 1][r] / 1000.0)
+        yield from ops_of(full, first + r, lambda k, r=r: times[k][r], d,
+                          lambda f, r=r: flags[f - nt - nv][r])
+        yield from dead_ops(lay.exits, first + r, times[nt - 1][r] / 1000.0)
     it = first + nrows
     if last is not None:
         lt, ld = last
-        yield from ops_of(lay.last, it, lt.__getitem__, ld.__getitem__, bool, lay.ntimes_last)
+        yield from ops_of(lay.last, it, lt.__getitem__, lambda j: ld[j - lay.ntimes_last], bool)
         yield from dead_ops(lay.dead_at_end, it, lt[-1] / 1000.0)
     if partial is not None:
         ran, pt, pd, pf = partial
-        pflags = {c[5]: pf[k] for k, c in enumerate(full[:ran])}
-        yield from ops_of(full[:ran], it, pt.__getitem__, pd.__getitem__, pflags.__getitem__,
-                          nt)
+        yield from ops_of(full[:ran], it, pt.__getitem__, lambda j: pd[j - nt], lambda f: pf[f - nt - nv])
     if final and exits is not None:
         for x, desc in zip(lay.exits, exits):
             op = x.node.op

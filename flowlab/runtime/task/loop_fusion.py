@@ -376,30 +376,33 @@ def _topological(entries: list[_Entry], local: set[int], loop_merges: set[int],
 class LoopLayout:
     """What the rows of a recording twin (`recording_twin`) hold.  A row is one
     iteration: `ntimes` clock reads (`perf_counter_ns`; read after each op that calls a
-    kernel, the first at the iteration's start), then the values of `cols`' outputs,
-    then the flags of the ops that may be dead.  A col is `(node, t0, t1, v, nv, flag,
-    switch)`: its op ran from `row[t0]` to `row[t1]` (equal for an op that is only a
-    name: an Identity, a Merge, a constant), its outputs are `row[v:v + nv]`, it was
-    dead when `flag >= 0` and `row[flag]`; a loop Switch (`switch` 1 or 2) has one value,
-    its data, which went out on its true (1) or its false (2) side.  `full` describes an
-    iteration that continues (a row of length `full_len`), `last` the one where the
-    predicate is false (the condition's ops, the Switches, the ControlTriggers and what
-    runs off them alone); in that one the other ops of the body (`dead_at_end`) are
-    dead, and in each other one the Exits are, as on the frame path."""
+    kernel, the first at the iteration's start), then `nvals` values, then the flags of
+    the ops that may be dead.  Each value is there once, however many outputs are it (an
+    Identity's output is its input, a NextIteration's too); constants are not in the
+    row but in `consts`.  A col is `(node, t0, t1, outs, flag, switch)`: its op ran from
+    `row[t0]` to `row[t1]` (equal for an op that is only a name: an Identity, a Merge, a
+    constant), its outputs are `row[j]` for each `j >= 0` in `outs` and `consts[-1 - j]`
+    for the others, it was dead when `flag >= 0` and `row[flag]`; a loop Switch
+    (`switch` 1 or 2) has one value, its data, which went out on its true (1) or its
+    false (2) side.  A Merge's value_index is recorded as the later iterations' (1).
+    `full` describes an iteration that continues, `last` the one where the predicate is
+    false (the condition's ops, the Switches, the ControlTriggers and what runs off them
+    alone; no flags); in that one the other ops of the body (`dead_at_end`) are dead,
+    and in each other one the Exits are, as on the frame path."""
 
-    __slots__ = ("frame", "full", "last", "full_len", "ntimes_full", "ntimes_last",
-                 "exits", "dead_at_end", "exprs", "flags", "line_to_pos", "code", "ns", "inner")
+    __slots__ = ("frame", "full", "last", "ntimes_full", "nvals_full", "ntimes_last", "consts",
+                 "exits", "dead_at_end", "exprs", "line_to_pos", "code", "ns", "inner")
 
     frame: str
     full: list[tuple[Any, ...]]
     last: list[tuple[Any, ...]]
-    full_len: int
     ntimes_full: int
+    nvals_full: int
     ntimes_last: int
+    consts: list[Any]
     exits: tuple[_Entry, ...]
     dead_at_end: list[_Entry]
-    exprs: list[list[str]]  # per col of `full`: its values' expressions (for a failed iteration)
-    flags: list[str]  # per col of `full`: its dead flag's name, or ""
+    exprs: list[str]  # a full row's expressions (to rebuild a failed iteration's row)
     line_to_pos: dict[int, int]  # line of the twin -> number of `full` cols before it
     code: Any
     ns: dict[str, Any]
@@ -409,12 +412,17 @@ class LoopLayout:
 class _Trace:
     """The recording twin's bookkeeping while it is generated."""
 
-    def __init__(self) -> None:
+    def __init__(self, ns: dict[str, Any]) -> None:
+        self.ns = ns
         self.cols: list[list[Any]] = []  # [entry, t0, t1, exprs, flag, switch]
         self.cur = 0  # the clock read the next op starts at
         self.nclk = 1  # t0: the iteration's start
         self.line_to_pos: dict[int, int] = {}
         self.inner: list[FusedLoop] = []
+        self.alias: dict[str, str] = {}  # a name -> the name whose value it is
+        self.consts: dict[str, Any] = {}  # a name -> its value, the same in every iteration
+        self.const_values: list[Any] = []
+        self.const_pos: dict[str, int] = {}
 
     def clock(self, emit: Any, indent: int) -> None:
         emit(f"t{self.nclk} = _c()", indent)
@@ -424,6 +432,39 @@ class _Trace:
     def col(self, e: _Entry, t0: int, exprs: list[str], flag: str = "", switch: int = 0) -> None:
         self.cols.append([e, t0, self.cur, exprs, flag, switch])
 
+    def canon(self, x: str) -> str:
+        while x in self.alias:
+            x = self.alias[x]
+        return x
+
+    def row(self, cols: list[list[Any]], ntimes: int, flags: bool) -> tuple[list[str], list[tuple[Any, ...]], int]:
+        """A row's expressions for `cols`, the cols as the layout has them, and the
+        number of values in the row."""
+        pos: dict[str, int] = {}
+        packed: list[list[Any]] = []
+        for e, t0, t1, exprs, flag, switch in cols:
+            outs = []
+            for x in exprs:
+                x = self.canon(x)
+                if x in self.consts:
+                    if x not in self.const_pos:
+                        self.const_pos[x] = len(self.const_values)
+                        self.const_values.append(self.consts[x])
+                    outs.append(-1 - self.const_pos[x])
+                else:
+                    outs.append(ntimes + pos.setdefault(x, len(pos)))
+            packed.append([e.node, t0, t1, tuple(outs), flag if flags else "", switch])
+        vals = list(pos)
+        flag_names = []
+        for c in packed:
+            if c[4]:
+                flag_names.append(c[4])
+                c[4] = ntimes + len(vals) + len(flag_names) - 1
+            else:
+                c[4] = -1
+        return ([f"t{j}" for j in range(ntimes)] + vals + flag_names,
+                [tuple(c) for c in packed], len(vals))
+
 
 def _names(e: _Entry, traced: bool) -> list[str]:
     """The names of op `e`'s outputs in the generated code (traced: every output has
@@ -431,34 +472,6 @@ def _names(e: _Entry, traced: bool) -> list[str]:
     if traced:
         return [f"v{s}" if s >= 0 else f"u{e.index}_{j}" for j, s in enumerate(e.outs)]
     return [f"v{s}" if s >= 0 else "_" for s in e.outs]
-
-
-def _layout(info: _FrameInfo, tr: _Trace, last_cols: list[list[Any]], ntimes_last: int,
-            exits: tuple[_Entry, ...], dead_at_end: list[_Entry]) -> LoopLayout:
-    lay = LoopLayout()
-    lay.frame = info.name
-
-    def pack(cols: list[list[Any]], ntimes: int) -> tuple[list[tuple[Any, ...]], int]:
-        out = []
-        v = ntimes
-        for e, t0, t1, exprs, _flag, switch in cols:
-            out.append((e.node, t0, t1, v, len(exprs), -1, switch))
-            v += len(exprs)
-        return out, v
-
-    lay.full, nvals = pack(tr.cols, tr.nclk)
-    flagged = [k for k, c in enumerate(tr.cols) if c[4]]
-    for j, k in enumerate(flagged):
-        lay.full[k] = lay.full[k][:5] + (nvals + j,) + lay.full[k][6:]
-    lay.full_len = nvals + len(flagged)
-    lay.last, _ = pack(last_cols, ntimes_last)
-    lay.ntimes_full, lay.ntimes_last = tr.nclk, ntimes_last
-    lay.exits, lay.dead_at_end = exits, dead_at_end
-    lay.exprs = [c[3] for c in tr.cols]
-    lay.flags = [c[4] for c in tr.cols]
-    lay.line_to_pos = tr.line_to_pos
-    lay.inner = tr.inner
-    return lay
 
 
 def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond: _Entry,
@@ -473,7 +486,7 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
 
     shape = (info, enters, merges, cond, switches, cond_ops, body_ops, exits, producer, entries, at_end)
     ns: dict[str, Any] = {"FS": FrameStep, "NAME": info.name, "DEAD": DEAD, "_dead_next": _dead_next}
-    tr = _Trace() if traced else None
+    tr = _Trace(ns) if traced else None
     head = "def _loop(step, fid, chk" + (", P" if traced else "")
     lines = [head + "".join(f", e{j}" for j in range(len(enters))) + (", _c=_c):" if traced else "):")]
     ns["_c"] = time.perf_counter_ns
@@ -529,7 +542,7 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
         if tr is not None:
             n0, n1 = _names(m, True)
             emit(f"{n0} = m{k}", 2)
-            emit(f"{n1} = i{k}", 2)
+            tr.consts[n1] = _INDEX[later_index[k]]
             tr.col(m, tr.cur, [n0, n1])
             continue
         if m.outs[0] >= 0:
@@ -544,6 +557,7 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
     emit(f"if not v{cond.outs[0]}:", 2, cond)
     triggers, live_at_end = at_end
     last_cols: list[list[Any]] = []
+    last_layout: list[tuple[Any, ...]] = []
     ntimes_last = 0
     if tr is not None:
         # The last iteration's row: the condition's ops, then the Switches (their data
@@ -552,12 +566,14 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
         for sw in switches:
             last_cols.append([sw, tr.cur, tr.cur, [arg(sw.in_slots[0], bool(sw.reads and sw.reads[0]))], "", 2])
         for e in triggers + live_at_end:
-            exprs = [f"K{e.index}"] if e.node.op.type == "Const" and e.outs and not e.needs_step \
-                and e.node.constants is None else ["None"] * len(e.outs)
+            if e.node.op.type == "Const" and e.outs and not e.needs_step and e.node.constants is None:
+                tr.consts[f"K{e.index}"] = const_value(e.node.op.get_attr("value"))
+                exprs = [f"K{e.index}"]
+            else:
+                exprs = []
             last_cols.append([e, tr.cur, tr.cur, exprs, "", 0])
         ntimes_last = tr.cur + 1
-        vals = [x for c in last_cols for x in c[3]]
-        row = [f"t{j}" for j in range(ntimes_last)] + vals
+        row, last_layout, _ = tr.row(last_cols, ntimes_last, False)
         emit(f"R(({''.join(x + ', ' for x in row)}))", 3)
     emit("break", 3)
     for sw in switches:
@@ -570,9 +586,7 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
     if tr is not None:
         for e in triggers:
             tr.col(e, tr.cur, [])
-        vals = [x for c in tr.cols for x in c[3]]
-        flags = [c[4] for c in tr.cols if c[4]]
-        row = [f"t{j}" for j in range(tr.nclk)] + vals + flags
+        row, full_layout, nvals = tr.row(tr.cols, tr.nclk, True)
         emit(f"R(({''.join(x + ', ' for x in row)}))", 2)
         emit(f"tL = t{tr.cur}", 2)
     emit("n += 1", 2)
@@ -621,8 +635,16 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
     fz.ops_body = len(switches) + len(body_ops)
     if tr is not None:
         dead_at_end = [e for e in body_ops if e.kind != _INNER and e not in live_at_end]
-        fz.layout = _layout(info, tr, last_cols, ntimes_last, exits, dead_at_end)
-        fz.layout.code, fz.layout.ns = fz.code, ns
+        lay = fz.layout = LoopLayout()
+        lay.frame = info.name
+        lay.full, lay.last = full_layout, last_layout
+        lay.ntimes_full, lay.nvals_full, lay.ntimes_last = tr.nclk, nvals, ntimes_last
+        lay.consts = tr.const_values
+        lay.exits, lay.dead_at_end = exits, dead_at_end
+        lay.exprs = row
+        lay.line_to_pos = tr.line_to_pos
+        lay.inner = tr.inner
+        lay.code, lay.ns = fz.code, ns
     return fz
 
 
@@ -730,8 +752,10 @@ def _emit_body(body_ops: list[Any], merges: list[_Entry], merge_of_next: dict[in
             if index_of[k] if index_of is not None else merges[k].outs[1] >= 0:
                 emit(f"i{k} = J{k}", indent)
             exprs = [f"m{k}"]
+            if tr is not None and not e.reads:
+                tr.alias[f"m{k}"] = f"v{e.in_slots[0]}"
         else:
-            timed, exprs = _emit_op(e, ns, emit, arg, indent, traced)
+            timed, exprs = _emit_op(e, ns, emit, arg, indent, tr)
             if flag:
                 emit(f"d{e.index} = False", indent)
             if tr is not None:
@@ -748,7 +772,7 @@ def _emit_body(body_ops: list[Any], merges: list[_Entry], merge_of_next: dict[in
 def _emit_timed(e: _Entry, ns: dict[str, Any], emit: Any, arg: Any, indent: int, tr: _Trace | None) -> None:
     """An op of the loop condition: its line, and traced, its clock read and col."""
     t0 = tr.cur if tr is not None else 0
-    timed, exprs = _emit_op(e, ns, emit, arg, indent, tr is not None)
+    timed, exprs = _emit_op(e, ns, emit, arg, indent, tr)
     if tr is not None:
         if timed:
             tr.clock(emit, indent)
@@ -779,17 +803,21 @@ def _emit_inner(m: _Inner, ns: dict[str, Any], emit: Any, arg: Any, indent: int,
 
 
 def _emit_op(e: _Entry, ns: dict[str, Any], emit: Any, arg: Any, indent: int,
-             traced: bool = False) -> tuple[bool, list[str]]:
+             tr: _Trace | None = None) -> tuple[bool, list[str]]:
     """One op of the loop as a line: a bound constant, a forwarded input, or a call.
-    Returns whether it calls a kernel and its outputs' names (traced: every output's)."""
+    Returns whether it calls a kernel and its outputs' names (traced: every output's;
+    a constant's and a forwarded input's are known to `tr`)."""
     node = e.node
     i = e.index
     outs = e.outs
+    traced = tr is not None
     names = _names(e, traced)
     if node.op.type == "Const" and not e.needs_step and node.constants is None:
         if outs[0] >= 0 or traced:
             ns[f"K{i}"] = const_value(node.op.get_attr("value"))
             emit(f"{names[0]} = K{i}", indent, e)
+            if tr is not None:
+                tr.consts[names[0]] = ns[f"K{i}"]
         return False, names
     if e.fn is handoffs.sent:
         emit("pass", indent, e)  # its Recv reads the value where it is
@@ -797,6 +825,8 @@ def _emit_op(e: _Entry, ns: dict[str, Any], emit: Any, arg: Any, indent: int,
     if node.op.type in _FORWARD and len(e.in_slots) == 1 and e.single:
         if outs[0] >= 0 or traced:
             emit(f"{names[0]} = {arg(e.in_slots[0], bool(e.reads))}", indent, e)
+            if tr is not None and not e.reads:
+                tr.alias[names[0]] = f"v{e.in_slots[0]}"
         return False, names
     ns[f"k{i}"], ns[f"c{i}"] = e.fn, e.ctx
     args = [f"c{i}"]
@@ -868,17 +898,13 @@ class LoopRecorder:
         from flowlab.runtime.task.frames import _Stop
 
         if ran is not None and not isinstance(exc, _Stop):  # a stop is the step's failure, elsewhere
-            ran = min(ran, len(lay.full))
-            times = [names.get(f"t{j}", 0) for j in range(lay.ntimes_full)]
-            values = []
-            for k in range(ran):
-                for x in lay.exprs[k]:
-                    try:
-                        values.append(eval(x, lay.ns, names))  # noqa: S307 - our own generated names
-                    except Exception:  # noqa: BLE001 - a name this iteration did not reach
-                        values.append(DEAD)
-            flags = [bool(names.get(lay.flags[k], False)) if lay.flags[k] else False for k in range(ran)]
-            partial = (ran, times, values, flags)
+            row = []
+            for x in lay.exprs:  # names this iteration did not reach are not read (cols < ran)
+                try:
+                    row.append(eval(x, lay.ns, names))  # noqa: S307 - our own generated names
+                except Exception:  # noqa: BLE001 - a name not assigned yet
+                    row.append(DEAD)
+            partial = (min(ran, len(lay.full)), tuple(row))
         self._send(True, None, partial)
 
 
