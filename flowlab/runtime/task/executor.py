@@ -37,7 +37,9 @@ one cancellation, one undo log, replayed once) and is the one raised.
 
 Plans with loops (an Enter op) run on the frame path (`flowlab.runtime.task.frames`):
 constructing an `Execution` of such a plan gives a `FrameExecution`, with the same
-driving API; values are kept per (frame, iteration) there.
+driving API; values are kept per (frame, iteration) there.  When every listener takes
+records, it is `loop_fusion.recording_class()`'s: fused loops run their recording twins
+and hand `LoopRecords` to the listener, the other ops publish events.
 """
 
 from __future__ import annotations

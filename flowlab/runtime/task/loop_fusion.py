@@ -50,7 +50,17 @@ kernels registered with `step=True` get a `FrameStep` with the frame id and
 iteration; the deadline and cancellation are checked every 16 iterations; an error
 names the op (the failing line of the generated code maps to it) and the step's
 undo log rolls back; nothing of an iteration outlives it.  When to use it (no
-listener, every Enter live, the pool policy) is the executor's call.  A dead
+listener, every Enter live, the pool policy) is the executor's call.
+
+Watched by listeners that all take records (a traced step's StepStats collector, the
+live bridge), a loop runs its *recording twin* (`recording_twin`, run by
+`recording_class()`'s execution): the same lines, every output named, a clock read
+after each kernel call, and one row per iteration (a tuple of those clock reads, each
+distinct value once, the dead flags; `LoopLayout`) appended to a `LoopRecorder`, which
+hands the rows to the listener as `events.LoopRecords` every 32 iterations and at the
+end; the collector describes them by column and expands them, when read, into the
+frame path's node stats.  The frame path's events cost ~60x a scalar loop; the twin
+costs a clock read per kernel and a tuple per iteration.  A dead
 NextIteration in an iteration that continues (no builder makes one) is an
 InternalError on this path.
 """
@@ -582,6 +592,8 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
             emit(f"v{sw.outs[1]} = {data}", 2, sw)
         if tr is not None:
             tr.col(sw, tr.cur, [data], switch=1)
+            if sw.outs[1] >= 0 and not (sw.reads and sw.reads[0]):
+                tr.alias[f"v{sw.outs[1]}"] = data
     _emit_body(body_ops, merges, merge_of_next, entries, producer, ns, emit, arg, tr, index_of)
     if tr is not None:
         for e in triggers:
@@ -593,8 +605,8 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
     emit("if not n & 15:", 2)
     emit("chk()", 3)
     if tr is not None:
-        emit("if not n & 255:", 3)
-        emit("P.flush()", 4)  # a long loop's rows go to the listener in batches
+        emit("if not n & 31:", 3)
+        emit("P.flush()", 4)  # a long loop's rows go to the listener in batches (values freed)
     rets = []
     for x in exits:
         sw = entries[x.node.deps[0]]
@@ -847,7 +859,7 @@ def _emit_op(e: _Entry, ns: dict[str, Any], emit: Any, arg: Any, indent: int,
 # --- recording: traced steps keep the fused path -------------------------------------
 class LoopRecorder:
     """Where one instance of a recording twin puts its rows (`P` in the twin): they go
-    to `take` (a listener's `take_records`) as `LoopRecords`, every 256 iterations and
+    to `take` (a listener's `take_records`) as `LoopRecords`, every 32 iterations and
     at the end, so that a long loop holds no more than that many iterations' values."""
 
     __slots__ = ("layout", "take", "step_id", "thread", "rows", "first")

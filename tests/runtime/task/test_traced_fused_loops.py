@@ -68,19 +68,42 @@ def _scalar_loop():
     return [i, acc]
 
 
-def test_a_traced_scalar_loop_runs_fused_and_records_what_the_frame_path_does():
+@pytest.mark.parametrize("n", [0, 5, 70])  # 70: rows reach the listener in batches of 32
+def test_a_traced_scalar_loop_runs_fused_and_records_what_the_frame_path_does(n):
     (v_on, md_on, runs_on, plain_on), (v_off, md_off, runs_off, _) = _traced_both_ways(
-        _scalar_loop, lambda g: {g.get_tensor_by_name("n:0"): 5})
+        _scalar_loop, lambda g: {g.get_tensor_by_name("n:0"): n})
     assert runs_on == 1 and runs_off == 0  # the traced step stayed on the fused path
     _same(v_on, v_off)
     _same(v_on, plain_on)
-    assert float(v_on[1]) == pytest.approx(1.5 ** 5 + 2 * (1.5 ** 5 - 1))
+    assert float(v_on[1]) == pytest.approx(1.5 ** n + 2 * (1.5 ** n - 1), rel=1e-5)
     on, off = _stats(md_on), _stats(md_off)
     assert on == off
-    # Per execution, as TensorFlow's FULL_TRACE: the condition 6 times, the body 5.
+    # Per execution, as TensorFlow's FULL_TRACE: the condition n + 1 times, the body n.
     live = collections.Counter(k[0] for k in _stats(md_on, live_only=True).elements())
-    assert live["while/Less"] == 6 and live["while/Switch"] == 6
-    assert live["while/add"] == 5 and live["while/mul"] == 5 and live["while/Exit"] == 1
+    assert live["while/Less"] == n + 1 and live["while/Switch"] == n + 1
+    assert live["while/add"] == n and live["while/mul"] == n and live["while/Exit"] == 1
+    iterations = sorted({k[4] for k in _stats(md_on, live_only=True) if k[0] == "while/Less"})
+    assert iterations == list(range(n + 1))
+
+
+def test_a_profile_block_keeps_the_fused_loop():
+    g = fl.Graph()
+    with g.as_default():
+        fetches = _scalar_loop()
+    with fl.Session(graph=g) as s:
+        n = g.get_tensor_by_name("n:0")
+        got = []
+        for fused in (True, False):
+            with mock.patch.object(loop_fusion, "ENABLED", fused):
+                before = loop_fusion.TRACED_RUNS[0]
+                with fl.profile(s) as prof:
+                    s.run(fetches, {n: 4})
+                    s.run(fetches, {n: 2})
+                got.append((loop_fusion.TRACED_RUNS[0] - before, collections.Counter(op.name for op in prof.trace.ops)))
+    (runs_on, names_on), (runs_off, names_off) = got
+    assert runs_on == 2 and runs_off == 0
+    assert names_on == names_off
+    assert names_on["while/Less"] == 5 + 3
 
 
 def test_recorded_times_are_ordered_within_each_iteration():
