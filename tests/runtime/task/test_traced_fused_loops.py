@@ -276,3 +276,22 @@ def test_a_loop_across_two_devices_keeps_the_fused_path_traced():
     assert any(x.endswith("CPU:1") for x in devices)
     mul = [k for k in on.elements() if k[0] == "while/mul"]
     assert len(mul) == 5
+
+
+def test_a_traced_fused_loop_past_its_deadline_stops_and_keeps_what_it_recorded():
+    g = fl.Graph()
+    with g.as_default():
+        fetches = _scalar_loop()
+    with fl.Session(graph=g) as s:
+        n = g.get_tensor_by_name("n:0")
+        coll = StepStatsCollector()
+        s.set_listener(coll.listen)
+        before = loop_fusion.TRACED_RUNS[0]
+        with pytest.raises(errors.DeadlineExceededError):
+            s.run(fetches, {n: 10 ** 9}, options=fl.RunOptions(timeout_in_ms=20))
+        s.set_listener(None)
+        assert loop_fusion.TRACED_RUNS[0] == before + 1
+        assert s.run(fetches, {n: 3})[0] == 3  # the session goes on
+    less = [ns for d in coll.step_stats().dev_stats for ns in d.node_stats if ns.node_name == "while/Less"]
+    assert len(less) > 32  # the batches sent before the stop
+    assert [ns.iteration for ns in less] == list(range(len(less)))
