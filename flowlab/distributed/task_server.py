@@ -99,8 +99,13 @@ class ServedTask(LocalTask):
                 table = table or self.rendezvous.find_or_create(step.step_id)
                 table.send(pull["key"], Forwarded(pull))
                 continue
-            fut = asyncio.run_coroutine_threadsafe(self._pull_remote(pull, step, timeout_ms), self._loop)
-            step.get_cancellation().register(functools.partial(_cancel, fut))
+            self.start_pull(pull, step, timeout_ms)
+
+    def start_pull(self, pull: dict[str, Any], step: Step, timeout_ms: int) -> None:
+        """One key's pull, a coroutine on the worker's loop (a Recv inside a loop asks
+        for each iteration's key this way when it runs)."""
+        fut = asyncio.run_coroutine_threadsafe(self._pull_remote(pull, step, timeout_ms), self._loop)
+        step.get_cancellation().register(functools.partial(_cancel, fut))
 
     async def _pull_remote(self, pull: dict[str, Any], step: Step, timeout_ms: int) -> None:
         table = self.rendezvous.find_or_create(step.step_id)
@@ -271,6 +276,8 @@ class TaskServer(WorkerPlugin):
 
     async def _recv_tensor(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
         step_id, key = int(m["step_id"]), str(m["key"])
+        if task.dead_after_step(step_id, key):
+            return {"value": None, "is_dead": True}
         loop = self._loop
         fut: asyncio.Future[Any] = loop.create_future()
 
@@ -280,11 +287,12 @@ class TaskServer(WorkerPlugin):
                     fut.set_exception(error) if error is not None else fut.set_result(value)
             loop.call_soon_threadsafe(settle)
 
-        task.rendezvous.find_or_create(step_id).recv(key, arrived)
+        task.table_for_peer(step_id, key).recv(key, arrived)
         timeout = int(m.get("timeout_ms") or 0)
         try:
             value = await (asyncio.wait_for(fut, timeout / 1000.0) if timeout > 0 else fut)
         except TimeoutError:
+            task.drop_if_not_running(step_id)
             raise errors.DeadlineExceededError(
                 None, None, f"RecvTensor of '{key}' on {task.name} timed out after {timeout} ms.") from None
         task._pulled(step_id, key)

@@ -15,6 +15,9 @@ receiver callback.  Invariants:
   aborted the step (`abort`, wired to the step's cancellation manager).
 * A key is sent at most once and received at most once per step (per frame and
   iteration); a second send or receive of a key is an internal error.
+* A key whose prefix (all but ``frame_id:iter_id``) another task sends is pulled
+  on demand (`pull_on_demand`): the first receive of a key not yet here starts its
+  pull, so a loop across tasks pulls each iteration's key when its Recv runs.
 * Values are never copied here: between CPU devices of one process the receiver gets
   the very array that was sent (same host memory), or the very `VariableState` when
   partitioning shares a variable's read (`flowlab.runtime.master.partition_refs`).
@@ -66,6 +69,16 @@ def make_key(
     return f"{src_device};{incarnation & _U64:016x};{dst_device};{tensor_name};{frame_id}:{iter_id}"
 
 
+def key_prefix(key: str) -> str:
+    """A key without its ``frame_id:iter_id``: the same for every iteration of one
+    transfer inside a loop.
+
+    >>> key_prefix("/job:ps/replica:0/task:0/device:CPU:0;0000000000000001;/job:w/replica:0/task:0/device:CPU:0;edge_3_a;77:2")
+    '/job:ps/replica:0/task:0/device:CPU:0;0000000000000001;/job:w/replica:0/task:0/device:CPU:0;edge_3_a'
+    """
+    return key.rpartition(";")[0]
+
+
 def parse_key(key: str) -> ParsedKey:
     """Split a key made by `make_key` (the incarnation as a signed int64); ValueError
     naming the key if it is malformed."""
@@ -96,13 +109,24 @@ class _Waiter:
 class LocalRendezvous:
     """The table of one step: sent values and waiting receivers, by key."""
 
-    __slots__ = ("step_id", "_lock", "_table", "_aborted", "_done_keys")
+    __slots__ = ("step_id", "_lock", "_table", "_aborted", "_remote", "_start_pull")
 
     def __init__(self, step_id: int = 0) -> None:
         self.step_id = step_id
         self._lock = threading.Lock()
         self._table: dict[str, Any] = {}
         self._aborted: BaseException | None = None
+        # key prefix -> what `_start_pull(what, key)` needs to pull a key of it.
+        self._remote: dict[str, Any] | None = None
+        self._start_pull: Callable[[Any, str], None] | None = None
+
+    def pull_on_demand(self, remote: dict[str, Any], start: Callable[[Any, str], None]) -> None:
+        """Keys whose prefix (`key_prefix`) is in `remote` come from another task: the
+        first `recv` of such a key that is not here calls `start(remote[prefix], key)`,
+        which must pull it and `send` it here (or fail the step).  Per-iteration keys of
+        a loop cannot be pulled at step start: nobody knows yet how many there are."""
+        with self._lock:
+            self._remote, self._start_pull = remote, start
 
     def send(self, key: str, value: Any) -> None:
         """Deliver `value` (an array, a NumPy scalar or `DEAD`) for `key`.  Never blocks."""
@@ -122,21 +146,30 @@ class LocalRendezvous:
 
     def recv(self, key: str, callback: Callback) -> None:
         """Call `callback(value, None)` when `key` has been sent (at once if it has), or
-        `callback(None, error)` if the step is aborted first."""
+        `callback(None, error)` if the step is aborted first.  A key another task sends
+        (`pull_on_demand`) that is not here yet starts its pull."""
         with self._lock:
             err = self._aborted
             if err is None:
                 item = self._table.pop(key, None)
                 if item is None:
                     self._table[key] = _Waiter(callback)
-                    return
-                if isinstance(item, _Waiter):
+                    remote = self._remote
+                    if remote is None:
+                        return
+                    what = remote.get(key.rpartition(";")[0])
+                    start = self._start_pull
+                    if what is None or start is None:
+                        return
+                elif isinstance(item, _Waiter):
                     self._table[key] = item
                     err = errors.InternalError(
                         None, None, f"Two receivers for rendezvous key in step {self.step_id}: {key}"
                     )
         if err is not None:
             callback(None, err)
+        elif item is None:
+            start(what, key)  # outside the lock: the pull may deliver at once
         else:
             callback(item[0], None)
 
@@ -162,6 +195,12 @@ class LocalRendezvous:
         with self._lock:
             item = self._table.get(key)
         return item is not None and not isinstance(item, _Waiter)
+
+    def held(self, prefixes: frozenset[str] | set[str]) -> dict[str, Any]:
+        """The sent values waiting here whose key's prefix is in `prefixes`, by key."""
+        with self._lock:
+            return {k: v[0] for k, v in self._table.items()
+                    if not isinstance(v, _Waiter) and k.rpartition(";")[0] in prefixes}
 
     def pending_keys(self) -> list[str]:
         with self._lock:

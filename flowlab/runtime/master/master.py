@@ -28,11 +28,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowlab import errors
 from flowlab.graph.graph import Graph
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.runtime.master.optimize import Optimization
 from flowlab.runtime.master.partition import PartitionedGraph, needs_unpartitioned, partition
+from flowlab.runtime.master.partition_control_flow import analyze_frames
 from flowlab.runtime.master.placement import GraphPlacement, Placement, optimize_and_place
 from flowlab.runtime.master.prune import check_outside_loops, prune
 from flowlab.runtime.master.registration import registration_messages
@@ -43,8 +43,12 @@ _MAX_CACHED_PLANS = 256
 _masters = itertools.count(1)
 
 
-# Ops that only exist inside a while loop's frames (a partition holding one runs that frame).
-_FRAME_OPS = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration", "LoopCond"})
+# The receiving ends of transfers (a task pulls their keys from the sending task).
+_RECV_OPS = frozenset({"_Recv", "_HostRecv"})
+
+
+def _inputs(op: Operation) -> list[Tensor]:
+    return list(op._inputs)
 
 
 @dataclass
@@ -137,7 +141,6 @@ class Master:
             pg = partition(ops, device_of, feeds, fetches, self.devices, optimization=opt,
                            share_references=self.share_references and len(self.tasks) == 1)
             node_device = None
-            self._check_across_tasks(ops, pg)
         else:
             one = next(iter(device_of.values()), self.devices[0]) if ops else self.devices[0]
             pg = partition(ops, {op.name: one for op in ops}, feeds, fetches, self.devices, optimization=opt)
@@ -145,6 +148,8 @@ class Master:
         handle = f"m{self._id}/{next(self._handles)}"
         messages = registration_messages(handle, version, pg, len(feeds), self._task_of_device, node_device,
                                          own_task=self.tasks[0])
+        if multi and len(messages) > 1:
+            self._mark_loop_pulls(pg, messages)
         tasks = []
         for task, message in messages:
             task.register_partitions(message)
@@ -157,26 +162,27 @@ class Master:
         return StepPlan(handle, version, tasks, len(feeds), len(fetches), list(pg.fed_fetches), placement, opt,
                         ops, pg, multi, list(feeds), list(fetches), [m for _, m in messages], fetch_owner=owner)
 
-    def _check_across_tasks(self, ops: list[Operation], pg: PartitionedGraph) -> None:
-        """A transfer inside a loop has one key per iteration, which a pull at step start
-        cannot name: refuse a step whose loop frames reach more than one task.  A loop
-        on one task's devices is fine with the rest of the step elsewhere (a
-        `dynamic_rnn` on a worker reading its weights from the ps tasks): its inputs
-        enter and its results exit in the step's root frame, one key per step."""
-        loop_tasks: dict[str, Operation] = {}
-        for p in pg.partitions:
-            task = self._task_of_device[p.device.name]
-            frame_op = next((op for op in p.ops if op.type in _FRAME_OPS), None)
-            if frame_op is not None:
-                loop_tasks.setdefault(task.name, frame_op)
-        if len(loop_tasks) > 1:
-            loop = next(iter(loop_tasks.values()))
-            raise errors.UnimplementedError(
-                None, loop,
-                f"The step runs a while_loop ('{loop.name}') whose frames span tasks {sorted(loop_tasks)}: "
-                "a loop across tasks is not supported yet. Place the loop's ops on one task's devices "
-                "(its inputs and results may come from and go to other tasks).",
-            )
+    @staticmethod
+    def _mark_loop_pulls(pg: PartitionedGraph, messages: list[tuple[Any, dict[str, Any]]]) -> None:
+        """Mark each transfer between tasks whose Recv runs inside a loop frame
+        (`in_loop`): it has one key per frame instance and iteration, which the
+        receiving task pulls when that Recv runs, not at step start (TensorFlow's
+        workers pull every key on demand; a root-frame key's pull overlaps compute)."""
+        pulls = [p for _, m in messages for p in m["remote_recvs"]]
+        if not pulls:
+            return
+        in_loop: set[str] = set()
+        for part in pg.partitions:
+            fr = analyze_frames(part.ops, _inputs)
+            if fr is not None:
+                in_loop.update(op.name for op in part.ops
+                               if op.type in _RECV_OPS and fr.op_frame.get(id(op), ""))
+        if not in_loop:
+            return
+        recv_of = {pr.key: pr.recv_op for pr in pg.pairs}
+        for p in pulls:
+            if recv_of.get(p["key"]) in in_loop:
+                p["in_loop"] = True
 
     def _graph_placement(self) -> GraphPlacement | None:
         """The placement of the whole graph as it is now (None with one device: every

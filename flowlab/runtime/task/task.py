@@ -32,6 +32,8 @@ same calls carry the interface's messages (errors as `error_to_message`).
 
 from __future__ import annotations
 
+import collections
+import functools
 import secrets
 import threading
 import time
@@ -41,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowlab import errors
-from flowlab.kernels.sendrecv_kernels import DEAD, LocalRendezvous
+from flowlab.kernels.sendrecv_kernels import DEAD, LocalRendezvous, key_prefix
 from flowlab.runtime import thread_policy
 from flowlab.runtime.interface import DeviceAttributes, as_lists
 from flowlab.runtime.task import peers
@@ -54,6 +56,9 @@ from flowlab.runtime.task.rendezvous import RendezvousManager
 from flowlab.runtime.task.step import Step
 
 __all__ = ["LocalTask", "Registered"]
+
+# Finished steps whose unpulled dead loop values a late pull may still ask for.
+_MAX_DEAD_STEPS = 256
 
 
 @dataclass
@@ -72,6 +77,12 @@ class Registered:
     # and keys other tasks pull from it.
     remote_recvs: list[dict[str, Any]] = field(default_factory=list)
     remote_sends: list[str] = field(default_factory=list)
+    # Transfers from other tasks inside a loop: one key per frame and iteration, pulled
+    # when its Recv runs (by key prefix, `sendrecv_kernels.key_prefix`).
+    loop_pulls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The prefixes of `remote_sends`: a finished step keeps every value of them that
+    # waits for a pull, whatever its frame and iteration.
+    send_prefixes: frozenset[str] = frozenset()
     two_phase: bool = False  # a finished step's writes wait for commit_step or abort_step
 
     def fetched(self, values: list[Any]) -> list[Any]:
@@ -103,9 +114,13 @@ class LocalTask:
         self._active_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(inter_op_threads, "flowlab-op") if inter_op_threads > 1 else None
         self._closed = False
+        self._with_peers: set[int] = set()  # running steps that other tasks run parts of
         # Per finished step: the keys other tasks have yet to pull (its table waits for them).
         self._unpulled: dict[int, set[str]] = {}
         self._unpulled_lock = threading.Lock()
+        # Per finished step: dead values of loop iterations it sent that nobody had
+        # pulled (see `_hold`), answered DEAD should a pull still come.  Bounded.
+        self._dead_sent: collections.OrderedDict[int, set[str]] = collections.OrderedDict()
         # Two-phase steps that finished here, their undo logs kept for commit or abort.
         self._held: dict[int, Step] = {}
         peers.register(self)
@@ -120,11 +135,15 @@ class LocalTask:
         debug = message.get("debug_info") or {}
         units = [import_unit(u, self._device_of, debug) for u in message["units"]]
         num_fetches = int(message["num_fetches"])
-        remote_recvs = list(message.get("remote_recvs") or [])
+        pulls = list(message.get("remote_recvs") or [])
+        # Keys in the step's root frame are pulled at step start (overlapping compute);
+        # a loop's, one per iteration, when their Recv runs.
+        remote_recvs = [p for p in pulls if not p.get("in_loop")]
+        loop_pulls = {key_prefix(str(p["key"])): p for p in pulls if p.get("in_loop")}
         remote_sends = [str(k) for k in message.get("remote_sends") or []]
         plan = compile_units(units, int(message["graph_version"]), num_fetches,
                              list(message.get("pairs") or []), message.get("sequence"),
-                             with_peers=bool(remote_recvs or remote_sends or message.get("two_phase")))
+                             with_peers=bool(pulls or remote_sends or message.get("two_phase")))
         if isinstance(plan, Plan):
             u = units[0]
             n_feeds = int(message.get("num_feeds", len(u.feed_index)))
@@ -135,7 +154,9 @@ class LocalTask:
         else:
             reg = Registered(plan, num_fetches, None, None,
                              plan.fused is not None and self.straight(plan.fused, None, False),
-                             remote_recvs, remote_sends, bool(message.get("two_phase")))
+                             remote_recvs, remote_sends, loop_pulls=loop_pulls,
+                             send_prefixes=frozenset(key_prefix(k) for k in remote_sends),
+                             two_phase=bool(message.get("two_phase")))
         with self._handles_lock:
             self._handles[message["handle"]] = reg
         return {"handle": message["handle"], "task": self.name, "incarnation": self.incarnation}
@@ -148,7 +169,10 @@ class LocalTask:
     def recv_tensor(self, message: dict[str, Any]) -> dict[str, Any]:
         """The value a Send of this task gave `key` in step `step_id`, waiting for it
         up to `timeout_ms` (0: until the step ends)."""
-        table = self.rendezvous.find_or_create(int(message["step_id"]))
+        step_id = int(message["step_id"])
+        if self.dead_after_step(step_id, str(message["key"])):
+            return {"value": None, "is_dead": True}
+        table = self.table_for_peer(step_id, str(message["key"]))
         got: dict[str, Any] = {}
         done = threading.Event()
 
@@ -159,6 +183,7 @@ class LocalTask:
         table.recv(str(message["key"]), callback)
         timeout = int(message.get("timeout_ms") or 0)
         if not done.wait(timeout / 1000.0 if timeout > 0 else None):
+            self.drop_if_not_running(step_id)
             raise errors.DeadlineExceededError(
                 None, None, f"RecvTensor of '{message['key']}' on {self.name} timed out after {timeout} ms.")
         if got["error"] is not None:
@@ -175,6 +200,7 @@ class LocalTask:
             finished = self._held.pop(step_id, None)
         with self._unpulled_lock:
             held = self._unpulled.pop(step_id, None) is not None
+            self._dead_sent.pop(step_id, None)
         if held:  # finished, its values waiting for pulls that will not come
             self.rendezvous.cleanup(step_id, reason)
         if finished is not None:  # a two-phase step that succeeded here: undo its writes
@@ -315,7 +341,12 @@ class LocalTask:
             None, None, "A Recv was cancelled: the step was aborted (an op failed, the deadline "
             "passed or the session was closed)."
         )))
+        if reg.loop_pulls:
+            rdv.pull_on_demand(reg.loop_pulls, functools.partial(self._pull_key, step, timeout_ms))
         self._enter(step)
+        peered = reg.two_phase
+        if peered:
+            self._with_peers.add(step_id)
         ok = False
         try:
             if reg.remote_recvs:
@@ -327,8 +358,10 @@ class LocalTask:
                     self._held[step_id] = step
             return out
         finally:
+            if peered:
+                self._with_peers.discard(step_id)
             self._leave(step)
-            if not (ok and reg.remote_sends and self._hold(step_id, reg.remote_sends)):
+            if not (ok and reg.remote_sends and self._hold(step_id, reg.send_prefixes)):
                 self.rendezvous.cleanup(step_id)
 
     def start_pulls(self, pulls: list[dict[str, Any]], step: Step, timeout_ms: int, watched: bool = False) -> None:
@@ -337,31 +370,89 @@ class LocalTask:
         network (flowlab.distributed) pulls on its event loop instead, and may leave a
         fetch it only passes on to the client when the step is not `watched`."""
         for pull in pulls:
-            threading.Thread(target=self._pull, args=(pull, step, timeout_ms), daemon=True,
-                             name=f"flowlab-pull-{step.step_id}").start()
+            self.start_pull(pull, step, timeout_ms)
+
+    def start_pull(self, pull: dict[str, Any], step: Step, timeout_ms: int) -> None:
+        """Start taking one key another task sends into `step`, without waiting."""
+        threading.Thread(target=self._pull, args=(pull, step, timeout_ms), daemon=True,
+                         name=f"flowlab-pull-{step.step_id}").start()
+
+    def _pull_key(self, step: Step, timeout_ms: int, pull: dict[str, Any], key: str) -> None:
+        # A Recv inside a loop asked for `key` (one frame and iteration of `pull`'s transfer).
+        self.start_pull({**pull, "key": key}, step, timeout_ms)
 
     def _pull(self, pull: dict[str, Any], step: Step, timeout_ms: int) -> None:
         """Take a key another task sends into this step's table (RecvTensor); a failure
         fails the step here, naming the peer."""
         table = self.rendezvous.find_or_create(step.step_id)
+        peer = None
         try:
             peer = peers.find(pull["task"], pull["incarnation"])
             r = peer.recv_tensor({"step_id": step.step_id, "key": pull["key"], "timeout_ms": timeout_ms})
             table.send(pull["key"], DEAD if r["is_dead"] else r["value"])
         except Exception as e:  # noqa: BLE001 - the step fails with it
-            if not isinstance(e, errors.OpError):
+            if peer is not None and peer.closed:  # it went away during the step (mid-loop)
+                e = errors.UnavailableError(
+                    None, None, f"Task {pull['task']} (incarnation {pull['incarnation']}) was closed during the "
+                    f"step: RecvTensor of '{pull['key']}' failed: {getattr(e, 'message', e)}")
+            elif not isinstance(e, errors.OpError):
                 e = errors.UnavailableError(None, None, f"RecvTensor from {pull['task']} failed: {e}")
             step.get_cancellation().cancel(e)
 
-    def _hold(self, step_id: int, keys: list[str]) -> bool:
-        """Keep a finished step's table until other tasks have pulled `keys` (True), or
-        not at all when they already have (False)."""
+    def table_for_peer(self, step_id: int, key: str) -> LocalRendezvous:
+        """The table a peer's pull of `key` waits on; CancelledError when the step has
+        already ended here (its receiver's step is failing, or it would not ask)."""
+        table = self.rendezvous.for_peer(step_id)
+        if table is None:
+            raise errors.CancelledError(
+                None, None, f"RecvTensor of '{key}': step {step_id} has already ended on {self.name}.")
+        return table
+
+    def drop_if_not_running(self, step_id: int) -> None:
+        """After a peer's pull timed out: the table it made, if no step of it runs or
+        waits for pulls here, goes (its waiter with it)."""
+        with self._active_lock:
+            running = step_id in self._active
+        with self._unpulled_lock:
+            held = step_id in self._unpulled
+        if not running and not held:
+            self.rendezvous.cleanup(step_id, errors.DeadlineExceededError(
+                None, None, f"A RecvTensor on {self.name} timed out."))
+
+    def _hold(self, step_id: int, prefixes: frozenset[str]) -> bool:
+        """Keep a finished step's table until other tasks have pulled its keys of
+        `prefixes` (True: root-frame keys and every iteration's inside loops), or not at
+        all when they already have (False).
+
+        A dead value sent inside a loop may never be pulled: a loop in the last (dead)
+        iteration of an outer loop, or in an untaken branch, is dead on every task, and
+        a task whose Recvs of it are dead skips them.  Such values are not waited for;
+        a pull that still comes for one is answered DEAD (`dead_after_step`)."""
         table = self.rendezvous.find_or_create(step_id)
         with self._unpulled_lock:
-            left = {k for k in keys if table.holds(k)}
-            if not left:
+            left = table.held(prefixes)
+            dead = {k for k, v in left.items() if v is DEAD and not k.endswith(";0:0")}
+            if dead:
+                self._dead_sent[step_id] = dead
+                while len(self._dead_sent) > _MAX_DEAD_STEPS:
+                    self._dead_sent.popitem(last=False)
+            live = left.keys() - dead
+            if not live:
                 return False
-            self._unpulled[step_id] = left
+            self._unpulled[step_id] = set(live)
+            return True
+
+    def dead_after_step(self, step_id: int, key: str) -> bool:
+        """Whether `key` is a dead loop value of a finished step that was not waited for."""
+        if not self._dead_sent:
+            return False
+        with self._unpulled_lock:
+            keys = self._dead_sent.get(step_id)
+            if keys is None or key not in keys:
+                return False
+            keys.discard(key)
+            if not keys:
+                del self._dead_sent[step_id]
             return True
 
     def _pulled(self, step_id: int, key: str) -> None:
@@ -403,7 +494,15 @@ class LocalTask:
         with self._active_lock:
             steps = list(self._active.values())
         for s in steps:
-            s.get_cancellation().cancel(errors.CancelledError(None, None, "Session has been closed."))
+            if s.step_id in self._with_peers:
+                # Other tasks run the rest of this step: for them this task is gone, as a
+                # killed server is (the session raises the first error that is not a
+                # cancellation, so this is what the client sees, naming the task).
+                reason: errors.OpError = errors.UnavailableError(
+                    None, None, f"Task {self.name} (incarnation {self.incarnation}) was closed during the step.")
+            else:
+                reason = errors.CancelledError(None, None, "Session has been closed.")
+            s.get_cancellation().cancel(reason)
         for d in self.devices:
             d.resources.clear()
         with self._handles_lock:
