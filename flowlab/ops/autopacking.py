@@ -21,11 +21,18 @@ from flowlab.graph.tensor import Tensor
 from flowlab.graph.tensor_shape import Dimension, TensorShape
 from flowlab.ops.builder import apply_op, convert_to_tensor, register_tensor_conversion_function
 from flowlab.ops.constant_op import constant
+from flowlab.ops.variables import Variable
 
 
 # --- autopacking: [t, 3] -> Pack -----------------------------------------------------
+def _is_tensor(value: Any) -> bool:
+    # TensorFlow's test is `isinstance(elem, core.Tensor)`, which a Variable passes: it
+    # stays an element, converted (`v/read`) by the Pack.
+    return isinstance(value, (Tensor, Variable))
+
+
 def _has_tensor(value: Any) -> bool:
-    if isinstance(value, Tensor):
+    if _is_tensor(value):
         return True
     if isinstance(value, (list, builtins.tuple)):
         return any(_has_tensor(v) for v in value)
@@ -42,7 +49,7 @@ class _ListWithTensors(metaclass=_ListWithTensorsMeta):
 
 
 def _first_dtype(value: Any) -> dtypes.DType | None:
-    if isinstance(value, Tensor):
+    if _is_tensor(value):
         return value.dtype.base_dtype
     if isinstance(value, (list, builtins.tuple)):
         for v in value:
@@ -54,10 +61,11 @@ def _first_dtype(value: Any) -> dtypes.DType | None:
 
 def _autopack(value: Any, dtype: Any = None, name: str | None = None, as_ref: bool = False) -> Tensor:
     dt = dtypes.as_dtype(dtype).base_dtype if dtype is not None else _first_dtype(value)
-    with get_default_graph().name_scope(name or "packed") as scope:
+    graph = get_default_graph()
+    with graph.name_scope(name or "packed") as scope:
         elems = []
         for i, v in enumerate(value):
-            if isinstance(v, Tensor):
+            if _is_tensor(v):
                 if v.dtype.base_dtype is not dt:
                     raise TypeError(
                         f"Cannot convert a list containing a tensor of dtype "
@@ -67,6 +75,11 @@ def _autopack(value: Any, dtype: Any = None, name: str | None = None, as_ref: bo
             elif isinstance(v, (list, builtins.tuple)) and _has_tensor(v):
                 elems.append(_autopack(v, dt, str(i)))
             else:
+                if isinstance(v, (list, builtins.tuple)):
+                    # TensorFlow opens the nested list's scope before it finds no tensor
+                    # there: the name is taken, and the Const below is `1_1`.
+                    with graph.name_scope(str(i)):
+                        pass
                 elems.append(constant(_plain(v), dtype=dt, name=str(i)))
         return apply_op("Pack", values=elems, axis=0, name=scope)
 
@@ -132,7 +145,7 @@ def _to_tensor(value: Any, name: str, dtype: Any = None, hint: Any = None) -> Te
         return value
     g = get_default_graph()
     with provisional(g) as box:
-        if _has_tensor(value):
+        if isinstance(value, (list, builtins.tuple)) and _has_tensor(value):
             t = _autopack(value, dtype, name)
         else:
             t = convert_to_tensor(value, dtype=dtype, name=name, preferred_dtype=hint)

@@ -25,9 +25,11 @@ from flowlab.ops.array_ops import (
     _int_list,
     _name_scope,
     _register_folding,
+    _shape_arg,
     _shape_str,
     _to_tensor,
     concat,
+    ones_like,
     reshape,
     shape,
     squeeze,
@@ -318,9 +320,9 @@ def strided_slice(input_: Any, begin: Any, end: Any, strides: Any = None, begin_
                   end_mask: int = 0, ellipsis_mask: int = 0, new_axis_mask: int = 0,
                   shrink_axis_mask: int = 0, var: Any = None, name: str | None = None) -> Tensor:
     """The StridedSlice op (what `x[...]` builds); strides default to ones."""
+    if strides is None:  # TensorFlow's ones_like(begin), begin as given (`ones_like/tensor`)
+        strides = ones_like(begin)
     b = _index(begin, "begin")
-    if strides is None:
-        strides = apply_op("Fill", dims=shape(b), value=constant(1, dtype=b.dtype), name="ones_like")
     return apply_op(
         "StridedSlice", input=_to_tensor(input_, "input"), begin=b, end=_index(end, "end", like=b),
         strides=_index(strides, "strides", like=b), begin_mask=begin_mask, end_mask=end_mask,
@@ -435,7 +437,9 @@ def gather(params: Any, indices: Any, validate_indices: Any = None, name: str | 
     if axis is None:
         axis = batch_dims
     p = params.value() if not isinstance(params, Tensor) and hasattr(params, "value") else params
-    return apply_op("GatherV2", params=_to_tensor(p, "params"), indices=_index(indices, "indices"),
+    # An empty Python list reaches the op as is: GatherV2's Tindices has no default, so
+    # it converts as float32 and fails with TensorFlow's TypeError.
+    return apply_op("GatherV2", params=_to_tensor(p, "params"), indices=_shape_arg(indices, "indices"),
                     axis=_index(axis, "axis"), batch_dims=batch_dims, name=name or "GatherV2")
 
 

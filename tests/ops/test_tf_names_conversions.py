@@ -94,29 +94,20 @@ def stack_conversions(tf: Any) -> None:
     tf.stack(a)
 
 
-@program(xfail="autopacking: TensorFlow opens a name scope for every nested list, with a tensor "
-               "or not, so the Const made for `[3, 4]` after it is `stack/1_1`; flowlab names "
-               "it `stack/1` (flowlab/ops/autopacking.py: _autopack, enter "
-               "`name_scope(str(i))` for tensor-less nested lists too)")
+@program
 def stack_nested_lists(tf: Any) -> None:
     a = tf.constant(1.0)
     tf.stack([[a, 1.0], [2.0, 3.0]])
     tf.stack([tf.constant([1, 2]), [3, 4]])
 
 
-@program(xfail="autopacking: TensorFlow's autopacking counts a Variable as a tensor "
-               "(`stack/1` for [v, 3.0]); flowlab's _has_tensor does not, so stack falls back "
-               "to Pack's own conversion (`stack/values_1`) (flowlab/ops/autopacking.py: "
-               "_has_tensor/_first_dtype/_autopack should accept Variables)")
+@program
 def stack_variable_and_python_value(tf: Any) -> None:
     v1 = tf.Variable(1.0, name="v1")
     tf.stack([v1, 3.0])
 
 
-@program(xfail="strided_slice without strides: TensorFlow makes them with ones_like(begin) "
-               "(`ones_like/tensor`, `ones_like/Shape/shape_as_tensor`, `ones_like/Const`); "
-               "flowlab's Fill named ones_like reads a root `Shape` and `Const_1` "
-               "(flowlab/ops/slicing.py:323: call array_ops.ones_like on the Python begin)")
+@program
 def strided_slice_default_strides(tf: Any) -> None:
     x = tf.constant(np.ones((2, 3), np.float32))
     tf.strided_slice(x, [0], [1])
@@ -161,9 +152,6 @@ def test_empty_list_values_and_dtypes(tf1: Any) -> None:
     assert_same(tf1, build)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "flowlab/ops/slicing.py: gather converts indices with _index (int32 hint) before apply_op; "
-    "passing a Python `[]` through raw (as array_ops._shape_arg does) gives TensorFlow's TypeError"))
 def test_gather_with_an_empty_python_list_is_a_type_error(tf1: Any) -> None:
     """GatherV2's Tindices has no default: `[]` stays float32, which is not allowed."""
     for tf in (tf1, fl):
