@@ -115,7 +115,7 @@ class LiveBridge:
     def take_records(self, rec: StepRecords | LoopRecords) -> None:
         """A whole straight-line step: every op that ran is finished.  Or iterations of
         a fused loop in a step otherwise seen as events: its ops that ran, once each."""
-        if type(rec) is LoopRecords:
+        if isinstance(rec, LoopRecords):
             self._take_loop(rec)
             return
         watched = self.watched

@@ -314,8 +314,8 @@ def _loop_columns(rec: Any) -> tuple[Any, ...]:
     if rows:
         cols = list(zip(*rows))
         times = cols[:nt]  # tuples of ints as they come (an array's conversion cost more)
-        for c in cols[nt:nt + nv]:
-            d = _column(c)
+        for c, known in zip(cols[nt:nt + nv], lay.static):
+            d = known if known is not None else _column(c)  # the graph fixes many: no look
             descs.append(_Column(d) if type(d) is list else d)
         flags = cols[nt + nv:]
     last_part = None

@@ -401,7 +401,7 @@ class LoopLayout:
     and in each other one the Exits are, as on the frame path."""
 
     __slots__ = ("frame", "full", "last", "ntimes_full", "nvals_full", "ntimes_last", "consts",
-                 "exits", "dead_at_end", "exprs", "line_to_pos", "code", "ns", "inner")
+                 "static", "exits", "dead_at_end", "exprs", "line_to_pos", "code", "ns", "inner")
 
     frame: str
     full: list[tuple[Any, ...]]
@@ -410,6 +410,9 @@ class LoopLayout:
     nvals_full: int
     ntimes_last: int
     consts: list[Any]
+    # Per value of a full row: its description when the graph fixes it (shape, dtype),
+    # else None (described from the values).
+    static: list[Any]
     exits: tuple[_Entry, ...]
     dead_at_end: list[_Entry]
     exprs: list[str]  # a full row's expressions (to rebuild a failed iteration's row)
@@ -433,6 +436,7 @@ class _Trace:
         self.consts: dict[str, Any] = {}  # a name -> its value, the same in every iteration
         self.const_values: list[Any] = []
         self.const_pos: dict[str, int] = {}
+        self.static: list[Any] = []  # the last `row`'s values' static descriptions
 
     def clock(self, emit: Any, indent: int) -> None:
         emit(f"t{self.nclk} = _c()", indent)
@@ -452,9 +456,10 @@ class _Trace:
         number of values in the row."""
         pos: dict[str, int] = {}
         packed: list[list[Any]] = []
+        self.static = []
         for e, t0, t1, exprs, flag, switch in cols:
             outs = []
-            for x in exprs:
+            for k, x in enumerate(exprs):
                 x = self.canon(x)
                 if x in self.consts:
                     if x not in self.const_pos:
@@ -462,7 +467,12 @@ class _Trace:
                         self.const_values.append(self.consts[x])
                     outs.append(-1 - self.const_pos[x])
                 else:
-                    outs.append(ntimes + pos.setdefault(x, len(pos)))
+                    if x not in pos:
+                        pos[x] = len(pos)
+                        # A cond's Switch sends DEAD to one side: described from the values.
+                        cond_switch = e.kind == _SWITCH and not switch
+                        self.static.append(None if cond_switch else _static_description(e, 1 if switch == 1 else k))
+                    outs.append(ntimes + pos[x])
             packed.append([e.node, t0, t1, tuple(outs), flag if flags else "", switch])
         vals = list(pos)
         flag_names = []
@@ -474,6 +484,31 @@ class _Trace:
                 c[4] = -1
         return ([f"t{j}" for j in range(ntimes)] + vals + flag_names,
                 [tuple(c) for c in packed], len(vals))
+
+
+_NUMERIC = frozenset({"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+                      "uint16", "uint32", "uint64", "bool", "complex64", "complex128"})
+
+
+def _static_description(e: _Entry, k: int) -> Any:
+    """(shape, numpy dtype, nbytes, False) of op `e`'s output `k` when the graph fixes
+    them (a fully defined shape, a numeric dtype, not a reference), else None: such an
+    output is described once per loop, not per iteration (`LoopLayout.static`)."""
+    outputs = e.node.op.outputs
+    if k >= len(outputs):
+        return None
+    t = outputs[k]
+    dt = t.dtype
+    if dt.is_ref_dtype or dt.name not in _NUMERIC or not t.shape.is_fully_defined():
+        return None  # (a resource's handle, a string, a variable's storage: as they are)
+    try:
+        npdt = np.dtype(dt.as_numpy_dtype)
+    except TypeError:
+        return None
+    if npdt.kind not in "biufc":
+        return None
+    shape = tuple(t.shape.as_list())
+    return (shape, npdt, int(np.prod(shape, dtype=np.int64)) * npdt.itemsize, False)
 
 
 def _names(e: _Entry, traced: bool) -> list[str]:
@@ -599,6 +634,7 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
         for e in triggers:
             tr.col(e, tr.cur, [])
         row, full_layout, nvals = tr.row(tr.cols, tr.nclk, True)
+        static = tr.static
         emit(f"R(({''.join(x + ', ' for x in row)}))", 2)
         emit(f"tL = t{tr.cur}", 2)
     emit("n += 1", 2)
@@ -652,6 +688,7 @@ def _generate(info: _FrameInfo, enters: list[_Entry], merges: list[_Entry], cond
         lay.full, lay.last = full_layout, last_layout
         lay.ntimes_full, lay.nvals_full, lay.ntimes_last = tr.nclk, nvals, ntimes_last
         lay.consts = tr.const_values
+        lay.static = static
         lay.exits, lay.dead_at_end = exits, dead_at_end
         lay.exprs = row
         lay.line_to_pos = tr.line_to_pos
