@@ -213,8 +213,12 @@ class LocalTask:
 
     def commit_step(self, message: dict[str, Any]) -> dict[str, Any]:
         """The master saw every task of a two-phase step succeed: its writes stay."""
+        step_id = int(message["step_id"])
+        if self._dead_sent:  # every task finished the step: no pull of it will come
+            with self._unpulled_lock:
+                self._dead_sent.pop(step_id, None)
         with self._active_lock:
-            return {"committed": self._held.pop(int(message["step_id"]), None) is not None}
+            return {"committed": self._held.pop(step_id, None) is not None}
 
     def awaits_commit(self, step_id: int) -> bool:
         """Whether a finished two-phase step left an undo log here (it wrote something)

@@ -16,7 +16,7 @@ import pytest
 
 import flowlab as fl
 from flowlab import errors
-from flowlab.kernels.sendrecv_kernels import LocalRendezvous, key_prefix, make_key
+from flowlab.kernels.sendrecv_kernels import DEAD, LocalRendezvous, key_prefix, make_key
 from flowlab.runtime.task.task import LocalTask
 
 PS, WORKER = "/job:ps/task:0", "/job:worker/task:0"
@@ -43,6 +43,7 @@ def _clean(tasks):
     """Nothing of any step is left on any task."""
     for t in tasks:
         assert len(t.rendezvous) == 0 and not t._unpulled and not t._held and not t._active
+        assert not t._dead_sent  # the session committed every step: no late pull can come
 
 
 def _run_both(tf1, build, steps=1):
@@ -310,3 +311,31 @@ def test_the_table_starts_one_pull_per_remote_key_and_none_for_others():
     r.send(local, np.float32(9))
     assert got[-1] == 9.0 and len(r) == 0
     assert key_prefix(remote) == f"{src};0000000000000005;{dst};edge_1_x"
+
+
+def test_a_finished_sender_keeps_live_loop_values_for_their_pulls_and_answers_dead_ones():
+    task = LocalTask("ps", 0, {"CPU": 1})
+    try:
+        src, dst = task.devices[0].name, "/job:worker/replica:0/task:0/device:CPU:0"
+        root = make_key(src, 1, dst, "edge_0_a")
+        live, dead = make_key(src, 1, dst, "edge_2_b", 99, 3), make_key(src, 1, dst, "edge_2_b", 99, 4)
+        table = task.rendezvous.find_or_create(5)
+        table.send(root, np.float32(1))
+        table.send(live, np.float32(2))
+        table.send(dead, DEAD)
+        assert task._hold(5, frozenset({key_prefix(root), key_prefix(live)}))
+        assert task._unpulled[5] == {root, live}  # the dead loop value is not waited for
+        assert task.recv_tensor({"step_id": 5, "key": dead}) == {"value": None, "is_dead": True}
+        assert task.recv_tensor({"step_id": 5, "key": live})["value"] == 2.0
+        assert task.recv_tensor({"step_id": 5, "key": root})["value"] == 1.0
+        assert len(task.rendezvous) == 0 and not task._unpulled and not task._dead_sent
+        # The step has ended here: a late pull fails at once and leaves no table behind.
+        with pytest.raises(errors.CancelledError, match="step 5 has already ended on /job:ps/replica:0/task:0"):
+            task.recv_tensor({"step_id": 5, "key": make_key(src, 1, dst, "edge_2_b", 99, 5)})
+        assert len(task.rendezvous) == 0
+        # A pull for a step that has not started here waits for it; timed out, its table goes.
+        with pytest.raises(errors.DeadlineExceededError, match="timed out after 50 ms"):
+            task.recv_tensor({"step_id": 6, "key": root, "timeout_ms": 50})
+        assert len(task.rendezvous) == 0
+    finally:
+        task.close()
