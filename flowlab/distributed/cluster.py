@@ -37,15 +37,17 @@ class Cluster:
     `client_or_address`: a `distributed.Client` (synchronous), a Dask cluster object
     (anything with `scheduler_address`), or a scheduler address ("tcp://host:8786").
     `device_count` and `threads_per_task` configure task servers this cluster
-    installs (not ones already running)."""
+    installs (not ones already running).  `security`: a `distributed.Security` for
+    the client this cluster opens (a "tls://" address); without it the client takes
+    Dask's `distributed.comm.tls` config, as every Dask client does."""
 
     def __init__(self, client_or_address: Any, *, device_count: dict[str, int] | None = None,
-                 threads_per_task: int = 1, timeout: float = 30.0) -> None:
+                 threads_per_task: int = 1, timeout: float = 30.0, security: Any = None) -> None:
         from distributed import Client
 
         self._owns_client = not hasattr(client_or_address, "rpc") or not hasattr(client_or_address, "scheduler")
         if self._owns_client:
-            self.client = Client(client_or_address, set_as_default=False, timeout=timeout)
+            self.client = Client(client_or_address, set_as_default=False, timeout=timeout, security=security)
         else:
             self.client = client_or_address
         self._connection = Connection(self.client)
@@ -194,28 +196,32 @@ class LocalCluster(Cluster):
     servers `ps/0`...,  `worker` workers `worker/0`..., (and `chief` chiefs), each a
     separate process (a Dask Nanny restarts it if it dies) with `threads_per_task`
     threads, all on 127.0.0.1.  Use as a context manager, or `close()` it.
+    `security`: a `distributed.Security` with certificates for the scheduler, worker
+    and client roles; the scheduler and the workers then listen on tls:// addresses.
 
     It is a Dask `SpecCluster` -- the class Dask's own LocalCluster is built on -- so
     that the workers carry TensorFlow's task names."""
 
     def __init__(self, ps: int = 1, worker: int = 2, threads_per_task: int = 1, *, chief: int = 0,
                  device_count: dict[str, int] | None = None, memory_limit: str | int = "auto",
-                 silence_logs: int = logging.WARNING, dashboard: bool = True) -> None:
+                 silence_logs: int = logging.WARNING, dashboard: bool = True, security: Any = None) -> None:
         from distributed import Client, Nanny, Scheduler, SpecCluster
 
         names = ([f"chief/{i}" for i in range(chief)] + [f"ps/{i}" for i in range(ps)]
                  + [f"worker/{i}" for i in range(worker)])
         if not names:
             raise ValueError("A LocalCluster needs at least one task (ps, worker or chief).")
+        # Certificates mean TLS: a Security alone does not change the protocol in Dask.
+        protocol = {} if security is None else {"protocol": "tls://", "security": security}
         options = {"nthreads": threads_per_task, "host": "127.0.0.1", "memory_limit": memory_limit,
-                   "dashboard": False, "silence_logs": silence_logs}
+                   "dashboard": False, "silence_logs": silence_logs, **protocol}
         self.dask_cluster = SpecCluster(
             workers={n: {"cls": Nanny, "options": dict(options)} for n in names},
             scheduler={"cls": Scheduler, "options": {
-                "host": "127.0.0.1", "dashboard_address": "127.0.0.1:0" if dashboard else None}},
-            silence_logs=silence_logs, name="flowlab")
+                "host": "127.0.0.1", "dashboard_address": "127.0.0.1:0" if dashboard else None, **protocol}},
+            silence_logs=silence_logs, name="flowlab", security=security)
         try:
-            client = Client(self.dask_cluster, set_as_default=False)
+            client = Client(self.dask_cluster, set_as_default=False, security=security)
             super().__init__(client, device_count=device_count, threads_per_task=threads_per_task)
             self._owns_client = True
         except BaseException:
