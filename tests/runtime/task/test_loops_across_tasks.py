@@ -339,3 +339,26 @@ def test_a_finished_sender_keeps_live_loop_values_for_their_pulls_and_answers_de
         assert len(task.rendezvous) == 0
     finally:
         task.close()
+
+
+def test_a_traced_loop_across_tasks_gives_the_same_values_and_stats_from_both_tasks():
+    tasks = _tasks()
+    try:
+        with fl.Graph().as_default():
+            fetches = _split(fl)
+            with fl.Session(tasks=tasks) as s:
+                md = fl.RunMetadata()
+                traced = s.run(fetches, options=fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE),
+                               run_metadata=md)
+                assert [float(v) for v in traced] == [float(v) for v in s.run(fetches)] == [7.0, 4.5]
+                stats = {d.device: d.node_stats for d in md.step_stats.dev_stats}
+                assert sorted(stats) == ["/job:ps/replica:0/task:0/device:CPU:0",
+                                         "/job:worker/replica:0/task:0/device:CPU:0"]
+                # The ps's Recvs ran once per iteration of the worker's loop (and its last, dead one).
+                ps = stats["/job:ps/replica:0/task:0/device:CPU:0"]
+                pred = [n for n in ps if n.node_name.startswith("while/LoopCond/") and "= _Recv(" in n.timeline_label]
+                assert len(pred) == 8
+                _clean(tasks)
+    finally:
+        for t in tasks:
+            t.close()
