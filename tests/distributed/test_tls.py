@@ -65,6 +65,12 @@ def distributed_yaml(c: dict[str, Path]) -> str:
             f"      scheduler: {pair}\n      worker: {pair}\n      client: {pair}\n")
 
 
+def yaml_tree(c: dict[str, Path]) -> dict:
+    import yaml
+
+    return yaml.safe_load(distributed_yaml(c))
+
+
 def dotted(tree: dict, prefix: str = "") -> dict:
     """{"a": {"b": 1}} as {"a.b": 1}: dask.config.set replaces a whole nested dict."""
     flat: dict = {}
@@ -152,9 +158,14 @@ def test_dask_cli_deployment_with_the_docs_yaml(certs, tmp_path):
     procs = [subprocess.Popen([str(BIN / "dask"), "scheduler", "--protocol", "tls", "--host", "127.0.0.1",
                                "--port", str(port), "--no-dashboard"], env=env, stdout=log, stderr=log)]
     try:
-        for name in ("ps/0", "worker/0"):
+        # ps/0 reads the yaml; worker/0 the same settings as environment variables.
+        as_env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
+        as_env.update({f"DASK_{k.upper().replace('.', '__').replace('-', '_')}": str(v)
+                       for k, v in dotted(yaml_tree(good)).items()}, PYTHONPATH=env["PYTHONPATH"])
+        for name, worker_env in (("ps/0", env), ("worker/0", as_env)):
             procs.append(subprocess.Popen([str(BIN / "dask"), "worker", address, "--name", name, "--nthreads", "1",
-                                           "--host", "127.0.0.1", "--no-dashboard"], env=env, stdout=log, stderr=log))
+                                           "--host", "127.0.0.1", "--no-dashboard"],
+                                          env=worker_env, stdout=log, stderr=log))
         # This process reads the same yaml, as a user's client would from ~/.config/dask.
         with dask.config.set(dotted(dask.config.collect(paths=[str(confdir)], env={}))):
             from distributed import Client
@@ -167,6 +178,10 @@ def test_dask_cli_deployment_with_the_docs_yaml(certs, tmp_path):
             with fd.Cluster(address) as cluster:
                 assert_all_tls(cluster)
                 ps_step(address)
+        # The certificates given to the Cluster itself rather than through config.
+        with fd.Cluster(address, security=security(good)) as cluster:
+            assert_all_tls(cluster)
+            ps_step(cluster)
         assert_outsiders_refused(address, certs)
     finally:
         for p in reversed(procs):
