@@ -128,3 +128,24 @@ def test_one_job_per_task_named_by_its_key_trains_as_numpy():
     while alive(pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert pids and not alive(pids)
+
+
+def test_a_name_in_worker_extra_args_renames_the_worker_but_not_its_job():
+    """Why the recipe keys the jobs instead: with `--name ps/0` among the extra
+    arguments the worker is `ps/0` but its cluster knows the job as `LocalCluster-0`,
+    so scaling and retiring go by a name no worker has."""
+    jobs = dask_jobqueue_local.LocalCluster(
+        cores=1, processes=1, memory="1GB", silence_logs="error",
+        worker_extra_args=["--name", "ps/0", "--host", "127.0.0.1", "--no-dashboard"],
+        scheduler_options={"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0", "dashboard": False})
+    try:
+        jobs.scale(jobs=1)
+        from distributed import Client
+
+        with Client(jobs, set_as_default=False) as client:
+            client.wait_for_workers(1, timeout=60)
+            assert [w["name"] for w in client.scheduler_info()["workers"].values()] == ["ps/0"]
+        assert list(jobs.worker_spec) == ["LocalCluster-0"]
+        assert jobs.job_script().count("--name") == 2  # jobqueue's own, then the extra one
+    finally:
+        jobs.close()
