@@ -107,6 +107,10 @@ class ServedTask(LocalTask):
         fut = asyncio.run_coroutine_threadsafe(self._pull_remote(pull, step, timeout_ms), self._loop)
         step.get_cancellation().register(functools.partial(_cancel, fut))
 
+    def _pull_key(self, step: Step, timeout_ms: int, pull: dict[str, Any], key: str) -> None:
+        # A Recv inside a loop asked for `key`: over Dask comm, as any other pull.
+        self.start_pull({**pull, "key": key}, step, timeout_ms)
+
     async def _pull_remote(self, pull: dict[str, Any], step: Step, timeout_ms: int) -> None:
         table = self.rendezvous.find_or_create(step.step_id)
         address = pull.get("address")

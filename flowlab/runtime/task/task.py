@@ -382,8 +382,37 @@ class LocalTask:
                          name=f"flowlab-pull-{step.step_id}").start()
 
     def _pull_key(self, step: Step, timeout_ms: int, pull: dict[str, Any], key: str) -> None:
-        # A Recv inside a loop asked for `key` (one frame and iteration of `pull`'s transfer).
-        self.start_pull({**pull, "key": key}, step, timeout_ms)
+        """A Recv inside a loop asked for `key` (one frame and iteration of `pull`'s
+        transfer).  In one process the peer's table calls back with the value: a thread
+        per key would cost more than the iteration (starting one waits for the GIL
+        hand-off; a 100-iteration loop took 4-5 ms an iteration that way).  The step's
+        deadline and cancellation still end the wait: they abort this step's table."""
+        table = self.rendezvous.find_or_create(step.step_id)
+        try:
+            peer = peers.find(pull["task"], pull["incarnation"])
+            if peer.dead_after_step(step.step_id, key):  # see `_hold`
+                table.send(key, DEAD)
+                return
+            theirs = peer.table_for_peer(step.step_id, key)
+        except errors.OpError as e:
+            step.get_cancellation().cancel(e)
+            return
+
+        def arrived(value: Any, error: BaseException | None) -> None:
+            if error is not None:
+                if peer.closed:  # it went away during the step
+                    error = errors.UnavailableError(
+                        None, None, f"Task {pull['task']} (incarnation {pull['incarnation']}) was closed during "
+                        f"the step: RecvTensor of '{key}' failed: {getattr(error, 'message', error)}")
+                step.get_cancellation().cancel(error)
+                return
+            peer._pulled(step.step_id, key)
+            try:
+                table.send(key, value)
+            except errors.OpError as e:  # this step was aborted meanwhile
+                step.get_cancellation().cancel(e)
+
+        theirs.recv(key, arrived)
 
     def _pull(self, pull: dict[str, Any], step: Step, timeout_ms: int) -> None:
         """Take a key another task sends into this step's table (RecvTensor); a failure

@@ -362,3 +362,25 @@ def test_a_traced_loop_across_tasks_gives_the_same_values_and_stats_from_both_ta
     finally:
         for t in tasks:
             t.close()
+
+
+def test_an_in_process_pull_on_demand_takes_the_value_the_peer_sends_later_or_its_dead_one():
+    from flowlab.runtime.task.step import Step
+
+    ps, worker = LocalTask("ps", 0, {"CPU": 1}), LocalTask("worker", 0, {"CPU": 1})
+    try:
+        src, dst = ps.devices[0].name, worker.devices[0].name
+        pull = {"task": ps.name, "incarnation": ps.incarnation}
+        step = Step(None, None, 11)
+        later, dead = make_key(src, 1, dst, "edge_2_b", 99, 0), make_key(src, 1, dst, "edge_2_b", 99, 1)
+        mine = worker.rendezvous.find_or_create(11)
+        worker._pull_key(step, 0, pull, later)  # before the peer's Send: it calls back when it sends
+        ps.rendezvous.find_or_create(11).send(later, np.float32(4))
+        assert mine.holds(later)
+        ps._dead_sent[11] = {dead}  # the peer finished without waiting for this dead value
+        worker._pull_key(step, 0, pull, dead)
+        assert mine.held(frozenset({key_prefix(dead)})) == {later: 4.0, dead: DEAD}
+        assert not ps._dead_sent and not step.get_cancellation().cancelled
+    finally:
+        ps.close()
+        worker.close()
