@@ -105,7 +105,12 @@ class ServedTask(LocalTask):
         """One key's pull, a coroutine on the worker's loop (a Recv inside a loop asks
         for each iteration's key this way when it runs)."""
         fut = asyncio.run_coroutine_threadsafe(self._pull_remote(pull, step, timeout_ms), self._loop)
-        step.get_cancellation().register(functools.partial(_cancel, fut))
+        cm = step.get_cancellation()
+        token = cm.register(functools.partial(_cancel, fut))
+        if token is None:  # the step is cancelled already
+            fut.cancel()
+        else:  # a loop pulls once per iteration: done pulls leave nothing registered
+            fut.add_done_callback(lambda _: cm.deregister(token))
 
     def _pull_key(self, step: Step, timeout_ms: int, pull: dict[str, Any], key: str) -> None:
         # A Recv inside a loop asked for `key`: over Dask comm, as any other pull.

@@ -163,3 +163,47 @@ def test_a_killed_ps_mid_loop_fails_the_step_naming_it_and_the_worker_rolls_back
             assert s.run(w2) == 0.0  # the loop's increments of the failed step are gone
         addr = cluster.task("worker", 0).address
         assert cluster.client.run(_left_on_tasks, workers=[addr])[addr] == [0, 0]
+
+
+def test_a_served_task_pulls_each_loop_key_over_comm_and_keeps_no_callback_of_done_pulls():
+    import asyncio
+
+    from flowlab.distributed.task_server import ServedTask
+    from flowlab.kernels.sendrecv_kernels import make_key
+    from flowlab.runtime.interface import values_to_wire
+    from flowlab.runtime.task.step import Step
+
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    asked: list[str] = []
+
+    class Peer:
+        async def flowlab_recv_tensor(self, message):
+            asked.append(message["key"])
+            return {"reply": {"value": values_to_wire([np.float32(len(asked))])[0], "is_dead": False},
+                    "incarnation": 7}
+
+    task = ServedTask("worker", 0, {"CPU": 1}, 1, loop, lambda address: Peer())
+    try:
+        step = Step(None, None, 3)
+        table = task.rendezvous.find_or_create(3)
+        src = "/job:ps/replica:0/task:0/device:CPU:0"
+        keys = [make_key(src, 1, task.devices[0].name, "edge_2_b", 99, i) for i in range(5)]
+        got: list[float] = []
+        done = threading.Semaphore(0)
+        for k in keys:
+            table.recv(k, lambda v, e: (got.append(float(v)), done.release()))
+            task._pull_key(step, 0, {"task": "/job:ps/replica:0/task:0", "incarnation": 7,
+                                     "address": "tcp://127.0.0.1:1"}, k)
+            assert done.acquire(timeout=10)
+        assert asked == keys and got == [1.0, 2.0, 3.0, 4.0, 5.0]
+        deadline = time.monotonic() + 5
+        while step.get_cancellation()._callbacks and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not step.get_cancellation()._callbacks
+    finally:
+        task.close()
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(5)
+        loop.close()
