@@ -12,6 +12,12 @@ client pulls the key from the producing task itself (`recv_tensor`, as the worke
 would have), so the bytes cross the network once.  The producer keeps the value
 until it has been pulled, as for any pull.
 
+A task whose whole part of a step is such chains (the null step's worker: a Recv of the
+ps's variable and the fetched Identity) has nothing to do in an unwatched step: its
+registration reply carries the values such a step would return (`passive_values`), and
+the client does not call it at all.  The step is then one round trip, the producer's
+run_step, whose reply delivers the fetch.
+
 A watched or traced step pulls as before: its events show the transfer to the worker
 and the Identity's real output.
 """
@@ -22,7 +28,7 @@ from typing import Any
 
 from flowlab.kernels.sendrecv_kernels import parse_key
 
-__all__ = ["Forwarded", "forwardable_keys", "to_wire_values"]
+__all__ = ["Forwarded", "forwardable_keys", "passive_values", "to_wire_values"]
 
 PASS_THROUGH = ("Identity", "StopGradient")
 RECVS = ("_Recv",)
@@ -107,3 +113,31 @@ def _key_parts(key: str) -> tuple[str | None, ...]:
 def to_wire_values(values: list[Any]) -> list[Any]:
     """A step's values for its reply, each `Forwarded` as `{"forwarded": pull}`."""
     return [{"forwarded": v.pull} if type(v) is Forwarded else v for v in values]
+
+
+def passive_values(units: list[dict[str, Any]], forwarded: dict[str, str], pulls: dict[str, dict[str, Any]],
+                   num_fetches: int) -> list[Any] | None:
+    """The reply values of every unwatched step of a task that does nothing but pass
+    forwarded fetches on (its one unit: Recvs from other tasks, each followed only by
+    Identity or StopGradient nodes up to a fetch), or None when it does anything else.
+    The client then need not call the task at all: the producers deliver the values
+    (`deliver`) and these `{"forwarded": pull}` entries say where each one goes."""
+    if len(units) != 1 or units[0].get("feeds"):
+        return None
+    unit = units[0]
+    nodes = {n["name"]: n for n in unit["graph_def"].get("node", [])}
+    key_of = {fetch: key for key, fetch in forwarded.items()}
+    fetch_index = unit.get("fetch_index")
+    values: list[Any] = [None] * num_fetches
+    covered: set[str] = set()
+    for i, ref in enumerate(unit.get("fetches", [])):
+        key = key_of.get(ref)
+        if key is None:
+            return None
+        name = _tensor(ref)[0]
+        while nodes[name]["op"] in PASS_THROUGH:  # forwardable_keys walked this very chain
+            covered.add(name)
+            name = _tensor(nodes[name]["input"][0])[0]
+        covered.add(name)
+        values[fetch_index[i] if fetch_index is not None else i] = {"forwarded": pulls[key]}
+    return values if covered == set(nodes) else None

@@ -124,6 +124,10 @@ class Connection:
                    "timeout_ms": timeout_ms, "trace": traced}
         deadline = timeout_ms / 1000.0 + CONTROL_TIMEOUT_S if timeout_ms > 0 else None
         deliver = {} if traced else _deliveries(tasks, handle)
+        # A task that only passes fetches on has nothing to do in an unwatched step
+        # (flowlab.distributed.forwarding): its reply is known; only the others run.
+        known = {} if traced else {id(t): v for t in tasks if (v := t.passive_reply(handle)) is not None}
+        everyone, tasks = tasks, [t for t in tasks if id(t) not in known]
         futures = [asyncio.ensure_future(self.call(t, "run_step", t.with_commits(
             {**message, "deliver": deliver[t.name]} if t.name in deliver else message), deadline))
                    for t in tasks]
@@ -166,7 +170,9 @@ class Connection:
             raised += [e for f in futures if not f.cancelled() and (e := f.exception()) is not None]
             raise next((e for e in raised if not isinstance(e, (errors.CancelledError, errors.AbortedError))),
                        failure)
-        replies = [f.result() for f in futures]
+        ran = dict(zip(map(id, tasks), (f.result() for f in futures)))
+        tasks = everyone
+        replies = [ran[id(t)] if id(t) in ran else known[id(t)] for t in tasks]
         try:
             await self._take_forwarded(tasks, replies, step_id, timeout_ms)
         except BaseException as e:  # the step fails as a whole: nothing it wrote stays
@@ -298,6 +304,8 @@ class RemoteTask:
         self._messages: dict[str, dict[str, Any]] = {}
         # Per handle, the fetches this task only passes on: their producers deliver them.
         self.forwarded: dict[str, list[dict[str, Any]]] = {}
+        # Per handle whose part here is nothing but such fetches: its run_step values.
+        self.passive: dict[str, list[Any]] = {}
         self._views: dict[str, Registered] = {}
         self._combined: dict[tuple[str, tuple[str, ...]], PartitionedPlan] = {}
 
@@ -311,6 +319,9 @@ class RemoteTask:
         reply = self.connection.call_sync(self, "register_partitions", sent, REGISTER_TIMEOUT_S)
         self._messages[message["handle"]] = message
         self.forwarded[message["handle"]] = list(reply.pop("forwarded", None) or [])
+        passive = reply.pop("passive", None)
+        if passive is not None:
+            self.passive[message["handle"]] = list(passive)
         return reply
 
     def run(self, handle: str, step_id: int, feeds: list[Any], timeout_ms: int = 0, listener: Any = None,
@@ -332,6 +343,7 @@ class RemoteTask:
         self.flush_commits()
         self._messages.pop(message["handle"], None)
         self.forwarded.pop(message["handle"], None)
+        self.passive.pop(message["handle"], None)
         self._views.pop(message["handle"], None)
         for key in [k for k in self._combined if k[0] == message["handle"]]:
             del self._combined[key]
@@ -347,6 +359,16 @@ class RemoteTask:
 
     def reset(self, containers: list[str] | None = None) -> dict[str, Any]:
         return self.connection.call_sync(self, "reset", {"containers": containers}, CONTROL_TIMEOUT_S)
+
+    def passive_reply(self, handle: str) -> dict[str, Any] | None:
+        """The run_step reply of an unwatched step of `handle` when this task only
+        passes fetches on (flowlab.distributed.forwarding), so it need not be called;
+        None when it must run: it does more, owes commits, or was found lost (a call
+        then fails fast with its error)."""
+        values = self.passive.get(handle)
+        if values is None or self.uncommitted or self.lost:
+            return None
+        return {"values": list(values), "held": False}
 
     def with_commits(self, message: dict[str, Any]) -> dict[str, Any]:
         """`message` carrying the commits waiting for this task (taken)."""

@@ -41,7 +41,12 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from flowlab import errors
 from flowlab.distributed.events import EventRecorder, boot_id, now_us
-from flowlab.distributed.forwarding import Forwarded, forwardable_keys, to_wire_values
+from flowlab.distributed.forwarding import (
+    Forwarded,
+    forwardable_keys,
+    passive_values,
+    to_wire_values,
+)
 from flowlab.distributed.functions import install
 from flowlab.distributed.wire import check_message, from_wire, owned, to_wire
 from flowlab.kernels.sendrecv_kernels import DEAD
@@ -154,8 +159,13 @@ class ServedTask(LocalTask):
             if pull["key"] in forwarded:
                 pull.update(forward=True, fetch=forwarded[pull["key"]])
         del kept  # the imported ops hold the functions they call now
-        # The client asks each producer for these with its run_step (`deliver`).
-        return {**reply, "forwarded": [p for p in reg.remote_recvs if p.get("forward")]}
+        passive = None
+        if forwarded and not reg.remote_sends and not reg.loop_pulls:
+            pulls = {p["key"]: p for p in reg.remote_recvs}
+            passive = passive_values(message["units"], forwarded, pulls, int(message["num_fetches"]))
+        # The client asks each producer for these with its run_step (`deliver`), and
+        # need not call this task at all for an unwatched step when it is `passive`.
+        return {**reply, "forwarded": [p for p in reg.remote_recvs if p.get("forward")], "passive": passive}
 
     def abort_step(self, message: dict[str, Any]) -> dict[str, Any]:
         out = super().abort_step(message)

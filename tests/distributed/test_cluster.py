@@ -382,8 +382,10 @@ def test_a_fetch_a_worker_only_passes_on_comes_straight_from_the_ps(cluster):
             sess.run(fl.global_variables_initializer())
             got = sess.run(fetches)
             assert _forwarded_fetches(cluster, "worker", 0) == sorted([relayed.name, scalar.name])
-            # The ps's run_step reply delivers them: two calls per step, no recv_tensor.
+            # The ps's run_step reply delivers them, and the worker, which only passes
+            # them on, is not called: one call per step, no recv_tensor.
             sess.run(relayed)  # registered
+            sess.run([relayed, b_doubled])
             connection = cluster.task("ps", 0).connection
             calls, call = [], connection.call
 
@@ -394,9 +396,27 @@ def test_a_fetch_a_worker_only_passes_on_comes_straight_from_the_ps(cluster):
             connection.call = counted
             try:
                 np.testing.assert_array_equal(sess.run(relayed), np.arange(4096, dtype=np.float32))
+                assert calls == [("/job:ps/replica:0/task:0", "run_step")]
+                calls.clear()
+                # A worker with work of its own runs (the relayed fetch still comes from the ps).
+                value, doubled = sess.run([relayed, b_doubled])
+                assert sorted(calls) == [("/job:ps/replica:0/task:0", "run_step"),
+                                         ("/job:worker/replica:0/task:0", "run_step")]
+                np.testing.assert_array_equal(value, np.arange(4096, dtype=np.float32))
+                np.testing.assert_array_equal(doubled, 2.0 * np.ones(8, np.float32))
+                calls.clear()
+                # So does a watched one (the listener sees the worker's Identity run).
+                seen = []
+                previous = sess.set_listener(lambda ev: seen.append((ev.kind, ev.node)))
+                try:
+                    np.testing.assert_array_equal(sess.run(relayed), np.arange(4096, dtype=np.float32))
+                finally:
+                    sess.set_listener(previous)
+                assert sorted(calls) == [("/job:ps/replica:0/task:0", "run_step"),
+                                         ("/job:worker/replica:0/task:0", "run_step")]
+                assert ("op_end", relayed.op.name) in seen
             finally:
                 del connection.call
-            assert sorted(n for _, n in calls) == ["run_step", "run_step"]
             np.testing.assert_array_equal(got[0], np.arange(4096, dtype=np.float32))
             assert type(got[1]) is np.float32 and got[1] == 3.0  # a scalar stays a NumPy scalar
             np.testing.assert_array_equal(got[2], np.ones(8, np.float32))
