@@ -268,7 +268,7 @@ def bench_loops(tf1: Any, iters: int, steps: int, rounds: int) -> dict[str, Any]
     twins), flowlab's frame path traced (fusion off: what a traced loop step ran before),
     and TensorFlow's FULL_TRACE, all interleaved in one set of rounds.  Ratios: traced /
     untraced of the same engine within each round (median over rounds)."""
-    from flowlab.runtime.task import loop_fusion
+    from flowlab.runtime.task import loop_fusion, loop_recording
 
     ours = _loop_steps(fl, None, iters)
     frame = dict(ours)
@@ -287,14 +287,14 @@ def bench_loops(tf1: Any, iters: int, steps: int, rounds: int) -> dict[str, Any]
     if tf1 is not None:
         theirs = _loop_steps(tf1, tf_session_config(tf1, optimizer_off=True), iters)
         fns.update({f"tensorflow_{k}": f for k, f in theirs.items()})
-    before = loop_fusion.TRACED_RUNS[0]
+    before = loop_recording.TRACED_RUNS[0]
     global BASE
     saved, BASE = BASE, "flowlab_scalar_untraced"
     try:
         figures = timed_rounds(fns, steps, rounds)
     finally:
         BASE = saved
-    recorded = loop_fusion.TRACED_RUNS[0] - before
+    recorded = loop_recording.TRACED_RUNS[0] - before
     out: dict[str, Any] = {"iterations": iters, "variants": figures, "traced_loop_instances_recorded": recorded}
     for engine in ("flowlab", "tensorflow", "flowlab_frame_path"):
         for loop in ("scalar", "rnn"):

@@ -38,7 +38,7 @@ one cancellation, one undo log, replayed once) and is the one raised.
 Plans with loops (an Enter op) run on the frame path (`flowlab.runtime.task.frames`):
 constructing an `Execution` of such a plan gives a `FrameExecution`, with the same
 driving API; values are kept per (frame, iteration) there.  When every listener takes
-records, it is `loop_fusion.recording_class()`'s: fused loops run their recording twins
+records, it is `loop_recording.recording_class()`'s: fused loops run their recording twins
 and hand `LoopRecords` to the listener, the other ops publish events.
 """
 
@@ -107,7 +107,9 @@ class Execution:
             listener = args[2] if len(args) > 2 else kwargs.get("listener")
             if loop_fusion.ENABLED and getattr(listener, "take_records", None) is not None:
                 # Every listener takes records: fused loops record themselves.
-                cls = loop_fusion.recording_class()
+                from flowlab.runtime.task.loop_recording import recording_class
+
+                cls = recording_class()
         return object.__new__(cls)
 
     def __init__(

@@ -15,7 +15,7 @@ import pytest
 import flowlab as fl
 from flowlab import errors
 from flowlab.runtime.client.step_stats import StepStatsCollector
-from flowlab.runtime.task import loop_fusion
+from flowlab.runtime.task import loop_fusion, loop_recording
 from flowlab.viz.live import LiveBridge
 
 FULL = fl.RunOptions(trace_level=fl.RunOptions.FULL_TRACE)
@@ -48,11 +48,11 @@ def _traced_both_ways(build, feed_of=None, config=None, init=True):
         feed = feed_of(g) if feed_of else None
         for fused in (True, False):
             with mock.patch.object(loop_fusion, "ENABLED", fused):
-                before = loop_fusion.TRACED_RUNS[0]
+                before = loop_recording.TRACED_RUNS[0]
                 md = fl.RunMetadata()
                 v = s.run(fetches, feed, options=FULL, run_metadata=md)
                 untraced = s.run(fetches, feed)
-                out.append((v, md, loop_fusion.TRACED_RUNS[0] - before, untraced))
+                out.append((v, md, loop_recording.TRACED_RUNS[0] - before, untraced))
     return out
 
 
@@ -95,11 +95,11 @@ def test_a_profile_block_keeps_the_fused_loop():
         got = []
         for fused in (True, False):
             with mock.patch.object(loop_fusion, "ENABLED", fused):
-                before = loop_fusion.TRACED_RUNS[0]
+                before = loop_recording.TRACED_RUNS[0]
                 with fl.profile(s) as prof:
                     s.run(fetches, {n: 4})
                     s.run(fetches, {n: 2})
-                got.append((loop_fusion.TRACED_RUNS[0] - before, collections.Counter(op.name for op in prof.trace.ops)))
+                got.append((loop_recording.TRACED_RUNS[0] - before, collections.Counter(op.name for op in prof.trace.ops)))
     (runs_on, names_on), (runs_off, names_off) = got
     assert runs_on == 2 and runs_off == 0
     assert names_on == names_off
@@ -201,13 +201,13 @@ def test_an_error_inside_a_traced_fused_loop_names_the_op_and_rolls_back():
         init = fl.global_variables_initializer()
     with fl.Session(graph=g) as s:
         s.run(init)
-        before = loop_fusion.TRACED_RUNS[0]
+        before = loop_recording.TRACED_RUNS[0]
         coll = StepStatsCollector()
         s.set_listener(coll.listen)  # (a failed step fills no RunMetadata: a listener)
         with pytest.raises(errors.InvalidArgumentError, match="while/pick") as got:
             s.run(a)
         s.set_listener(None)
-        assert loop_fusion.TRACED_RUNS[0] == before + 1
+        assert loop_recording.TRACED_RUNS[0] == before + 1
         assert got.value.op is not None and got.value.op.name == "while/pick"
         assert float(s.run(v)) == 0.0  # the four increments were undone
     stats = collections.Counter(
@@ -233,9 +233,9 @@ def test_a_live_bridge_sees_every_op_of_a_fused_loop():
         bridge.watched = "while/mul"
         bridge.start()
         try:
-            before = loop_fusion.TRACED_RUNS[0]
+            before = loop_recording.TRACED_RUNS[0]
             got = s.run(fetches, {n: 3})
-            assert loop_fusion.TRACED_RUNS[0] == before + 1
+            assert loop_recording.TRACED_RUNS[0] == before + 1
         finally:
             bridge.stop()
         names_seen = set(bridge.fold(bridge.pending)["done"])
@@ -286,11 +286,11 @@ def test_a_traced_fused_loop_past_its_deadline_stops_and_keeps_what_it_recorded(
         n = g.get_tensor_by_name("n:0")
         coll = StepStatsCollector()
         s.set_listener(coll.listen)
-        before = loop_fusion.TRACED_RUNS[0]
+        before = loop_recording.TRACED_RUNS[0]
         with pytest.raises(errors.DeadlineExceededError):
             s.run(fetches, {n: 10 ** 9}, options=fl.RunOptions(timeout_in_ms=20))
         s.set_listener(None)
-        assert loop_fusion.TRACED_RUNS[0] == before + 1
+        assert loop_recording.TRACED_RUNS[0] == before + 1
         assert s.run(fetches, {n: 3})[0] == 3  # the session goes on
     less = [ns for d in coll.step_stats().dev_stats for ns in d.node_stats if ns.node_name == "while/Less"]
     assert len(less) > 32  # the batches sent before the stop
