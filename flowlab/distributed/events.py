@@ -4,7 +4,13 @@ On the task, `EventRecorder` is the step's listener: per ExecEvent it keeps a pl
 row -- kind, node, op type, device, time, thread, frame, iteration, and for an
 op_end only what the outputs were (shape, dtype, bytes, whether a variable's
 storage), for an error its text -- never the arrays.  The rows travel in the
-`run_step` reply ("events").
+`run_step` reply ("events").  It also takes loop records (`take_records`, with
+`whole_steps` False), so a watched step on a task keeps its fused loops, as a local one
+does: each runs its recording twin and hands `LoopRecords` every 32 iterations.  They
+are kept as compact as the StepStats collector keeps them and become the rows of the
+events the frame path would have published when taken.  Straight-line steps still
+publish each op's events, so the client sees a step's ops while it runs, even one that
+waits on a queue.
 
 On the client, `replay` turns the rows back into ExecEvents for the session's
 listeners (the profiler's StepStatsCollector, the live views), with each task's
@@ -25,6 +31,7 @@ import numpy as np
 
 from flowlab import errors
 from flowlab.kernels.sendrecv_kernels import DEAD
+from flowlab.runtime.client.step_stats import StepStatsCollector, _expand
 from flowlab.runtime.client.step_stats import _describe as describe_outputs
 from flowlab.runtime.task.events import ExecEvent
 
@@ -36,26 +43,55 @@ def now_us() -> float:
     return time.perf_counter_ns() / 1000.0
 
 
+def _plain(descs: Any) -> list[Any]:
+    """Output descriptions (step_stats._describe's) as plain data, dtypes by name."""
+    return [None if d is None else [list(d[0]), None if d[1] is None else str(d[1]), int(d[2]), bool(d[3])]
+            for d in descs]
+
+
 class EventRecorder:
     """A listener keeping plain rows (see the module docstring)."""
 
     def __init__(self) -> None:
         self.rows: list[list[Any]] = []
         self._taken = 0
+        # Whole-step and loop records, compact until taken (the executor's thread
+        # appends them while the loop takes).
+        self._records = StepStatsCollector()
+        collect = self._records.listen.take_records  # type: ignore[attr-defined]
+
+        def take_records(rec: Any) -> None:
+            collect(rec)
+
+        # Loops only: a straight-line step's records come at its end, and the client
+        # streams a watched step's ops while it runs (a step may wait on a queue).
+        take_records.whole_steps = False  # type: ignore[attr-defined]
+        self.take_records = take_records
 
     def take(self) -> list[list[Any]]:
         """The rows recorded since the last take (the step's thread appends while the
         loop takes: a list's append and slice are each atomic)."""
+        self._expand_records()
         end = len(self.rows)
         out, self._taken = self.rows[self._taken:end], end
         return out
 
+    def _expand_records(self) -> None:
+        records = self._records.events
+        end = len(records)
+        if not end:
+            return
+        batch = records[:end]
+        del records[:end]  # one operation: an append racing it lands after `end`
+        for kind, _, node, op_type, device, t, thread, frame, it, info, _ in _expand(batch):
+            if kind == "op_end" and info is not None:
+                info = _plain(info)
+            self.rows.append([kind, node, op_type, device, float(t), int(thread) & 0xFFFFFFFF, frame, int(it), info])
+
     def __call__(self, ev: ExecEvent) -> None:
         info: Any = None
         if ev.kind == "op_end" and ev.info is not None:
-            # What the profiler records of outputs, as plain data (dtypes by name).
-            info = [None if d is None else [list(d[0]), None if d[1] is None else str(d[1]), int(d[2]), bool(d[3])]
-                    for d in describe_outputs(ev.info)]
+            info = _plain(describe_outputs(ev.info))  # what the profiler records of outputs
         elif ev.kind == "error":
             info = str(getattr(ev.info, "message", ev.info))
         self.rows.append([ev.kind, ev.node, ev.op_type, ev.device, float(ev.time_us), int(ev.thread) & 0xFFFFFFFF,

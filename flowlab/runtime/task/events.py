@@ -43,7 +43,9 @@ class StepRecords:
     """A step run by the traced straight-line function (`Plan.traced_line()`), handed
     whole, after the step, to a listener that takes records: one with a
     `take_records(records)` attribute (`StepStatsCollector.listen` has one).  Such a
-    listener gets this instead of the two events per op it would get otherwise.
+    listener gets this instead of the two events per op it would get otherwise, unless
+    its `take_records.whole_steps` is False: then it takes loop records only and gets
+    the events of a straight-line step as they happen (a task server streams them).
 
     Op k of `nodes` ran from `times_ns[k]` to `times_ns[k + 1]` (`perf_counter_ns`) on
     `thread`; its outputs are `outputs[out_start[k]:out_start[k + 1]]` -- a taker must
@@ -116,6 +118,8 @@ def chain_listeners(*listeners: Listener | None) -> Listener | None:
             for t in takers:
                 t(rec)  # type: ignore[misc]
 
+        # Whole steps only if every taker wants them (see StepRecords).
+        take_records.whole_steps = all(getattr(t, "whole_steps", True) for t in takers)  # type: ignore[attr-defined]
         chained.take_records = take_records  # type: ignore[attr-defined]
     return chained
 

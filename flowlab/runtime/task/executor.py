@@ -169,7 +169,10 @@ class Execution:
         try:
             self.start()
             take = getattr(self.listener, "take_records", None)
-            if take is not None and self.error is None and (self.pool is None or self.plan.num_expensive < 2):
+            # A listener that must see a step's ops while it runs (a task server streams
+            # them to the client) takes loop records only (`whole_steps` False).
+            if take is not None and getattr(take, "whole_steps", True) and self.error is None \
+                    and (self.pool is None or self.plan.num_expensive < 2):
                 # Every listener takes records: the straight-line path, recording.
                 line = self.plan.traced_line()
                 if line is not None:

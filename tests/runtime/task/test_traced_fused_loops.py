@@ -295,3 +295,38 @@ def test_a_traced_fused_loop_past_its_deadline_stops_and_keeps_what_it_recorded(
     less = [ns for d in coll.step_stats().dev_stats for ns in d.node_stats if ns.node_name == "while/Less"]
     assert len(less) > 32  # the batches sent before the stop
     assert [ns.iteration for ns in less] == list(range(len(less)))
+
+
+def test_a_taker_of_loop_records_only_gets_a_straight_line_steps_events_as_they_happen():
+    """`take_records.whole_steps = False` (a task server's recorder): a straight-line
+    step publishes every op's events, a loop still hands its rows; chained with a
+    collector that takes whole steps, the chain takes loop records only too."""
+    from flowlab.runtime.task.events import LoopRecords, StepRecords, chain_listeners
+
+    got: list = []
+
+    def listener(ev):
+        got.append((ev.kind, ev.node))
+
+    def take_records(rec):
+        got.append(type(rec))
+
+    take_records.whole_steps = False
+    listener.take_records = take_records
+    g = fl.Graph()
+    with g.as_default():
+        a = fl.constant(np.float32(2.0), name="a")
+        line = fl.square(a, name="sq") + 1.0
+        _, looped = fl.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x * 2.0), [fl.constant(0), a])
+    collector = StepStatsCollector()
+    for watcher in (listener, chain_listeners(collector.listen, listener)):
+        assert getattr(watcher.take_records, "whole_steps", True) is False
+        with fl.Session(graph=g) as s:
+            s.set_listener(watcher)
+            got.clear()
+            assert s.run(line) == 5.0
+            assert StepRecords not in got and ("op_end", line.op.name) in got  # (sq is folded)
+            got.clear()
+            before = loop_recording.TRACED_RUNS[0]
+            assert s.run(looped) == 16.0
+            assert LoopRecords in got and loop_recording.TRACED_RUNS[0] == before + 1
