@@ -25,6 +25,7 @@ from tests.runtime.task.test_loops_across_tasks import (
     _cond_in_body,
     _gather_each_iteration,
     _nested,
+    _poisoned_loop,
     _rnn,
     _same,
     _split,
@@ -97,24 +98,7 @@ def test_a_dynamic_rnn_whose_cell_is_on_the_ps_its_gradients_and_training_steps(
 def test_an_error_inside_the_body_on_the_ps_rolls_back_both_tasks(fresh):
     g = fl.Graph()
     with g.as_default():
-        with fl.device(PS):
-            v = fl.Variable(0.0, name="v")
-        with fl.device(WORKER):
-            w = fl.Variable(0.0, name="w")
-        bad_at = fl.placeholder(fl.int32, [], name="bad_at")
-
-        def body(i):
-            with fl.device(PS):
-                a = fl.assign_add(v, 1.0)
-                poisoned = fl.where(fl.equal(i, bad_at), np.float32(np.nan), np.float32(1.0))
-                checked = fl.check_numerics(poisoned * a, "ps saw a NaN")
-            with fl.device(WORKER):
-                b = fl.assign_add(w, checked)
-            with fl.control_dependencies([b]):
-                return i + 1
-
-        with fl.device(WORKER):
-            n = fl.while_loop(lambda i: i < 5, body, [fl.constant(0)])
+        v, w, bad_at, n = _poisoned_loop()
     with fl.Session(fresh, graph=g) as s:
         s.run([v.initializer, w.initializer])
         assert s.run(n, {bad_at: -1}) == 5

@@ -170,28 +170,35 @@ def test_training_steps_of_a_dynamic_rnn_across_tasks(tf1):
     _same(got, want, rtol=1e-4)
 
 
+def _poisoned_loop():
+    """Five iterations adding to `v` on the ps and `w` on the worker; the ps's
+    CheckNumerics fails in iteration `bad_at`.  (v, w, bad_at, the loop's result)."""
+    with fl.device(PS):
+        v = fl.Variable(0.0, name="v")
+    with fl.device(WORKER):
+        w = fl.Variable(0.0, name="w")
+    bad_at = fl.placeholder(fl.int32, [], name="bad_at")
+
+    def body(i):
+        with fl.device(PS):
+            a = fl.assign_add(v, 1.0)
+            poisoned = fl.where(fl.equal(i, bad_at), np.float32(np.nan), np.float32(1.0))
+            checked = fl.check_numerics(poisoned * a, "ps saw a NaN")
+        with fl.device(WORKER):
+            b = fl.assign_add(w, checked)
+        with fl.control_dependencies([b]):
+            return i + 1
+
+    with fl.device(WORKER):
+        n = fl.while_loop(lambda i: i < 5, body, [fl.constant(0)])
+    return v, w, bad_at, n
+
+
 def test_an_error_inside_the_body_on_the_ps_fails_the_step_and_rolls_back_both_tasks():
     tasks = _tasks()
     try:
         with fl.Graph().as_default():
-            with fl.device(PS):
-                v = fl.Variable(0.0, name="v")
-            with fl.device(WORKER):
-                w = fl.Variable(0.0, name="w")
-            bad_at = fl.placeholder(fl.int32, [], name="bad_at")
-
-            def body(i):
-                with fl.device(PS):
-                    a = fl.assign_add(v, 1.0)
-                    poisoned = fl.where(fl.equal(i, bad_at), np.float32(np.nan), np.float32(1.0))
-                    checked = fl.check_numerics(poisoned * a, "ps saw a NaN")
-                with fl.device(WORKER):
-                    b = fl.assign_add(w, checked)
-                with fl.control_dependencies([b]):
-                    return i + 1
-
-            with fl.device(WORKER):
-                n = fl.while_loop(lambda i: i < 5, body, [fl.constant(0)])
+            v, w, bad_at, n = _poisoned_loop()
             with fl.Session(tasks=tasks) as s:
                 s.run([v.initializer, w.initializer])
                 assert s.run(n, {bad_at: -1}) == 5
