@@ -20,3 +20,20 @@ def worker_pid(cluster, job: str, index: int) -> int:
 
     addr = cluster.task(job, index).address
     return cluster.client.run(os.getpid, workers=[addr])[addr]
+
+
+def stop_processes(procs) -> None:
+    """Terminate processes this test started (last first), kill any still there after
+    30 s in all."""
+    import subprocess
+    import time
+
+    for p in reversed(procs):
+        p.terminate()
+    deadline = time.monotonic() + 30
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

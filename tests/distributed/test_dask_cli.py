@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ import pytest
 
 import flowlab as fl
 import flowlab.distributed as fd
+from tests.distributed.conftest import stop_processes
 
 pytestmark = pytest.mark.slow
 
@@ -55,13 +55,5 @@ def test_scheduler_and_named_workers_from_the_command_line(tmp_path):
                     np.testing.assert_array_equal(sess.run(doubled), [0.0, 2.0, 4.0, 6.0])
         client.close()
     finally:
-        for p in reversed(procs):
-            p.terminate()
-        deadline = time.monotonic() + 30
-        for p in procs:
-            try:
-                p.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_processes(procs)
         log.close()

@@ -20,9 +20,9 @@ import flowlab as fl
 import flowlab.distributed as fd
 from tests.distributed.conftest import worker_pid
 from tests.runtime.task.test_loops_across_tasks import (
-    PS,
     WORKER,
     _cond_in_body,
+    _endless_loop,
     _gather_each_iteration,
     _nested,
     _poisoned_loop,
@@ -116,19 +116,7 @@ def test_a_killed_ps_mid_loop_fails_the_step_naming_it_and_the_worker_rolls_back
     with fd.LocalCluster(ps=1, worker=1) as cluster:
         g = fl.Graph()
         with g.as_default():
-            with fl.device(WORKER):
-                w = fl.Variable(0.0, name="w")
-
-            def body(i):
-                with fl.device(PS):
-                    one = fl.cast(i, fl.float32) * 0.0 + 1.0
-                with fl.device(WORKER):
-                    b = fl.assign_add(w, one)
-                with fl.control_dependencies([b]):
-                    return i + 1
-
-            with fl.device(WORKER):
-                n = fl.while_loop(lambda i: i >= 0, body, [fl.constant(0)])  # runs until stopped
+            w, n = _endless_loop()  # runs until stopped
         victim = cluster.task("ps", 0)
         with fl.Session(f"{cluster.target}/job:worker/task:0", graph=g) as s:
             s.run(w.initializer)

@@ -12,7 +12,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ import pytest
 
 import flowlab as fl
 import flowlab.distributed as fd
+from tests.distributed.conftest import stop_processes
 
 pytestmark = [
     pytest.mark.slow,
@@ -184,15 +184,7 @@ def test_dask_cli_deployment_with_the_docs_yaml(certs, tmp_path):
             ps_step(cluster)
         assert_outsiders_refused(address, certs)
     finally:
-        for p in reversed(procs):
-            p.terminate()
-        deadline = time.monotonic() + 30
-        for p in procs:
-            try:
-                p.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_processes(procs)
         log.close()
 
 

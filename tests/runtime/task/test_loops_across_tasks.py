@@ -238,23 +238,30 @@ def test_a_runaway_loop_across_tasks_ends_at_the_deadline():
             t.close()
 
 
+def _endless_loop():
+    """A loop that runs until stopped, each iteration a value from the ps added to `w`
+    on the worker.  (w, the loop's result)."""
+    with fl.device(WORKER):
+        w = fl.Variable(0.0, name="w")
+
+    def body(i):
+        with fl.device(PS):
+            one = fl.cast(i, fl.float32) * 0.0 + 1.0
+        with fl.device(WORKER):
+            b = fl.assign_add(w, one)
+        with fl.control_dependencies([b]):
+            return i + 1
+
+    with fl.device(WORKER):
+        n = fl.while_loop(lambda i: i >= 0, body, [fl.constant(0)])
+    return w, n
+
+
 def test_a_peer_closed_mid_loop_fails_the_step_naming_it():
     tasks = _tasks()
     try:
         with fl.Graph().as_default():
-            with fl.device(WORKER):
-                w = fl.Variable(0.0, name="w")
-
-            def body(i):
-                with fl.device(PS):
-                    one = fl.cast(i, fl.float32) * 0.0 + 1.0
-                with fl.device(WORKER):
-                    b = fl.assign_add(w, one)
-                with fl.control_dependencies([b]):
-                    return i + 1
-
-            with fl.device(WORKER):
-                n = fl.while_loop(lambda i: i >= 0, body, [fl.constant(0)])
+            w, n = _endless_loop()
             with fl.Session(tasks=tasks) as s:
                 s.run(w.initializer)
                 closer = threading.Timer(0.3, tasks[1].close)
