@@ -9,11 +9,15 @@ process:
   .batch(128, drop_remainder=True).map(scale, num_parallel_calls=2).prefetch(2)`
   wired into the model (no feeds): map after batch, as TensorFlow's performance
   guide advises (one function call per batch);
-- `pipeline_elementwise_us`: the same with the map before the batch (one function
-  call per element, 128 per step);
+- `pipeline_elementwise_us`: the same with the map before the batch, as TF1 tutorials
+  write it (`shuffle.map.batch`); flowlab runs an element-wise function like this one
+  once per batch (flowlab.data.vectorize), TensorFlow once per element in C++;
+- `pipeline_per_element_us`: the map before the batch with a function flowlab does not
+  vectorize (a reshape added), so it runs once per element (128 calls per step);
 - `pipeline_alone_us`: a step that only fetches `get_next()` of the first pipeline
   (what producing a batch costs when nothing else runs).
-`*_ratio` is pipeline / feed; issue 22's target is pipeline_ratio <= 1.1.
+`*_ratio` is pipeline / feed; issue 22's target is <= 1.1 for map + shuffle + batch +
+prefetch (pipeline_elementwise_ratio).
 Figures are medians of µs per step over single steps, the ways taking turns.
 
     python benchmarks/data_pipeline.py [--steps N] [--rounds R] [--rows N] [--threads T]
@@ -81,10 +85,12 @@ def fed_step(tf: Any, cfg: Any, xs: np.ndarray, ys: np.ndarray) -> Any:
 
 
 def pipeline_step(tf: Any, cfg: Any, xs: np.ndarray, ys: np.ndarray, elementwise: bool,
-                  alone: bool = False) -> Any:
+                  alone: bool = False, reshape: bool = False) -> Any:
     g = tf.Graph()
     with g.as_default():
         def scale(a: Any, b: Any) -> Any:
+            if reshape:
+                a = tf.reshape(a, [SIZES[0]])
             return a / 255.0, b
 
         ds = tf.data.Dataset.from_tensor_slices((xs, ys)).shuffle(2048, seed=7)
@@ -110,6 +116,7 @@ def bench(tf: Any, cfg: Any, steps: int, rows: int, rounds: int) -> dict[str, fl
     ways = {"feed_us": fed_step(tf, cfg, xs, ys),
             "pipeline_us": pipeline_step(tf, cfg, xs, ys, False),
             "pipeline_elementwise_us": pipeline_step(tf, cfg, xs, ys, True),
+            "pipeline_per_element_us": pipeline_step(tf, cfg, xs, ys, True, reshape=True),
             "pipeline_alone_us": pipeline_step(tf, cfg, xs, ys, False, alone=True)}
     samples: dict[str, list[float]] = {k: [] for k in ways}
     for fn in ways.values():
@@ -122,6 +129,7 @@ def bench(tf: Any, cfg: Any, steps: int, rows: int, rounds: int) -> dict[str, fl
     out = {k: round(statistics.median(v), 1) for k, v in samples.items()}
     out["pipeline_ratio"] = round(out["pipeline_us"] / out["feed_us"], 3)
     out["pipeline_elementwise_ratio"] = round(out["pipeline_elementwise_us"] / out["feed_us"], 3)
+    out["pipeline_per_element_ratio"] = round(out["pipeline_per_element_us"] / out["feed_us"], 3)
     return out
 
 

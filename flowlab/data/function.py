@@ -30,6 +30,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from flowlab.data import vectorize
+from flowlab.data.vectorize import BatchedFunction
 from flowlab.graph.function_registry import register_builder, register_function
 from flowlab.graph.graph import Graph, get_default_graph
 from flowlab.graph.tensor import Tensor
@@ -80,6 +82,7 @@ def _shape_attr(t: Tensor) -> Any:
     return None if s.ndims is None else s.as_list()
 
 
+_UNSET = object()
 _COUNTER = [0]
 _COUNTER_LOCK = threading.Lock()
 
@@ -97,6 +100,7 @@ class DatasetFunction:
         self.structure = structure  # what the Python function returned (tensors packed)
         self._lock = threading.Lock()
         self._run: Callable[..., Any] | None = None
+        self._batched: Any = _UNSET
         register_function(self)  # a task importing a partition finds it by name
 
     @property
@@ -118,6 +122,16 @@ class DatasetFunction:
                     self._run = session.make_callable(list(self.outputs), feeds)
                 run = self._run
         return list(run(*values))  # type: ignore[misc]
+
+    @property
+    def batched(self) -> BatchedFunction | None:
+        """This function run on a batch of stacked elements at once, or None when it is
+        not element-wise (flowlab.data.vectorize): what `map` before `batch` runs."""
+        if self._batched is _UNSET:
+            with self._lock:
+                if self._batched is _UNSET:
+                    self._batched = vectorize.batched(self)
+        return self._batched  # type: ignore[no-any-return]
 
     def to_message(self) -> tuple[dict[str, Any], list[DatasetFunction]]:
         """This function as plain data, for a task in another process

@@ -65,6 +65,15 @@ def _call(fn: Any, captured: tuple[Any, ...]) -> Callable[[dv.Element], list[Any
     return apply
 
 
+def _map(inp: dv.DatasetValue, fn: Any, captured: tuple[Any, ...], parallel: int = 0
+         ) -> dv.Map:
+    """A map of `fn`, with its batch form when `fn` is element-wise (`fn.batched`: a
+    traced function's, flowlab.data.vectorize)."""
+    batched = getattr(fn, "batched", None)
+    return dv.Map(inp, _call(fn, captured), parallel,
+                  None if batched is None else _call(batched, captured))
+
+
 def _returns_dataset(fn: Any, captured: tuple[Any, ...]) -> Callable[[dv.Element], dv.DatasetValue]:
     call = _call(fn, captured)
 
@@ -179,7 +188,7 @@ def generator_dataset(ctx: Any) -> dv.DatasetValue:
 # --- transformations --------------------------------------------------------------
 @kernel("MapDataset", devices=CPU)
 def map_dataset(ctx: Any, inp: dv.DatasetValue, *captured: Any) -> dv.DatasetValue:
-    return dv.Map(inp, _call(_body(ctx.attrs["f"], ctx), captured))
+    return _map(inp, _body(ctx.attrs["f"], ctx), captured)
 
 
 @kernel("ParallelMapDatasetV2", devices=CPU)
@@ -189,7 +198,7 @@ def parallel_map_dataset(ctx: Any, inp: dv.DatasetValue, *rest: Any) -> dv.Datas
     if n <= 0 and n != dv.AUTOTUNE:
         raise errors.InvalidArgumentError(
             None, None, "num_parallel_calls must be greater than zero.")
-    return dv.Map(inp, _call(_body(ctx.attrs["f"], ctx), tuple(captured)), n)
+    return _map(inp, _body(ctx.attrs["f"], ctx), tuple(captured), n)
 
 
 @kernel("FilterDataset", devices=CPU)

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from flowlab.kernels.dataset_values import AUTOTUNE, DatasetValue, Element, Slices, _invalid
+from flowlab.kernels.dataset_values import AUTOTUNE, DatasetValue, Element, RowSource, _invalid
 from flowlab.kernels.philox import PhiloxRandom, SingleSamples
 
 
@@ -48,13 +48,14 @@ class Shuffle(DatasetValue):
     def iterate(self) -> Iterator[Element]:
         return self._shuffled(self.inp.iterate())
 
-    def row_source(self) -> tuple[Slices, Iterator[int]] | None:
+    def row_source(self) -> RowSource | None:
         rs = self.inp.row_source()
         if rs is None:
             return None
-        if rs[0] is self.inp:  # rows 0..n-1 in order: the same draws, on a list of ints
-            return rs[0], self._shuffled_range(rs[0].n)
-        return rs[0], self._shuffled(rs[1])  # the same draws over row numbers
+        rows, order = rs
+        if order is None:  # rows 0..n-1 in order: the same draws, on a list of ints
+            return rows, self._shuffled_range(rows.n)
+        return rows, self._shuffled(order)  # the same draws over row numbers
 
     def _shuffled_range(self, n: int) -> Iterator[int]:
         """`_shuffled(iter(range(n)))`, as a tight loop: the ring is a list, the words

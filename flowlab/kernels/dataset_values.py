@@ -18,7 +18,10 @@ Batches of rows: when a batch's input is `from_tensor_slices` (possibly shuffled
 pass runs over row numbers (`row_source`: the same shuffle draws, on ints) and each
 batch is one gather per component, `c[rows]`, which equals stacking those rows one by
 one -- the common `from_tensor_slices(arrays).shuffle(n).batch(b)` pipeline then does
-per element only the shuffle's integer bookkeeping.
+per element only the shuffle's integer bookkeeping.  A `map` whose function works
+element by element (flowlab.data.vectorize) keeps its input's rows: its function then
+runs once on each gathered batch (`MappedRows`), which gives the values of running it
+on each row, in `from_tensor_slices(arrays).shuffle(n).map(f).batch(b)` too.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ from flowlab import errors
 
 Element = tuple[Any, ...]
 Fn = Callable[[Element], list[Any]]
+# A row source: rows with `.n` and `.rows(indices)` (a `Slices` or `MappedRows`), and
+# the pass's row numbers in order (None: 0, 1, ..., n - 1).
+RowSource = tuple[Any, Iterator[int] | None]
 
 AUTOTUNE = -1
 
@@ -71,10 +77,11 @@ class DatasetValue:
     def iterate(self) -> Iterator[Element]:
         raise NotImplementedError
 
-    def row_source(self) -> tuple[Slices, Iterator[int]] | None:
-        """For a pass whose elements are rows of a `Slices`: that Slices and the row
-        numbers in order (None otherwise).  `Batch` then gathers each batch with one
-        indexing per component instead of stacking rows one by one."""
+    def row_source(self) -> RowSource | None:
+        """For a pass whose elements are rows of a `Slices` (possibly mapped): those
+        rows and the row numbers in order (None when the pass is not made of rows).
+        `Batch` then gathers each batch with one indexing per component instead of
+        stacking rows one by one."""
         return None
 
     def __repr__(self) -> str:
@@ -110,8 +117,8 @@ class Slices(DatasetValue):
         for i in range(self.n):
             yield tuple(_row(c, i) for c in cs)
 
-    def row_source(self) -> tuple[Slices, Iterator[int]]:
-        return self, iter(range(self.n))
+    def row_source(self) -> RowSource:
+        return self, None
 
     def rows(self, indices: list[int]) -> Element:
         """The rows `indices`, stacked: what Batch makes of those elements."""
@@ -185,10 +192,21 @@ class Records(DatasetValue):
 
 # --- element-wise transformations -----------------------------------------------
 class Map(DatasetValue):
-    def __init__(self, inp: DatasetValue, fn: Fn, parallel: int = 0) -> None:
+    """`fn` applied to each element; `batched`, when given, is the same function applied
+    to a batch of stacked elements at once (flowlab.data.vectorize)."""
+
+    def __init__(self, inp: DatasetValue, fn: Fn, parallel: int = 0,
+                 batched: Fn | None = None) -> None:
         self.inp = inp
         self.fn = fn
         self.parallel = cpus() if parallel == AUTOTUNE else parallel
+        self.batched = batched
+
+    def row_source(self) -> RowSource | None:
+        rs = self.inp.row_source() if self.batched is not None else None
+        if rs is None:
+            return None
+        return MappedRows(rs[0], self.batched), rs[1]  # type: ignore[arg-type]
 
     def iterate(self) -> Iterator[Element]:
         fn = self.fn
@@ -246,6 +264,17 @@ class Map(DatasetValue):
 
 _CHUNK = 16
 _SHORT_CALL_S = 1e-4
+
+
+class MappedRows:
+    """Rows of `rows` with an element-wise map applied: `rows(indices)` gathers the
+    rows, then runs the map once on the whole batch."""
+
+    def __init__(self, rows: Any, batched: Fn) -> None:
+        self.base, self.batched, self.n = rows, batched, rows.n
+
+    def rows(self, indices: list[int]) -> Element:
+        return tuple(self.batched(self.base.rows(indices)))
 
 
 class Filter(DatasetValue):
@@ -320,6 +349,11 @@ class Interleave(DatasetValue):
 
 # --- batching -----------------------------------------------------------------------
 def _stack(values: list[Any], component: int) -> Any:
+    if any(isinstance(v, (bytes, str)) or getattr(v, "dtype", None) is np.dtype(object)
+           for v in values):
+        # Strings stay bytes objects (NumPy would make a fixed-width 'S' array of bare
+        # bytes scalars, which drops trailing NULs); a string batch is an object array.
+        values = [np.asarray(v, dtype=object) for v in values]
     first = np.shape(values[0])
     for v in values[1:]:
         if np.shape(v) != first:
@@ -338,7 +372,8 @@ class Batch(DatasetValue):
     def iterate(self) -> Iterator[Element]:
         rs = self.inp.row_source() if type(self) is Batch else None
         if rs is not None:
-            yield from self._gather(*rs)
+            rows, order = rs
+            yield from self._gather(rows, iter(range(rows.n)) if order is None else order)
             return
         buf: list[Element] = []
         for e in self.inp.iterate():
@@ -349,7 +384,7 @@ class Batch(DatasetValue):
         if buf and not self.drop:
             yield self._make(buf)
 
-    def _gather(self, source: Slices, order: Iterator[int]) -> Iterator[Element]:
+    def _gather(self, source: Any, order: Iterator[int]) -> Iterator[Element]:
         while True:
             idx = list(itertools.islice(order, self.size))
             if not idx or (len(idx) < self.size and self.drop):

@@ -312,6 +312,18 @@ def test_fetching_a_fed_tensor_returns_the_fed_array(tf1):
     assert type(out[2]) is np.int32
 
 
+def test_a_fetched_fed_string_is_an_object_array_of_its_bytes_as_tensorflow(tf1):
+    # Trailing NULs kept: a fixed-width bytes array ('S2') would drop them.
+    for tf in (tf1, fl):
+        with tf.Graph().as_default():
+            p = tf.placeholder(tf.string, [])
+            with tf.Session() as sess:
+                for got in (sess.run(p, {p: b"a\x00"}),
+                            sess.make_callable(p, [p])(np.array(b"a\x00", dtype=object))):
+                    assert isinstance(got, np.ndarray) and got.dtype == object, (tf, got)
+                    assert got.shape == () and got[()] == b"a\x00"
+
+
 def test_interactive_session_makes_its_graph_default_until_closed():
     g = fl.Graph()
     with g.as_default():

@@ -248,7 +248,9 @@ def const_value(arr: Any) -> Any:
 
 def fed_fetch_value(x: Any) -> Any:
     """A fetched tensor that was fed comes back as the fed array (TensorFlow returns
-    a 0-d array here, not a scalar)."""
+    a 0-d array here, not a scalar; strings as an object array of bytes, NULs kept)."""
+    if isinstance(x, bytes):
+        return np.array(x, dtype=object)
     return np.array(x)
 
 
