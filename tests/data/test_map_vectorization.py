@@ -29,11 +29,17 @@ CASES = {
         lambda a: (a * 2.0, 7, tf.constant([1.0, 2.0]))).batch(9),
     "capture": lambda tf: (lambda w: tf.data.Dataset.from_tensor_slices(X).map(
         lambda a: a * w + 1.0).batch(10))(tf.constant(np.linspace(0, 1, 6, dtype=np.float32))),
+    "capture_reshaped": lambda tf: (lambda w: tf.data.Dataset.from_tensor_slices(X).map(
+        lambda a: a * tf.reshape(w, [6])).batch(10))(tf.constant(np.arange(6.0, dtype=np.float32).reshape(2, 3))),
     "dict_and_map_twice": lambda tf: tf.data.Dataset.from_tensor_slices({"x": X, "y": Y}).map(
         lambda d: {"x": tf.sqrt(d["x"]), "y": d["y"]}).map(
         lambda d: (tf.floor(d["x"]), tf.cast(d["y"], tf.float64) / 3.0)).batch(12),
     "strings_pass_through": lambda tf: tf.data.Dataset.from_tensor_slices(
         (np.array([b"r%d" % i for i in range(50)]), X)).map(lambda s, a: (s, -a)).batch(11),
+    "layout": lambda tf: tf.data.Dataset.from_tensor_slices((X, Y)).shuffle(10, seed=9).map(
+        lambda a, b: (tf.transpose(tf.reshape(a / 255.0, [3, -1, 1]), [2, 0, 1]),
+                      tf.one_hot(tf.minimum(b, 9), 10),
+                      tf.expand_dims(a, -1), tf.expand_dims(a, 0))).batch(8),
     "comparisons": lambda tf: tf.data.Dataset.from_tensor_slices(X).map(
         lambda a: (a > 128.0, tf.logical_not(tf.equal(a, 3.0)))).batch(5),
 }
@@ -93,7 +99,11 @@ REFUSED = {
     "transcendental": lambda tf, a: tf.exp(a),
     "random": lambda tf, a: a + tf.random_uniform([6], seed=1),
     "integer_division": lambda tf, a: tf.cast(a, tf.int32) // 3,
-    "reshape": lambda tf, a: tf.reshape(a, [2, 3]),
+    # The shape constant is read by another op too: shifting it would change that one.
+    "reshape_by_a_shared_constant": lambda tf, a: (lambda s: (tf.reshape(a, s), s + 1))(
+        tf.constant([2, 3])),
+    "one_hot_on_axis_0": lambda tf, a: tf.one_hot(tf.cast(a, tf.int32), 3, axis=0),
+    "slice": lambda tf, a: a[1:],
     "reduction": lambda tf, a: tf.reduce_sum(a),
     "shape_dependent": lambda tf, a: a * tf.cast(tf.shape(a)[0], tf.float32),
     # [6] * [2, 6]: per element a [2, 6] result; on a [n, 6] batch NumPy would pair the
