@@ -34,6 +34,7 @@ from flowlab.data import vectorize
 from flowlab.data.vectorize import BatchedFunction
 from flowlab.graph.function_registry import register_builder, register_function
 from flowlab.graph.graph import Graph, get_default_graph
+from flowlab.graph.graph_def import graph_to_dict
 from flowlab.graph.tensor import Tensor
 from flowlab.ops import cond as _nest
 from flowlab.ops.builder import apply_op, convert_to_tensor
@@ -144,7 +145,7 @@ class DatasetFunction:
                     calls.setdefault(op.name, []).append(key)
                     nested.append(v)
         return {
-            "kind": "dataset", "name": self.name, "graph_def": self.graph.as_graph_def(),
+            "kind": "dataset", "name": self.name, "graph_def": graph_to_dict(self.graph),
             "args": [t.name for t in self.args], "outputs": [t.name for t in self.outputs],
             "captures": [ph.name for _, ph in self.graph.captures], "functions": calls,
         }, nested

@@ -43,6 +43,7 @@ import numpy as np
 
 from flowlab.graph import dtypes
 from flowlab.graph.graph import Graph
+from flowlab.graph.graph_def import graph_to_dict
 from flowlab.graph.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -189,7 +190,7 @@ class BatchedFunction:
             by_arg = {t.name: r for t, r in zip(fn.args, rows)}
             mapped = {**by_arg, **{name: make(size[0]) for name, make in rewrites.items()}}
             names = [t.name for t in fn.outputs] + [ph.name for _, ph in fn.graph.captures]
-            imported = import_graph_def(fn.graph.as_graph_def(), input_map=mapped,
+            imported = import_graph_def(graph_to_dict(fn.graph), input_map=mapped,
                                         return_elements=names, name="batched")
         assert imported is not None
         # An argument returned as it is: its batched placeholder, not the mapped-away one.

@@ -551,9 +551,13 @@ class Graph:
 
     # --- serialization ------------------------------------------------------------
     def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> dict[str, Any]:
+        """This graph's GraphDef: the JSON dict of flowlab.graph.graph_def that also
+        reads, prints and serializes as TensorFlow's proto (`gd.node[0].op`,
+        `gd.SerializeToString()`; flowlab.graph.graph_def_proto)."""
         from flowlab.graph.graph_def import graph_to_dict
+        from flowlab.graph.graph_def_proto import GraphDef
 
-        return graph_to_dict(self, add_shapes=add_shapes)
+        return GraphDef(graph_to_dict(self, add_shapes=add_shapes))
 
     @property
     def building_function(self) -> bool:

@@ -1,7 +1,8 @@
 """GraphDef: a graph as documented, self-describing JSON (no pickle, no code).
 
-`Graph.as_graph_def()` returns a plain dict of JSON values; `to_json` / `from_json`
-turn it into text and back; `flowlab.ops.importer.import_graph_def` re-creates the
+`graph_to_dict(graph)` gives a graph's GraphDef as a plain dict of JSON values
+(`Graph.as_graph_def()` wraps it so that it also reads as TensorFlow's proto,
+flowlab.graph.graph_def_proto); `to_json` / `from_json` turn it into text and back; `flowlab.ops.importer.import_graph_def` re-creates the
 ops in a graph.  The full schema, with examples, is in docs/graphdef.md.  In short::
 
     {"format": "flowlab.GraphDef", "version": 1,

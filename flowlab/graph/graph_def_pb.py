@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from tensorboard.compat.proto import graph_pb2, types_pb2
 
 from flowlab.graph.attr_value_json import _tensor_to_json
-from flowlab.graph.graph_def import FORMAT, VERSION, validate_graph_def
+from flowlab.graph.graph_def import FORMAT, VERSION, graph_to_dict, validate_graph_def
 
 if TYPE_CHECKING:
     from flowlab.graph.graph import Graph
@@ -134,8 +134,8 @@ def to_proto(graph_or_graph_def: Graph | dict[str, Any], add_shapes: bool = True
     if isinstance(graph_or_graph_def, dict):
         gd = graph_or_graph_def
         validate_graph_def(gd)
-    elif hasattr(graph_or_graph_def, "as_graph_def"):
-        gd = graph_or_graph_def.as_graph_def(add_shapes=add_shapes)
+    elif hasattr(graph_or_graph_def, "as_graph_def"):  # a Graph
+        gd = graph_to_dict(graph_or_graph_def, add_shapes=add_shapes)
     else:
         raise TypeError(
             f"to_proto expects a flowlab Graph or GraphDef dict, got {type(graph_or_graph_def).__name__}"

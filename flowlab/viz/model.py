@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowlab.graph.graph_def import node_to_dict
+from flowlab.graph.graph_def import graph_to_dict, node_to_dict
 
 _ENTER = {"Enter", "RefEnter"}
 _EXIT = {"Exit", "RefExit"}
@@ -175,7 +175,7 @@ def _to_picture(obj: Any, graph: Any) -> Picture:
                 n.note = ", ".join(filter(None, [n.note, f"merged {', '.join(gone)}"]))
         return pic
     if hasattr(obj, "as_graph_def") and hasattr(obj, "get_operations"):  # a Graph
-        return from_graph_def(obj.as_graph_def(), title="graph")
+        return from_graph_def(graph_to_dict(obj), title="graph")
     if isinstance(obj, Mapping) and isinstance(obj.get("node"), list):
         return from_graph_def(obj, title=str(obj.get("title", "graph def")))
     if isinstance(obj, Mapping) and obj and all(

@@ -17,6 +17,7 @@ from typing import Any
 
 import graphviz
 
+from flowlab.graph.graph_def import graph_to_dict
 from flowlab.profiler.trace import plural
 from flowlab.viz.model import Picture, from_graph_def, from_ops, reasons_of, to_picture
 
@@ -126,7 +127,7 @@ def passes(sess: Any, fetches: Any, feed_dict: Any = None, **draw: Any) -> Passe
     feeds = _feed_tensors(g, feed_dict)
     stages: list[tuple[str, Picture]] = []
     missing: dict[str, str] = {}
-    stages.append(("full graph", from_graph_def(g.as_graph_def(), title="full graph")))
+    stages.append(("full graph", from_graph_def(graph_to_dict(g), title="full graph")))
     ops = prune(mapper.tensors, mapper.targets, feeds)
     stages.append(("pruned", from_ops(ops, title="pruned")))
 

@@ -35,6 +35,7 @@ import ipywidgets as widgets
 import numpy as np
 import traitlets
 
+from flowlab.graph.graph_def import graph_to_dict
 from flowlab.viz.layout import layout
 from flowlab.viz.live import LiveBridge
 from flowlab.viz.model import RECV_TYPES, SEND_TYPES, Picture, from_graph_def, to_picture
@@ -141,7 +142,7 @@ class GraphView(widgets.DOMWidget):
             missing = self._stage_step()
             self.device_names = [d.name for d in self.session.list_devices()]
         elif self.session is not None:
-            self.stages = {"full graph": from_graph_def(self.graph.as_graph_def(), title="full graph")}
+            self.stages = {"full graph": from_graph_def(graph_to_dict(self.graph), title="full graph")}
         else:
             pic = to_picture(obj, graph=graph, title=title)
             self.stages = {pic.title or "graph": pic}

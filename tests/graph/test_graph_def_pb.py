@@ -326,3 +326,46 @@ def test_gradient_ops_import_before_any_gradients_call():
     import ast
 
     assert ast.literal_eval(out.stdout.strip().splitlines()[-1]) == [0.0, 2.0]
+
+
+def test_as_graph_def_reads_prints_and_serializes_as_tensorflows(tf1):
+    # The idioms of TF1 programs: node names, their count, an op type, the bytes a frozen
+    # model is written as, printing the GraphDef.
+    def idioms(tf):
+        with tf.Graph().as_default() as g:
+            _mlp(tf)
+            gd = g.as_graph_def()
+            names = [n.name for n in gd.node]
+            ops = {n.name: (n.op, list(n.input)) for n in gd.node}
+            data = gd.SerializeToString()
+            text = str(gd)
+        parsed = graph_pb2.GraphDef.FromString(data)
+        from_text = text_format.Parse(text, graph_pb2.GraphDef())
+        return names, len(gd.node), ops, [n.name for n in parsed.node], [n.name for n in from_text.node], \
+            gd.versions.producer, gd.ByteSize() == len(data)
+
+    want, got = idioms(tf1), idioms(fl)
+    assert got[:5] == want[:5]
+    assert got[5] == PRODUCER and got[6] and want[6]
+
+
+def test_a_serialized_as_graph_def_imports_and_runs_in_tensorflow(tf1):
+    with fl.Graph().as_default() as g:
+        x = fl.placeholder(fl.float32, [None, 3], name="x")
+        fl.multiply(fl.tanh(x), 2.0, name="y")
+        data = g.as_graph_def().SerializeToString()
+    with tf1.Graph().as_default() as tg:
+        tf1.import_graph_def(tf1.GraphDef.FromString(data), name="")
+        with tf1.Session(graph=tg) as s:
+            got = s.run("y:0", {"x:0": X})
+    np.testing.assert_allclose(got, np.tanh(X) * 2.0, rtol=1e-6)
+
+
+def test_as_graph_def_is_still_the_json_dict():
+    with fl.Graph().as_default() as g:
+        fl.constant(1.0, name="c")
+        gd = g.as_graph_def()
+    assert isinstance(gd, dict) and gd["node"][0]["op"] == "Const"
+    from flowlab.graph.graph_def import graph_to_dict, to_json
+
+    assert gd == graph_to_dict(g) and to_json(gd) == to_json(graph_to_dict(g))

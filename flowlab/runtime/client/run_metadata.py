@@ -10,7 +10,7 @@ an untraced step collects no statistics for it (the GraphDefs come from the cach
 plan, so a step that does not ask pays nothing).
 
 `step_partitions(plan)` is what `Session.partitions(fetches, feed_dict)` returns:
-device name -> GraphDef (`flowlab.runtime.client.graph_def_proto.GraphDef`: the JSON dict of
+device name -> GraphDef (`flowlab.graph.graph_def_proto.GraphDef`: the JSON dict of
 `flowlab.graph.graph_def`, readable as TensorFlow's proto, `pg.node[i].op`), the
 Send/Recv pairs and the placement.  A step on one device is one GraphDef with no
 pairs, written from the optimized view of the step (converted ops as `NoOp`, folded
@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowlab.graph.graph_def import node_to_dict
-from flowlab.runtime.client.graph_def_proto import GraphDef, as_graph_def
+from flowlab.graph.graph_def_proto import GraphDef, as_graph_def
 from flowlab.runtime.config import RunMetadata, RunOptions, StepStats
 from flowlab.runtime.master.partition_client import plan_client_view
 from flowlab.runtime.master.partition_view import Partitions

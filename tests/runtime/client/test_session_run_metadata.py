@@ -1,5 +1,5 @@
 """What Session.run leaves in RunMetadata (flowlab.runtime.client.run_metadata), and the
-GraphDefs that read as TensorFlow's protos (flowlab.runtime.client.graph_def_proto)."""
+GraphDefs that read as TensorFlow's protos (flowlab.graph.graph_def_proto)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 import flowlab as fl
 from flowlab.graph import graph_def as gd
-from flowlab.runtime.client.graph_def_proto import (
+from flowlab.graph.graph_def_proto import (
     PRODUCER,
     AttrValue,
     GraphDef,

@@ -1,8 +1,9 @@
-"""GraphDefs that read like TensorFlow's protos: `pg.node[i].op`, `.attr['x'].s`.
+"""GraphDefs that read like TensorFlow's protos: `gd.node[i].op`, `.attr['x'].s`.
 
-TensorFlow's `RunMetadata.partition_graphs` holds `GraphDef` protos, and programs
-read them as such (`n.op`, `n.device`, `n.input`, `n.attr['tensor_name'].s`,
-`pg.versions.producer`).  flowlab's GraphDefs are JSON dicts (the schema of
+TensorFlow's `Graph.as_graph_def()` and `RunMetadata.partition_graphs` give
+`GraphDef` protos, and programs read them as such (`[n.name for n in gd.node]`,
+`len(gd.node)`, `n.attr['tensor_name'].s`, `pg.versions.producer`, `print(gd)`,
+`gd.SerializeToString()`).  flowlab's GraphDefs are JSON dicts (the schema of
 `flowlab.graph.graph_def`).  The classes here are both at once: `dict` subclasses
 holding exactly the JSON values (so `json.dumps`, `validate_graph_def`, the viewer
 and `gd["node"][0]["attr"]` keep working, and they compare equal to plain dicts)
@@ -11,8 +12,11 @@ dict, recursively; the input is not modified.
 
 Proto conventions mirrored: a field that is not set reads as its default (`b""`,
 0, 0.0, False, an empty list); `s` is bytes; `type` is the `DataType` enum
-(`DT_FLOAT` = 1); `WhichOneof("value")` names the set kind.  Read-only: nothing
-writes back into protos (`CopyFrom`, `SerializeToString` are not provided).
+(`DT_FLOAT` = 1); `WhichOneof("value")` names the set kind.  A `GraphDef` prints as
+protobuf text and serializes to the proto's bytes, both through TensorFlow's message
+(flowlab.graph.graph_def_pb), so what a program writes reads back in TensorFlow.
+Read-only otherwise: nothing writes back into them (`CopyFrom`, `node.add()` are not
+provided).
 
 Invariant: `dict(as_graph_def(d)) == d` for every GraphDef dict `d`.
 """
@@ -250,6 +254,23 @@ class GraphDef(dict[str, Any]):
     @property
     def library(self) -> FunctionDefLibrary:
         return FunctionDefLibrary()
+
+    def proto(self) -> Any:
+        """TensorFlow's `GraphDef` message with this graph's nodes."""
+        from flowlab.graph.graph_def_pb import to_proto
+
+        return to_proto(dict(self))
+
+    def SerializeToString(self, **kwargs: Any) -> bytes:  # noqa: N802 -- the proto's name
+        return self.proto().SerializeToString(**kwargs)  # type: ignore[no-any-return]
+
+    def ByteSize(self) -> int:  # noqa: N802 -- the proto's name
+        return self.proto().ByteSize()  # type: ignore[no-any-return]
+
+    def __str__(self) -> str:  # protobuf text, as printing TensorFlow's GraphDef shows
+        return str(self.proto())
+
+    __repr__ = __str__
 
 
 def as_graph_def(graph_def: dict[str, Any]) -> GraphDef:
