@@ -277,6 +277,12 @@ strings = _types.SimpleNamespace(
 )
 strings.__name__ = "flowlab.strings"  # type: ignore[attr-defined]
 
+# `tf.dtypes` (`tf.compat.v1.dtypes.as_dtype("float32")`): the dtype objects and the casts.
+from flowlab.graph import dtypes as _dtypes  # noqa: E402
+
+dtypes = _namespace("dtypes", _dtypes, extra={n: globals()[n] for n in (
+    "as_string", "cast", "complex", "saturate_cast")})
+
 from flowlab import contrib, test  # noqa: E402 - tf.contrib.rnn/layers; tf.test.TestCase, tf.test.main
 
 # `tf.app`, `tf.flags` / `tf.app.flags` (absl-py's), `tf.logging`, `tf.gfile`.

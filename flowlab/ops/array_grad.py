@@ -28,6 +28,7 @@ from flowlab.ops import array_ops, math_ops, slicing
 from flowlab.ops.builder import apply_op
 from flowlab.ops.const_fold import constant_value
 from flowlab.ops.gradient_registry import gradient, not_differentiable
+from flowlab.ops.math_grad import reduce_gradient_args
 from flowlab.ops.op_def import get_op_def
 
 __all__: list[str] = []
@@ -460,12 +461,15 @@ def _select_grad(op: Operation, grad: Any) -> Any:
 
 @gradient("SelectV2")
 def _select_v2_grad(op: Operation, grad: Any) -> Any:
+    # TensorFlow 2.21's _SelectGradV2: each branch summed back over the axes it was
+    # broadcast along, decided statically where the shapes allow (no
+    # BroadcastGradientArgs then, as a scalar branch of dropout's where_v2).
     c, x, y = op.inputs
+    z = op.outputs[0]
     grad = _dense(grad)
     zeros = array_ops.zeros([], dtype=grad.dtype.base_dtype)
-    out_shape = array_ops.shape(op.outputs[0])
     gx = apply_op("SelectV2", condition=c, t=grad, e=zeros, name="SelectV2")
-    gx = _sum_to_shape(gx, array_ops.shape(x), out_shape)
     gy = apply_op("SelectV2", condition=c, t=zeros, e=grad, name="SelectV2")
-    gy = _sum_to_shape(gy, array_ops.shape(y), out_shape)
+    gx, _ = reduce_gradient_args(x, z, gx, None)
+    gy, _ = reduce_gradient_args(y, z, gy, None)
     return [None, gx, gy]

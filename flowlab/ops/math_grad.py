@@ -138,6 +138,13 @@ def unbroadcast(op: Operation, gx: Any, gy: Any, grad: Any = None) -> tuple[Any,
         s = _static(x)
         if s is not None and s == _static(y) == _static(grad):
             return gx, gy
+    return reduce_gradient_args(x, y, gx, gy)
+
+
+def reduce_gradient_args(x: Tensor, y: Tensor, gx: Any, gy: Any) -> tuple[Any, Any]:
+    """TensorFlow's _ReduceGradientArgs: `gx` and `gy`, gradients of a value of the
+    broadcast shape of `x` and `y`, summed back to the shapes of `x` and `y` (either may
+    be None).  SelectV2's gradient calls it once per branch, with the output as `y`."""
     if gx is None and gy is None:
         return gx, gy
     tsx, tsy = array_ops.shape(x), array_ops.shape(y)

@@ -27,6 +27,7 @@ from typing import Any
 
 from tensorboard.compat.proto import (
     config_pb2,
+    graph_pb2,
     meta_graph_pb2,
     op_def_pb2,
     saver_pb2,
@@ -168,7 +169,8 @@ def meta_graph_proto(meta: Any) -> Any:
         raise TypeError(f"meta_graph_def must be type MetaGraphDef, saw type: {type(meta)}")
     pb = meta_graph_pb2.MetaGraphDef()
     gd = meta["graph_def"]
-    pb.graph_def.CopyFrom(gd if hasattr(gd, "SerializeToString") else to_proto(gd))
+    # a GraphDef dict (flowlab.graph.graph_def_proto reads like the proto, but is a dict)
+    pb.graph_def.CopyFrom(gd if isinstance(gd, graph_pb2.GraphDef) else to_proto(gd))
     info = meta.get("meta_info_def") or {}
     pb.meta_info_def.tags.extend(info.get("tags", []))
     pb.meta_info_def.stripped_op_list.CopyFrom(op_list_proto(n.op for n in pb.graph_def.node))

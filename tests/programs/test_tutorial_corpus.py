@@ -1,0 +1,226 @@
+"""Issue 22's check, run here: TF 1.x tutorial programs (tests/programs/corpus/*.py) run
+unchanged beside TensorFlow 2.21's `tf.compat.v1`; what they leave in `results` must
+agree in values and dtypes, and the event files they write must read back the same
+through TensorBoard's own reader.
+
+A program is a plain script written as the public tutorials write them; the line
+`import tensorflow as tf` is the runner's: it binds `tf` to the module under test (a
+tutorial's `tf` is TensorFlow 1.x, so TensorFlow's side is `tf.compat.v1` in graph mode
+with TensorFlow's own legacy `nn.rnn_cell`/`layers`, and the `tf.contrib.rnn` /
+`tf.contrib.layers` names of TensorFlow 1.15 -- see `reference_tf`).  Programs that end
+in `tf.app.run` (which exits, and defines process-wide absl flags) run in a subprocess
+for each side, the flowlab one with `sys.modules['tensorflow']` pointing at flowlab.
+
+Results: keys starting with `logdir` name a directory of event files; those are read
+with `event_accumulator` (scalars, histograms, images decoded to pixels, graph and run
+metadata tags) and `tf.train.summary_iterator` (the sequence of event kinds and steps)
+and compared instead of the path.  Random initial weights come from seeded ops, which
+flowlab reproduces bit for bit; float values are compared with a tolerance for the
+order of float sums, as tests/difftest.py does.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import subprocess
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+CORPUS = Path(__file__).parent / "corpus"
+PROGRAMS = sorted(p.stem for p in CORPUS.glob("*.py"))
+IN_SUBPROCESS = {"fully_connected_feed", "mnist_with_summaries"}
+# Programs whose float results pass through long training chains (recurrences, Adam on
+# many steps): their float sums may be ordered differently from Eigen's.
+TOLERANCE = {"default": (2e-4, 2e-5)}
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# --- the reference side ------------------------------------------------------------------
+def _contrib_layers(tf: Any) -> types.SimpleNamespace:
+    """TensorFlow 1.15's tf.contrib.layers initializers and regularizers (contrib/layers/
+    python/layers/{initializers,regularizers}.py), over tf.compat.v1's ops."""
+
+    def xavier_initializer(uniform=True, seed=None, dtype=tf.float32):
+        return tf.variance_scaling_initializer(1.0, "fan_avg", "uniform" if uniform else "truncated_normal",
+                                               seed=seed, dtype=dtype)
+
+    def l2_regularizer(scale, scope=None):
+        def l2(weights):
+            with tf.name_scope(scope, "l2_regularizer", [weights]) as name:
+                my_scale = tf.convert_to_tensor(scale, dtype=weights.dtype.base_dtype, name="scale")
+                return tf.multiply(my_scale, tf.nn.l2_loss(weights), name=name)
+        return l2
+
+    def apply_regularization(regularizer, weights_list=None):
+        if not weights_list:
+            weights_list = tf.get_collection(tf.GraphKeys.WEIGHTS)
+        with tf.name_scope("get_regularization_penalty", values=weights_list) as scope:
+            penalties = [regularizer(w) for w in weights_list]
+            penalties = [p if p is not None else tf.constant(0.0) for p in penalties]
+            summed_penalty = tf.add_n(penalties, name=scope)
+            tf.add_to_collection(tf.GraphKeys.REGULARIZATION_LOSSES, summed_penalty)
+            return summed_penalty
+
+    return types.SimpleNamespace(xavier_initializer=xavier_initializer, l2_regularizer=l2_regularizer,
+                                 apply_regularization=apply_regularization)
+
+
+def reference_tf() -> Any:
+    """tf.compat.v1 (graph mode) as a TF 1.x program saw `tensorflow`."""
+    os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow.compat.v1 as v1  # type: ignore[import-not-found]
+
+    v1.disable_v2_behavior()
+    from tests.programs.hidden_support import tf_with_legacy_keras
+
+    tf = tf_with_legacy_keras(v1)
+    cells = tf.nn.rnn_cell
+    rnn = types.SimpleNamespace(**{k: getattr(cells, k) for k in (
+        "BasicLSTMCell", "BasicRNNCell", "LSTMCell", "GRUCell", "MultiRNNCell", "DropoutWrapper",
+        "LSTMStateTuple", "RNNCell", "ResidualWrapper")})
+    rnn.static_rnn = v1.nn.static_rnn
+    rnn.static_bidirectional_rnn = v1.nn.static_bidirectional_rnn
+    tf.contrib = types.SimpleNamespace(rnn=rnn, layers=_contrib_layers(v1))
+    return tf
+
+
+# --- running a program --------------------------------------------------------------------
+def execute(tf: Any, name: str) -> Any:
+    """Run corpus program `name` with `tf` bound to the module; return its `results`."""
+    path = CORPUS / f"{name}.py"
+    scope = {"__name__": "__main__", "__file__": str(path), "tf": tf}
+    tf.reset_default_graph()
+    try:
+        exec(compile(path.read_text(), str(path), "exec"), scope)  # noqa: S102 - the corpus is ours
+    except SystemExit as e:  # tf.app.run exits with main's return
+        if e.code not in (None, 0):
+            raise
+    return scope["results"]
+
+
+def execute_in_subprocess(side: str, name: str) -> Any:
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "results.pkl")
+        env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+        proc = subprocess.run([sys.executable, "-m", "tests.programs.test_tutorial_corpus", side, name, out],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, f"{side} {name}:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+        with open(out, "rb") as f:
+            return pickle.load(f)
+
+
+# --- event files ---------------------------------------------------------------------------
+def read_events(logdir: str) -> dict[str, Any]:
+    """What TensorBoard shows of a log directory, without wall times and paths."""
+    from tensorboard.backend.event_processing import event_accumulator as ea
+    from tensorboard.compat.proto import event_pb2
+
+    acc = ea.EventAccumulator(logdir, size_guidance={ea.SCALARS: 0, ea.HISTOGRAMS: 0, ea.IMAGES: 0,
+                                                     ea.TENSORS: 0, ea.COMPRESSED_HISTOGRAMS: 0})
+    acc.Reload()
+    tags = acc.Tags()
+    out: dict[str, Any] = {"tags": {k: sorted(v) if isinstance(v, list) else v for k, v in tags.items()}}
+    out["scalars"] = {t: [(e.step, np.float32(e.value)) for e in acc.Scalars(t)] for t in tags["scalars"]}
+    out["histograms"] = {
+        t: [(e.step, e.histogram_value.min, e.histogram_value.max, e.histogram_value.num,
+             e.histogram_value.sum, e.histogram_value.sum_squares,
+             np.asarray(e.histogram_value.bucket_limit), np.asarray(e.histogram_value.bucket))
+            for e in acc.Histograms(t)] for t in tags["histograms"]}
+    out["images"] = {t: [(e.step, e.width, e.height, _decode_png(e.encoded_image_string))
+                         for e in acc.Images(t)] for t in tags["images"]}
+    if tags.get("graph"):
+        out["graph_nodes"] = sorted(n.name for n in acc.Graph().node)
+    kinds = []
+    for f in sorted(os.listdir(logdir)):
+        if not f.startswith("events.out.tfevents"):
+            continue
+        for rec in _records(os.path.join(logdir, f)):
+            ev = event_pb2.Event.FromString(rec)
+            kinds.append((ev.WhichOneof("what"), ev.step,
+                          sorted(v.tag for v in ev.summary.value) if ev.HasField("summary") else None))
+    out["events"] = kinds
+    return out
+
+
+def _records(path: str) -> list[bytes]:
+    from tensorboard.backend.event_processing import event_file_loader
+
+    return [e.SerializeToString() for e in event_file_loader.EventFileLoader(path).Load()]
+
+
+def _decode_png(data: bytes) -> np.ndarray:
+    import io
+
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(data)))
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf")
+
+
+def comparable(results: Any) -> Any:
+    """`results` with event directories read back and printed lines split into their
+    text and their numbers (a loss printed with %f may differ in its last digit when
+    flowlab's float sums are ordered differently; the numbers get the tolerance)."""
+    if isinstance(results, dict):
+        return {k: (read_events(v) if k.startswith("logdir") else comparable(v)) for k, v in results.items()}
+    if isinstance(results, (list, tuple)):
+        return type(results)(comparable(v) for v in results) if not hasattr(results, "_fields") else \
+            type(results)(*(comparable(v) for v in results))
+    if isinstance(results, str):
+        return ("printed", _NUMBER.split(results), np.array([float(n) for n in _NUMBER.findall(results)]))
+    return results
+
+
+# --- the test ----------------------------------------------------------------------------
+# What still differs, by program (the change each needs is outside this file's reach).
+KNOWN = {
+    "dataset_pipelines": "a random op inside Dataset.map keeps its stream across iterator "
+                         "initializations and sessions (flowlab.data.function's one private session "
+                         "per traced function); TensorFlow restarts it with each iterator",
+}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True))
+                                  if n in KNOWN else n for n in PROGRAMS])
+def test_tutorial_program(tf1, name):
+    import flowlab as fl
+    from tests.difftest import _compare
+
+    if name in IN_SUBPROCESS:
+        expected = comparable(execute_in_subprocess("tensorflow", name))
+        actual = comparable(execute_in_subprocess("flowlab", name))
+    else:
+        expected = comparable(execute(reference_tf(), name))
+        actual = comparable(execute(fl, name))
+    rtol, atol = TOLERANCE.get(name, TOLERANCE["default"])
+    _compare(expected, actual, rtol, atol, path=name)
+
+
+def test_the_corpus_is_the_issue_size():
+    assert len(PROGRAMS) >= 20, PROGRAMS
+
+
+if __name__ == "__main__":  # one program in this process: `side name out.pkl`
+    side, prog, out_path = sys.argv[1:4]
+    sys.argv = [str(CORPUS / f"{prog}.py")]
+    if side == "flowlab":
+        import flowlab
+
+        sys.modules["tensorflow"] = flowlab
+        module = flowlab
+    else:
+        module = reference_tf()
+    res = execute(module, prog)
+    with open(out_path, "wb") as fh:
+        pickle.dump(res, fh)
