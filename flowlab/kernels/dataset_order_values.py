@@ -15,6 +15,7 @@ from it, and errors cross the queue as values.
 
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 import threading
@@ -121,6 +122,31 @@ class Repeat(DatasetValue):
             if not produced and self.count < 0:
                 return  # an empty input repeated forever is empty (TensorFlow's rule)
 
+    def row_source(self) -> RowSource | None:
+        # Each pass over the input is a fresh row source of the same rows (a shuffle
+        # draws a new order per pass, as iterate() would); a batch may span passes.
+        first = self.inp.row_source()
+        if first is None:
+            return None
+        rows = first[0]
+
+        def order() -> Iterator[int]:
+            n, rs = 0, first
+            while self.count < 0 or n < self.count:
+                if rs is None:
+                    rs = self.inp.row_source()
+                    assert rs is not None  # the same input, the same kind of pass
+                produced = False
+                for i in iter(range(rows.n)) if rs[1] is None else rs[1]:
+                    produced = True
+                    yield i
+                rs = None
+                n += 1
+                if not produced and self.count < 0:
+                    return
+
+        return rows, order()
+
 
 class Take(DatasetValue):
     def __init__(self, inp: DatasetValue, count: int) -> None:
@@ -137,6 +163,13 @@ class Take(DatasetValue):
             if i == self.count:
                 return
 
+    def row_source(self) -> RowSource | None:
+        rs = self.inp.row_source()
+        if rs is None or self.count < 0:
+            return rs
+        rows, order = rs
+        return rows, itertools.islice(iter(range(rows.n)) if order is None else order, self.count)
+
 
 class Skip(DatasetValue):
     def __init__(self, inp: DatasetValue, count: int) -> None:
@@ -151,6 +184,15 @@ class Skip(DatasetValue):
         for i, e in enumerate(it):
             if i >= self.count:
                 yield e
+
+    def row_source(self) -> RowSource | None:
+        rs = self.inp.row_source()
+        if rs is None:
+            return None
+        rows, order = rs
+        if self.count < 0:
+            return rows, iter(())
+        return rows, itertools.islice(iter(range(rows.n)) if order is None else order, self.count, None)
 
 
 class Cache(DatasetValue):

@@ -17,8 +17,9 @@ are in flowlab.kernels.dataset_order_values.
 Batches of rows: when a batch's input is `from_tensor_slices` (possibly shuffled), the
 pass runs over row numbers (`row_source`: the same shuffle draws, on ints) and each
 batch is one gather per component, `c[rows]`, which equals stacking those rows one by
-one -- the common `from_tensor_slices(arrays).shuffle(n).batch(b)` pipeline then does
-per element only the shuffle's integer bookkeeping.  A `map` whose function works
+one -- the common `from_tensor_slices(arrays).shuffle(n).repeat().batch(b)` pipeline
+then does per element only the shuffle's integer bookkeeping (repeat, take and skip
+pass row numbers on too: flowlab.kernels.dataset_order_values).  A `map` whose function works
 element by element (flowlab.data.vectorize) keeps its input's rows: its function then
 runs once on each gathered batch (`MappedRows`), which gives the values of running it
 on each row, in `from_tensor_slices(arrays).shuffle(n).map(f).batch(b)` too.

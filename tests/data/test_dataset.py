@@ -80,6 +80,13 @@ CASES = {
     "slices_shuffle_batch_strings": lambda tf: tf.data.Dataset.from_tensor_slices(
         (np.array([b"s%d" % i for i in range(13)]), np.arange(13))).shuffle(
         5, seed=11).batch(4).repeat(2),
+    "shuffle_repeat_batch_across_passes": lambda tf: tf.data.Dataset.from_tensor_slices(
+        np.arange(22, dtype=np.int32).reshape(11, 2)).shuffle(4, seed=5).repeat(3).batch(5),
+    "take_skip_batch_rows": lambda tf: tf.data.Dataset.from_tensor_slices(
+        np.arange(30.0)).skip(4).take(17).batch(6, drop_remainder=True),
+    "skip_all_batch_rows": lambda tf: tf.data.Dataset.from_tensor_slices(np.arange(5)).skip(-1).batch(2),
+    "empty_repeat_forever_batch": lambda tf: tf.data.Dataset.from_tensor_slices(
+        np.zeros((0, 2), np.float32)).repeat().batch(3),
     "shuffle_then_map": lambda tf: tf.data.Dataset.range(12).map(lambda x: x * 3).shuffle(
         5, seed=123).batch(5),
     "from_generator": lambda tf: tf.data.Dataset.from_generator(

@@ -40,6 +40,12 @@ CASES = {
         lambda a, b: (tf.transpose(tf.reshape(a / 255.0, [3, -1, 1]), [2, 0, 1]),
                       tf.one_hot(tf.minimum(b, 9), 10),
                       tf.expand_dims(a, -1), tf.expand_dims(a, 0))).batch(8),
+    "shuffle_repeat_map_batch": lambda tf: tf.data.Dataset.from_tensor_slices((X, Y)).shuffle(
+        12, seed=8).repeat(3).map(lambda a, b: (a * 0.5, b)).batch(16),
+    "map_repeat_forever_take_batch": lambda tf: tf.data.Dataset.from_tensor_slices(X).map(
+        lambda a: a - 1.0).repeat().take(130).batch(32),
+    "skip_map_batch_repeat": lambda tf: tf.data.Dataset.from_tensor_slices(Y).skip(7).map(
+        lambda b: b * 3).batch(10).repeat(2),
     "comparisons": lambda tf: tf.data.Dataset.from_tensor_slices(X).map(
         lambda a: (a > 128.0, tf.logical_not(tf.equal(a, 3.0)))).batch(5),
 }
@@ -154,3 +160,16 @@ def test_strings_returned_by_a_per_element_map_batch_as_bytes_objects(tf1: Any,
 
     got = assert_same_elements(tf1, build)
     assert got[0].dtype == object and got[0].tolist() == [b"a\x00", b"b"]
+
+
+def test_batches_of_repeated_taken_and_skipped_rows_are_gathers(monkeypatch: Any) -> None:
+    from flowlab.kernels import dataset_values as dv
+
+    gathers = []
+    rows = dv.Slices.rows
+    monkeypatch.setattr(dv.Slices, "rows", lambda self, idx: gathers.append(len(idx)) or rows(self, idx))
+    got, _, _ = drain(fl, lambda tf: tf.data.Dataset.from_tensor_slices(Y).shuffle(6, seed=1).repeat(2)
+                      .skip(3).take(90).batch(20))
+    assert gathers == [20, 20, 20, 20, 10]
+    assert sorted(np.concatenate(got).tolist()) != np.concatenate(got).tolist()  # shuffled
+    assert len(np.concatenate(got)) == 90
