@@ -294,8 +294,11 @@ class Saver:
             return identity(fn, name="control_dependency"), tmp.name
 
     def _assigns(self, fn: Tensor, ss: list[_Saveable]) -> list[Operation]:
-        restored = io.restore_v2(fn, [s.name for s in ss], [s.spec for s in ss],
-                                 [s.ref.dtype.base_dtype for s in ss])
+        # TensorFlow's BulkSaverBuilder reads every tensor on CPU 0 (of the shard's
+        # device when sharded): the RestoreV2 and its constants ask for "cpu:0".
+        with get_default_graph().device("cpu:0"):
+            restored = io.restore_v2(fn, [s.name for s in ss], [s.spec for s in ss],
+                                     [s.ref.dtype.base_dtype for s in ss])
         ops = []
         for s, t in zip(ss, restored):
             shape = s.ref.shape

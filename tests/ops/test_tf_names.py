@@ -228,8 +228,7 @@ def array_and_math_ops_named(tf):
     tf.nn.bias_add(x, tf.ones([3]))
 
 
-@program(xfail="the Saver's RestoreV2 and its constants are on /device:CPU:0 in TensorFlow "
-               "(flowlab/train/saver.py: build the restore op under tf.device('/cpu:0'))")
+@program
 def variables_scopes_and_saver(tf):
     with tf.variable_scope("layer"):
         w = tf.get_variable("w", [3, 2], initializer=tf.ones_initializer())
