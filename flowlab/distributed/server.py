@@ -24,6 +24,13 @@ Where the Dask scheduler is (in this order):
    and every other task connects there.  Losing that process loses the scheduler; use
    (1) where that matters.
 
+The comm scheme is Dask's: `protocol=None` or TensorFlow's `"grpc"` take Dask's
+configured default (`distributed.comm.default-scheme`, `tcp` unless set), and
+`protocol="tls"` (or `"tcp"`) names one.  With `tls`, the certificates come from Dask's
+`distributed.comm.tls` settings, as for `dask scheduler --protocol tls` (docs/
+distributed.md, "Security"); the scheduler a task hosts and every worker then speak
+only TLS.
+
 `server.target` is the scheduler address with this task (`tcp://h:2222/job:worker/
 task:1`): a Session on it places ops that ask for no device on this task, as
 TensorFlow's servers do.
@@ -47,6 +54,20 @@ def _host_port(address: str) -> tuple[str, int]:
     if not host or not port.isdigit():
         raise ValueError(f"A task address must be 'host:port', got {address!r}.")
     return host, int(port)
+
+
+def comm_scheme(protocol: str | None) -> str:
+    """The Dask comm scheme of a Server's `protocol` (see the module docstring)."""
+    if protocol in (None, "grpc"):
+        import dask.config
+
+        return str(dask.config.get("distributed.comm.default-scheme", "tcp"))
+    if protocol in ("tcp", "tls"):
+        return protocol
+    raise ValueError(
+        f"protocol {protocol!r} is not one a flowlab Server speaks: use 'grpc' (Dask's configured "
+        "default scheme), 'tcp' or 'tls' (Dask's TLS, with certificates from its distributed.comm.tls "
+        "settings).")
 
 
 def scheduler_task(spec: ClusterSpec) -> tuple[str, int]:
@@ -81,13 +102,14 @@ class Server:
         self._config = config
         device_count = getattr(config, "device_count", None) or None
         self._device_count = dict(device_count) if device_count else None
+        self._scheme = scheme = comm_scheme(protocol)
         external = os.environ.get("FLOWLAB_SCHEDULER")
         self._hosts_scheduler = external is None and scheduler_task(spec) == (job_name, self.task_index)
         if external:
-            self._scheduler_address = external if "://" in external else f"tcp://{external}"
+            self._scheduler_address = external if "://" in external else f"{scheme}://{external}"
         else:
             host, port = _host_port(spec.task_address(*scheduler_task(spec)))
-            self._scheduler_address = f"tcp://{host}:{port}"
+            self._scheduler_address = f"{scheme}://{host}:{port}"
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scheduler: Any = None
         self._worker: Any = None
@@ -95,7 +117,7 @@ class Server:
             self.start()
 
     @staticmethod
-    def create_local_server(config: Any = None, start: bool = True) -> Server:
+    def create_local_server(config: Any = None, start: bool = True, protocol: str | None = None) -> Server:
         """A one-task cluster on a free port of 127.0.0.1 (`tf.train.Server.create_local_server`)."""
         import socket
 
@@ -103,7 +125,7 @@ class Server:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         return Server({"localhost": [f"127.0.0.1:{port}"]}, job_name="localhost", task_index=0, config=config,
-                      start=start)
+                      start=start, protocol=protocol)
 
     @property
     def target(self) -> str:
@@ -113,7 +135,7 @@ class Server:
     @property
     def server_def(self) -> dict[str, Any]:
         return {"cluster": self.cluster_spec.as_dict(), "job_name": self.job_name, "task_index": self.task_index,
-                "protocol": "dask"}
+                "protocol": self._scheme}
 
     def start(self) -> None:
         """Start the worker (and the scheduler, on the task that hosts it)."""
@@ -132,11 +154,12 @@ class Server:
 
         host, port = _host_port(self._address)
         if self._hosts_scheduler:
-            self._scheduler = await Scheduler(host=host, port=port, dashboard_address=None)
+            self._scheduler = await Scheduler(host=host, port=port, protocol=self._scheme, dashboard_address=None)
             port = 0  # the scheduler has the task's port; the worker takes another
         threads = int(getattr(self._config, "intra_op_parallelism_threads", 0) or 1)
         self._worker = await Worker(
             self._scheduler_address, name=f"{self.job_name}/{self.task_index}", nthreads=1, host=host, port=port,
+            protocol=self._scheme,
             dashboard=False, plugins=(TaskServer(self._device_count, threads),))
 
     def join(self) -> None:

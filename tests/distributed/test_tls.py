@@ -194,3 +194,41 @@ def test_local_cluster_with_security(certs):
         ps_step(cluster)
         ps_step(cluster.scheduler_address)  # a tf.Session("tls://...") target reuses the cluster's client
         assert_outsiders_refused(cluster.scheduler_address, certs)
+
+
+def test_tf_train_servers_speak_tls_with_the_dask_config(certs):
+    # A TF1 launcher's two tasks (here in one process), with Dask's TLS settings and
+    # protocol="tls"; then the same through `distributed.comm.default-scheme: tls` and
+    # TensorFlow's default protocol ("grpc").
+    import dask.config
+    import distributed  # noqa: F401 - its config defaults first
+
+    spec = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
+    with dask.config.set(dotted(yaml_tree(certs["good"]))):
+        ps = fl.train.Server(spec, job_name="ps", task_index=0, protocol="tls")
+        worker = fl.train.Server(spec, job_name="worker", task_index=0, protocol="tls")
+    try:
+        assert worker.target == f"tls://{spec['ps'][0]}/job:worker/task:0"
+        assert ps.server_def["protocol"] == "tls"
+        with dask.config.set(dotted(yaml_tree(certs["good"]))):
+            ps_step(worker.target)
+            with fd.Cluster(worker.target.split("/job:")[0]) as cluster:
+                assert_all_tls(cluster)
+        assert_outsiders_refused(worker.target.split("/job:")[0], certs)
+    finally:
+        worker.stop()
+        ps.stop()
+    with dask.config.set({**dotted(yaml_tree(certs["good"])), "distributed.comm.default-scheme": "tls"}):
+        local = fl.train.Server.create_local_server()
+        try:
+            assert local.target.startswith("tls://127.0.0.1:")
+            g = fl.Graph()
+            with g.as_default():
+                v = fl.Variable(np.float32(3.0))
+                with fl.Session(local.target, graph=g) as sess:
+                    sess.run(v.initializer)
+                    assert sess.run(v * 2.0) == 6.0
+        finally:
+            local.stop()
+    with pytest.raises(ValueError, match="protocol 'grpc\\+verbs' is not one a flowlab Server speaks"):
+        fl.train.Server(spec, job_name="ps", task_index=0, protocol="grpc+verbs", start=False)
