@@ -292,8 +292,15 @@ logging = _platform.tf_logging
 gfile = _platform.gfile_v1
 
 # `tf.graph_util` (GraphDef passes) and `tf.GraphDef`, TensorFlow's proto class that
-# programs parse .pb files into before `tf.import_graph_def`.
+# programs parse .pb files into before `tf.import_graph_def`; and the messages TF1
+# programs build or parse by hand (a tf.HistogramProto for Summary.Value(histo=...), a
+# .meta file read into a tf.MetaGraphDef): the tensorboard package's copies of
+# TensorFlow's protos, as tf.Summary is.
+from tensorboard.compat.proto.attr_value_pb2 import AttrValue, NameAttrList  # noqa: E402
+from tensorboard.compat.proto.event_pb2 import LogMessage  # noqa: E402
+from tensorboard.compat.proto.meta_graph_pb2 import MetaGraphDef, TensorInfo  # noqa: E402
 from tensorboard.compat.proto.node_def_pb2 import NodeDef  # noqa: E402 - TensorFlow's message, as GraphDef
+from tensorboard.compat.proto.summary_pb2 import HistogramProto, SummaryMetadata  # noqa: E402
 
 from flowlab.graph import graph_util as _graph_util  # noqa: E402
 from flowlab.graph.graph_def_pb import GraphDef  # noqa: E402
@@ -309,6 +316,7 @@ from flowlab import (
 from flowlab.data import tf_record as _tf_record  # noqa: E402
 from flowlab.errors import OpError  # noqa: E402 - tf.OpError is tf.errors.OpError
 from flowlab.ops import parsing_ops as _parsing_ops  # noqa: E402
+from flowlab.ops import sequence_parsing_ops as _sequence_parsing_ops  # noqa: E402
 from flowlab.ops import sparse_serialize_ops as _sparse_serialize_ops  # noqa: E402
 
 # Synchronous replication's accumulators (`tf.ConditionalAccumulator`, paper 4.4).
@@ -323,6 +331,10 @@ from flowlab.ops.parsing_ops import (  # noqa: E402
     parse_example,
     parse_single_example,
 )
+from flowlab.ops.sequence_parsing_ops import (  # noqa: E402
+    FixedLenSequenceFeature,
+    parse_single_sequence_example,
+)
 from flowlab.ops.sparse_tensor import (  # noqa: E402
     SparseTensor,
     SparseTensorValue,
@@ -331,7 +343,7 @@ from flowlab.ops.sparse_tensor import (  # noqa: E402
 
 sparse.SparseConditionalAccumulator = SparseConditionalAccumulator
 
-for _m in (_tf_record, _parsing_ops, _sparse_serialize_ops):
+for _m in (_tf_record, _parsing_ops, _sequence_parsing_ops, _sparse_serialize_ops):
     for _n in _m.__all__:
         setattr(io, _n, getattr(_m, _n))
 python_io = _namespace("python_io", _tf_record)

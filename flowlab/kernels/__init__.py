@@ -52,6 +52,7 @@ from flowlab.kernels import (
     segment_kernels,
     sendrecv_kernels,
     sequence_kernels,
+    sequence_parsing_kernels,
     set_kernels,
     slicing_kernels,
     sort_kernels,

@@ -33,12 +33,17 @@ def _decode(record: Any) -> Any:
         raise _invalid(f"Could not parse example input, value: '{data.decode('latin-1')}'") from None
 
 
-def _values(ex: Any, key: str, dtype: np.dtype) -> Any:
-    """The feature's values as an array of `dtype`, or None when absent."""
-    feats = ex.features.feature
+def _values(feats: Any, key: str, dtype: np.dtype) -> Any:
+    """The values of feature `key` of a `Features` map as an array of `dtype`, None
+    when absent, the kind's name when it holds another kind."""
     if key not in feats:
         return None
-    f = feats[key]
+    return feature_values(feats[key], dtype)
+
+
+def feature_values(f: Any, dtype: np.dtype) -> Any:
+    """A `Feature`'s values as an array of `dtype`, or the kind's name when it holds
+    another kind (an unset kind is no values)."""
     kind = f.WhichOneof("kind")
     want = _KIND[dtype]
     if kind is None:
@@ -58,19 +63,32 @@ def parse_example_v2(ctx: Any, serialized: Any, names: Any, sparse_keys: Any, de
                      ragged_keys: Any, *dense_defaults: Any) -> list[Any]:
     a = ctx.attrs
     ser = np.asarray(serialized, dtype=object)
-    single = ser.ndim == 0
     records = [_decode(r) for r in ser.reshape(-1)]
-    skeys = [k.decode() if isinstance(k, bytes) else k for k in np.asarray(sparse_keys).reshape(-1)]
-    dkeys = [k.decode() if isinstance(k, bytes) else k for k in np.asarray(dense_keys).reshape(-1)]
-    stypes = [t.as_numpy_dtype for t in a["sparse_types"]]
-    dtypes_ = [t.as_numpy_dtype for t in a["Tdense"]]
-    shapes = [tuple(s) for s in a["dense_shapes"]]
+    indices, values, dshapes, dense = parse_features(
+        [ex.features.feature for ex in records], ser.ndim == 0, keys(sparse_keys), a["sparse_types"],
+        keys(dense_keys), a["Tdense"], a["dense_shapes"], dense_defaults)
+    return [*indices, *values, *dshapes, *dense]
 
+
+def keys(t: Any) -> list[str]:
+    """The strings of a keys input."""
+    return [k.decode() if isinstance(k, bytes) else k for k in np.asarray(t).reshape(-1)]
+
+
+def parse_features(maps: list[Any], single: bool, skeys: list[str], sparse_types: list[Any],
+                   dkeys: list[str], dense_types: list[Any], dense_shapes: list[Any],
+                   dense_defaults: Any) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """(sparse indices, sparse values, sparse shapes, dense values) of the `Features`
+    maps of a batch (one map and no batch dimension when `single`): what ParseExampleV2
+    returns, and ParseSequenceExampleV2 for the context features."""
+    stypes = [t.as_numpy_dtype for t in sparse_types]
+    dtypes_ = [t.as_numpy_dtype for t in dense_types]
+    shapes = [tuple(s) for s in dense_shapes]
     indices, values, dshapes = [], [], []
     for key, dt in zip(skeys, stypes):
         dt = np.dtype(dt)
         rows = []
-        for ex in records:
+        for ex in maps:
             v = _values(ex, key, dt)
             if isinstance(v, str):
                 raise _invalid(f"Key: {key}.  Data types don't match. Expected type: "
@@ -93,8 +111,8 @@ def parse_example_v2(ctx: Any, serialized: Any, names: Any, sparse_keys: Any, de
     for key, dt, shape, default in zip(dkeys, dtypes_, shapes, dense_defaults):
         dt = np.dtype(dt)
         size = int(np.prod(shape, dtype=np.int64))
-        out = np.empty((len(records), *shape), dtype=dt)
-        for b, ex in enumerate(records):
+        out = np.empty((len(maps), *shape), dtype=dt)
+        for b, ex in enumerate(maps):
             v = _values(ex, key, dt)
             if isinstance(v, str):
                 raise _invalid(f"Key: {key}.  Data types don't match. Data type: {_NAME[v]} but "
@@ -103,11 +121,11 @@ def parse_example_v2(ctx: Any, serialized: Any, names: Any, sparse_keys: Any, de
                 if np.size(default) == 0:
                     raise _invalid(f"Feature: {key} (data type: {_NAME[_KIND[dt]]}) is required "
                                    "but could not be found.")
-                out[b] = np.asarray(default).reshape(shape)
+                out[b, ...] = np.asarray(default).reshape(shape)
                 continue
             if v.size != size:
                 raise _invalid(f"Key: {key}.  Can't parse serialized Example: Some "
                                f"{_KIND[dt]} slice was not parsed.")
-            out[b] = v.reshape(shape)
+            out[b, ...] = v.reshape(shape)  # [b, ...]: a scalar string is stored, not its 0-d array
         dense.append(out[0] if single else out)
-    return [*indices, *values, *dshapes, *dense]
+    return indices, values, dshapes, dense

@@ -37,9 +37,11 @@ import pytest
 CORPUS = Path(__file__).parent / "corpus"
 PROGRAMS = sorted(p.stem for p in CORPUS.glob("*.py"))
 IN_SUBPROCESS = {"fully_connected_feed", "mnist_with_summaries"}
-# Programs whose float results pass through long training chains (recurrences, Adam on
-# many steps): their float sums may be ordered differently from Eigen's.
-TOLERANCE = {"default": (2e-4, 2e-5)}
+# Float results pass through training chains whose float sums flowlab may order
+# differently from Eigen's.  gan.py runs both players' train ops in one sess.run, as the
+# tutorial does: there TensorFlow reads the generator's weights before or after their
+# Adam update as its threads go, so its own runs differ by up to a step (lr 2e-4).
+TOLERANCE = {"default": (2e-4, 2e-5), "gan": (1e-3, 1e-3)}
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -188,6 +190,9 @@ KNOWN = {
     "dataset_pipelines": "a random op inside Dataset.map keeps its stream across iterator "
                          "initializations and sessions (flowlab.data.function's one private session "
                          "per traced function); TensorFlow restarts it with each iterator",
+    "char_rnn_sampling": "a feed_dict key that is a tuple of tensors (an RNN's state, fed back as "
+                         "{initial_state: state}) is refused; TensorFlow's session flattens it with "
+                         "its value (nest.flatten_dict_items) -- flowlab/runtime/client/feeds.py",
 }
 
 

@@ -95,3 +95,126 @@ def test_file_writer_given_the_session_graph(tf1):
     out = same_results(tf1, prog)
     assert [k[0] for k in out] == ["file_version", "graph_def", "meta_graph_def", "summary"]
     assert fl.dtypes.float32 is fl.float32
+
+
+def _sequence_records(tf):
+    out = []
+    for i, steps in enumerate([[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], [[7.0, 8.0]], []]):
+        ex = tf.train.SequenceExample()
+        ex.context.feature["label"].int64_list.value.append(i)
+        ex.context.feature["name"].bytes_list.value.append(b"seq%d" % i)
+        if i != 1:
+            ex.context.feature["tags"].int64_list.value.extend(range(i + 1))
+        pairs = ex.feature_lists.feature_list["pairs"]
+        words = ex.feature_lists.feature_list["words"]
+        ids = ex.feature_lists.feature_list["ids"]
+        for j, s in enumerate(steps):
+            pairs.feature.add().float_list.value.extend(s)
+            words.feature.add().bytes_list.value.append(b"w%d" % j)
+            ids.feature.add().int64_list.value.extend(range(j + 1))
+        if i == 2:
+            del ex.feature_lists.feature_list["pairs"]
+        out.append(ex.SerializeToString())
+    return out
+
+
+CONTEXT = lambda tf: {"label": tf.FixedLenFeature([], tf.int64),  # noqa: E731
+                      "name": tf.FixedLenFeature([], tf.string),
+                      "tags": tf.VarLenFeature(tf.int64)}
+SEQUENCE = lambda tf: {"pairs": tf.FixedLenSequenceFeature([2], tf.float32, allow_missing=True),  # noqa: E731
+                       "words": tf.FixedLenSequenceFeature([], tf.string),
+                       "ids": tf.VarLenFeature(tf.int64)}
+
+
+def _fetchable(d):
+    return {k: (v.indices, v.values, v.dense_shape) if hasattr(v, "dense_shape") else v for k, v in d.items()}
+
+
+def test_parse_single_sequence_example(tf1):
+    def prog(tf):
+        records = _sequence_records(tf)
+        r = tf.placeholder(tf.string, [])
+        ctx, seq = tf.parse_single_sequence_example(r, CONTEXT(tf), SEQUENCE(tf))
+        shapes = [(k, v.get_shape().as_list()) for k, v in sorted({**ctx, **seq}.items())
+                  if not hasattr(v, "dense_shape")]
+        with tf.Session() as s:
+            out = [s.run([_fetchable(ctx), _fetchable(seq)], {r: rec}) for rec in records[:2]]
+        return out, shapes, sorted(ctx), sorted(seq)
+
+    same_results(tf1, prog)
+
+
+def test_parse_sequence_example_batch_and_lengths(tf1):
+    def prog(tf):
+        records = _sequence_records(tf)
+        ctx, seq, lengths = tf.io.parse_sequence_example(records, CONTEXT(tf), SEQUENCE(tf))
+        with tf.Session() as s:
+            return s.run([_fetchable(ctx), _fetchable(seq), lengths]), seq["pairs"].get_shape().as_list()
+
+    same_results(tf1, prog)
+
+
+def test_sequence_example_errors(tf1):
+    from tests.programs.hidden_support import same_error
+
+    def missing_required(tf):
+        records = _sequence_records(tf)
+        _, seq = tf.parse_single_sequence_example(
+            records[2], sequence_features={"pairs": tf.FixedLenSequenceFeature([2], tf.float32)})
+        with tf.Session() as s:
+            s.run(seq)
+
+    def wrong_size(tf):
+        records = _sequence_records(tf)
+        _, seq = tf.parse_single_sequence_example(
+            records[0], sequence_features={"pairs": tf.FixedLenSequenceFeature([3], tf.float32)})
+        with tf.Session() as s:
+            s.run(seq)
+
+    def no_features(tf):
+        tf.parse_single_sequence_example(tf.constant(b""))
+
+    same_error(tf1, missing_required, "is required but could not be found")
+    same_error(tf1, wrong_size, "values != expected")
+    same_error(tf1, no_features, "at least one should have values")
+
+
+def test_histogram_proto_in_a_hand_built_summary(tf1):
+    """The TensorBoard logger snippet: a tf.HistogramProto filled from np.histogram,
+    written in a tf.Summary; its bytes are TensorFlow's."""
+
+    def prog(tf):
+        values = np.random.RandomState(0).randn(30)
+        counts, edges = np.histogram(values, bins=5)
+        hist = tf.HistogramProto(min=float(values.min()), max=float(values.max()), num=30,
+                                 sum=float(values.sum()), sum_squares=float((values ** 2).sum()))
+        hist.bucket_limit.extend(edges[1:])
+        hist.bucket.extend(counts)
+        s = tf.Summary(value=[tf.Summary.Value(tag="w", histo=hist)])
+        meta = tf.MetaGraphDef()
+        meta.meta_info_def.tags.append("serve")
+        return [s.SerializeToString(), meta.SerializeToString(),
+                tf.AttrValue(i=3).SerializeToString(), tf.NameAttrList(name="f").SerializeToString(),
+                tf.TensorInfo(name="x:0").SerializeToString(), tf.SummaryMetadata().SerializeToString(),
+                tf.LogMessage(message="m").SerializeToString()]
+
+    same_results(tf1, prog)
+
+
+def test_parse_example_batch_of_scalar_strings(tf1):
+    """A batch's scalar string feature (and its default) holds the strings (it held the
+    0-d arrays they came in, fetched as garbage bytes)."""
+
+    def prog(tf):
+        recs = []
+        for i in range(3):
+            feature = {"n": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"ab%d" % i]))}
+            if i != 1:
+                feature["m"] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"m%d" % i]))
+            recs.append(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+        p = tf.parse_example(recs, {"n": tf.FixedLenFeature([], tf.string),
+                                    "m": tf.FixedLenFeature([], tf.string, default_value="none")})
+        with tf.Session() as s:
+            return s.run(p)
+
+    same_results(tf1, prog)
