@@ -102,6 +102,34 @@ class Dataset(st.Structured):
         return Dataset(v, structure)
 
     @staticmethod
+    def list_files(file_pattern: Any, shuffle: Any = None, seed: Any = None,
+                   name: str | None = None) -> Dataset:
+        """The file names matching `file_pattern` (a glob or a list of globs), shuffled
+        unless `shuffle=False`; an InvalidArgumentError when iterated if nothing matched.
+        The ops TensorFlow builds, under its name scope `list_files`."""
+        from flowlab.ops import array_ops, check_ops, core_ops, io_ops, math_ops, string_ops
+
+        g = get_default_graph()
+        with g.name_scope("list_files"):
+            shuffle = True if shuffle is None else shuffle
+            pattern = convert_to_tensor(file_pattern, dtype=dtypes.string, name="file_pattern")
+            matching = io_ops.matching_files(pattern)
+            condition = math_ops.greater(array_ops.shape(matching)[0], 0, name="match_not_empty")
+            message = math_ops.add("No files matched pattern: ",
+                                   string_ops.reduce_join(pattern, separator=", "), name="message")
+            assert_not_empty = check_ops.Assert(condition, [message], summarize=1, name="assert_not_empty")
+            with g.control_dependencies([assert_not_empty]):
+                matching = core_ops.identity(matching)
+            structure = st.TensorSpec(TensorShape([]), dtypes.string)
+            v = apply_op("TensorSliceDataset", components=[matching], is_files=True,
+                         output_shapes=st.shape_attrs(structure), name="TensorSliceDataset")
+            dataset = Dataset(v, structure)
+            if shuffle:
+                buffer_size = math_ops.maximum(array_ops.shape(matching, out_type=dtypes.int64)[0], 1)
+                dataset = dataset.shuffle(buffer_size, seed=seed)
+            return dataset
+
+    @staticmethod
     def range(*args: Any, output_type: Any = dtypes.int64, name: str | None = None) -> Dataset:
         """`Dataset.range(stop)`, `range(start, stop)`, `range(start, stop, step)`."""
         if not 1 <= len(args) <= 3:

@@ -395,7 +395,8 @@ def matching_files(ctx: Any, pattern: Any) -> Any:
         raise errors.InvalidArgumentError(None, None, "Input pattern tensor must be scalar or vector.")
     names: list[str] = []
     for p in patterns:
-        names.extend(sorted(glob.glob(p.decode() if isinstance(p, bytes) else str(p))))
+        names.extend(glob.glob(p.decode() if isinstance(p, bytes) else str(p)))
+    names.sort()  # TensorFlow sorts the matches of all the patterns together
     out = np.empty(len(names), dtype=object)
     for i, n in enumerate(names):
         out[i] = n.encode()

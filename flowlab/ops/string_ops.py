@@ -25,6 +25,7 @@ from flowlab.graph.tensor import Tensor
 from flowlab.graph.tensor_shape import TensorShape
 from flowlab.ops.builder import apply_op, convert_to_tensor
 from flowlab.ops.const_fold import constant_value
+from flowlab.ops.constant_op import constant
 from flowlab.ops.gradient_registry import not_differentiable
 from flowlab.ops.io_checkpoint_ops import string_join  # StringJoin: declared for Saver
 from flowlab.ops.math_defs import broadcast_dims
@@ -177,8 +178,8 @@ def reduce_join(inputs: Any, axis: Any = None, keep_dims: Any = None, separator:
     with get_default_graph().name_scope("ReduceJoin"):
         x = convert_to_tensor(inputs)
         if axis is None:
-            if x.shape.ndims is not None:
-                axis = np.arange(x.shape.ndims - 1, -1, -1, dtype=np.int32)
+            if x.shape.ndims is not None:  # a Const of its own, "ReduceJoin/Const", as TensorFlow's
+                axis = constant(np.arange(x.shape.ndims - 1, -1, -1, dtype=np.int32))
             else:
                 from flowlab.ops import array_ops, math_ops
 

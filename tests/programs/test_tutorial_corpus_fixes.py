@@ -218,3 +218,42 @@ def test_parse_example_batch_of_scalar_strings(tf1):
             return s.run(p)
 
     same_results(tf1, prog)
+
+
+def test_dataset_list_files(tf1):
+    def prog(tf):
+        d = tempfile.mkdtemp()
+        for n in ("b.txt", "a.txt", "c.csv", "d.txt"):
+            with open(os.path.join(d, n), "w") as f:
+                f.write(n)
+        ordered = tf.data.Dataset.list_files(os.path.join(d, "*.txt"), shuffle=False)
+        shuffled = tf.data.Dataset.list_files([os.path.join(d, "*.txt"), os.path.join(d, "*.csv")], seed=5)
+        it = ordered.make_one_shot_iterator().get_next()
+        its = shuffled.repeat(2).make_one_shot_iterator().get_next()
+        none = tf.data.Dataset.list_files(os.path.join(d, "*.png")).make_initializable_iterator()
+        out = []
+        with tf.Session() as s:
+            out.append([os.path.basename(s.run(it)) for _ in range(3)])
+            out.append([os.path.basename(s.run(its)) for _ in range(8)])
+            try:
+                s.run(none.initializer)
+            except tf.errors.InvalidArgumentError as e:
+                out.append("No files matched pattern" in str(e))
+        ops = sorted((op.name, op.type) for op in tf.get_default_graph().get_operations()
+                     if op.name.startswith("list_files/"))
+        return out, ops, str(ordered.output_types), str(ordered.output_shapes)
+
+    same_results(tf1, prog)
+
+
+def test_matching_files_sorts_the_matches_of_all_patterns(tf1):
+    def prog(tf):
+        d = tempfile.mkdtemp()
+        for n in ("b.txt", "a.txt", "c.csv", "d.txt"):
+            with open(os.path.join(d, n), "w") as f:
+                f.write(n)
+        m = tf.matching_files([os.path.join(d, "*.txt"), os.path.join(d, "*.csv"), os.path.join(d, "a.*")])
+        with tf.Session() as s:
+            return [os.path.basename(p) for p in s.run(m)]
+
+    assert same_results(tf1, prog) == [b"a.txt", b"a.txt", b"b.txt", b"c.csv", b"d.txt"]
