@@ -36,7 +36,7 @@ import pytest
 
 CORPUS = Path(__file__).parent / "corpus"
 PROGRAMS = sorted(p.stem for p in CORPUS.glob("*.py"))
-IN_SUBPROCESS = {"fully_connected_feed", "mnist_with_summaries"}
+IN_SUBPROCESS = {"fully_connected_feed", "mnist_with_summaries", "unittest_main_script"}
 # Float results pass through training chains whose float sums flowlab may order
 # differently from Eigen's.  gan.py runs both players' train ops in one sess.run, as the
 # tutorial does: there TensorFlow reads the generator's weights before or after their
@@ -109,15 +109,70 @@ def execute(tf: Any, name: str) -> Any:
     return scope["results"]
 
 
+_SUBPROCESS_RESULTS: dict[str, dict[str, Any]] = {}
+
+
 def execute_in_subprocess(side: str, name: str) -> Any:
+    """`results` of program `name` run by a subprocess of `side`.  The first call runs
+    every IN_SUBPROCESS program for both sides: one subprocess per side, side by side,
+    each importing its module once and forking a child per program (so each program
+    has a process of its own, with its own absl flags, without paying the import)."""
+    if side not in _SUBPROCESS_RESULTS:
+        _SUBPROCESS_RESULTS.update(_run_subprocesses(sorted(IN_SUBPROCESS)))
+    got = _SUBPROCESS_RESULTS[side][name]
+    if isinstance(got, str):
+        raise AssertionError(f"{side} {name}:\n{got}")
+    return got
+
+
+def _run_subprocesses(names: list[str]) -> dict[str, dict[str, Any]]:
+    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+    out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "results.pkl")
-        env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
-        proc = subprocess.run([sys.executable, "-m", "tests.programs.test_tutorial_corpus", side, name, out],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0, f"{side} {name}:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
-        with open(out, "rb") as f:
-            return pickle.load(f)
+        procs = {side: subprocess.Popen(
+            [sys.executable, "-m", "tests.programs.test_tutorial_corpus", side, os.path.join(d, side), *names],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for side in ("tensorflow", "flowlab")}
+        for side, proc in procs.items():
+            log, _ = proc.communicate(timeout=240)
+            out[side] = {}
+            for name in names:
+                path = os.path.join(d, side, f"{name}.pkl")
+                if os.path.exists(path):
+                    with open(path, "rb") as f:
+                        out[side][name] = pickle.load(f)
+                else:
+                    out[side][name] = log[-8000:]
+    return out
+
+
+def _fork_each(side: str, out_dir: str, names: list[str]) -> None:
+    """In a subprocess: import `side` once, then run each program in a forked child."""
+    if side == "flowlab":
+        import flowlab
+
+        sys.modules["tensorflow"] = flowlab
+        module: Any = flowlab
+    else:
+        module = reference_tf()
+    os.makedirs(out_dir, exist_ok=True)
+    for name in names:
+        pid = os.fork()
+        if pid == 0:  # the child: one program, its results pickled
+            try:
+                sys.argv = [str(CORPUS / f"{name}.py")]
+                res = execute(module, name)
+                with open(os.path.join(out_dir, f"{name}.pkl"), "wb") as fh:
+                    pickle.dump(res, fh)
+            except BaseException:  # noqa: BLE001 - reported by the parent's log
+                import traceback
+
+                traceback.print_exc()
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(1)
+            os._exit(0)
+        os.waitpid(pid, 0)
 
 
 # --- event files ---------------------------------------------------------------------------
@@ -216,16 +271,5 @@ def test_the_corpus_is_the_issue_size():
     assert len(PROGRAMS) >= 20, PROGRAMS
 
 
-if __name__ == "__main__":  # one program in this process: `side name out.pkl`
-    side, prog, out_path = sys.argv[1:4]
-    sys.argv = [str(CORPUS / f"{prog}.py")]
-    if side == "flowlab":
-        import flowlab
-
-        sys.modules["tensorflow"] = flowlab
-        module = flowlab
-    else:
-        module = reference_tf()
-    res = execute(module, prog)
-    with open(out_path, "wb") as fh:
-        pickle.dump(res, fh)
+if __name__ == "__main__":  # `side out_dir name...`: the IN_SUBPROCESS programs of one side
+    _fork_each(sys.argv[1], sys.argv[2], sys.argv[3:])
