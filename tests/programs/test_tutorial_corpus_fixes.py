@@ -135,10 +135,12 @@ def test_parse_single_sequence_example(tf1):
         records = _sequence_records(tf)
         r = tf.placeholder(tf.string, [])
         ctx, seq = tf.parse_single_sequence_example(r, CONTEXT(tf), SEQUENCE(tf))
+        _, seq_io = tf.io.parse_single_sequence_example(  # tf.io's names are the same functions
+            r, sequence_features={"w": tf.io.FixedLenSequenceFeature([], tf.string, allow_missing=True)})
         shapes = [(k, v.get_shape().as_list()) for k, v in sorted({**ctx, **seq}.items())
                   if not hasattr(v, "dense_shape")]
         with tf.Session() as s:
-            out = [s.run([_fetchable(ctx), _fetchable(seq)], {r: rec}) for rec in records[:2]]
+            out = [s.run([_fetchable(ctx), _fetchable(seq), seq_io], {r: rec}) for rec in records[:2]]
         return out, shapes, sorted(ctx), sorted(seq)
 
     same_results(tf1, prog)
