@@ -491,10 +491,10 @@ def boolean_mask(tensor: Any, mask: Any, name: str = "boolean_mask", axis: Any =
         a = 0 if av is None else int(av)
         if not ts[a:a + nd].is_compatible_with(ms):
             raise ValueError(f"Shapes {ts[a:a + nd]} and {ms} are incompatible")
-        full = shape(t)
-        lead = _leading_size(full, a, nd)
-        new_shape = concat([_slice_helper(full, builtins.slice(None, a)), [lead],
-                            _slice_helper(full, builtins.slice(a + nd, None))], 0)
+        # shape(t) three times, as TensorFlow calls it (three Consts when t's shape is known)
+        lead = _leading_size(shape(t), a, nd)
+        new_shape = concat([_slice_helper(shape(t), builtins.slice(None, a)), [lead],
+                            _slice_helper(shape(t), builtins.slice(a + nd, None))], 0)
         t2 = reshape(t, new_shape)
         first = ts[a:a + nd].num_elements()
         if ts.ndims is not None:

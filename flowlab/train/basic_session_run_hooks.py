@@ -65,7 +65,9 @@ class SecondOrStepTimer:
 
 
 def _global_step_tensor(hook: str) -> Any:
-    t = training_util.get_global_step()
+    """The global step read the hooks fetch (TensorFlow's `global_step/add`: the step
+    before the run's increment)."""
+    t = training_util._get_or_create_global_step_read()
     if t is None:
         raise RuntimeError(f"Global step should be created to use {hook}.")
     return t

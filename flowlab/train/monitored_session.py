@@ -83,9 +83,11 @@ class Scaffold:
     @staticmethod
     def default_local_init_op() -> Any:
         from flowlab.ops.core_ops import group
-        from flowlab.ops.variables import local_variables_initializer
+        from flowlab.ops.variables import local_variables_initializer, tables_initializer
+        from flowlab.train import resources
 
-        return group(local_variables_initializer())
+        return group(local_variables_initializer(), tables_initializer(),
+                     resources.initialize_resources(resources.local_resources()))
 
     def finalize(self) -> Scaffold:
         """Fill in the defaults, build the saver and finalize the default graph."""
@@ -97,17 +99,21 @@ class Scaffold:
             global_variables_initializer,
             report_uninitialized_variables,
         )
+        from flowlab.train import resources
 
+        # TensorFlow's defaults, op for op (so the graph a CheckpointSaverHook writes is its).
         if self._init_op is None:
-            self._init_op = Scaffold.get_or_default("init_op", GraphKeys.INIT_OP,
-                                                    lambda: group(global_variables_initializer()))
+            self._init_op = Scaffold.get_or_default("init_op", GraphKeys.INIT_OP, lambda: group(
+                global_variables_initializer(), resources.initialize_resources(resources.shared_resources()),
+                get_default_graph().get_collection("saved_model_initializers")))
         if self._ready_op is None:
-            self._ready_op = Scaffold.get_or_default(
-                "ready_op", GraphKeys.READY_OP, lambda: array_ops.concat([report_uninitialized_variables()], 0))
+            self._ready_op = Scaffold.get_or_default("ready_op", GraphKeys.READY_OP, lambda: array_ops.concat(
+                [report_uninitialized_variables(), resources.report_uninitialized_resources()], 0))
         if self._ready_for_local_init_op is None:
             self._ready_for_local_init_op = Scaffold.get_or_default(
                 "ready_for_local_init_op", GraphKeys.READY_FOR_LOCAL_INIT_OP,
-                lambda: array_ops.concat([report_uninitialized_variables(global_variables())], 0))
+                lambda: array_ops.concat([report_uninitialized_variables(global_variables()),
+                                          resources.report_uninitialized_resources(resources.shared_resources())], 0))
         if self._local_init_op is None:
             self._local_init_op = Scaffold.get_or_default("local_init_op", GraphKeys.LOCAL_INIT_OP,
                                                           Scaffold.default_local_init_op)

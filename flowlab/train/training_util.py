@@ -65,3 +65,35 @@ def get_or_create_global_step(graph: Any = None) -> Any:
     if step is None:
         step = create_global_step(graph)
     return step
+
+
+GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
+
+
+def _get_or_create_global_step_read(graph: Any = None) -> Any:
+    """TensorFlow's global step read for the session-run hooks: `global_step + 0` (the
+    variable's value if initialized, else its initial value), made once per graph
+    (collection "global_step_read_op_cache"), or None without a global step.  Fetched
+    with the train op, it is the step before that run's increment (the "stale" step the
+    hooks add one to), where a fetch of the variable itself is the step after it."""
+    from flowlab.ops.cond import cond
+    from flowlab.ops.state_ops import is_variable_initialized
+
+    graph = graph or get_default_graph()
+    found = graph.get_collection(GLOBAL_STEP_READ_KEY)
+    if len(found) > 1:
+        raise RuntimeError(f"There are multiple items in collection {GLOBAL_STEP_READ_KEY}. "
+                           "There should be only one.")
+    if found:
+        return found[0]
+    step = get_global_step(graph)
+    if step is None:
+        return None
+    with graph.as_default(), graph.name_scope(None), graph.name_scope(step.op.name + "/"):
+        if isinstance(step, Variable):
+            value = cond(is_variable_initialized(step), step.read_value, lambda: step.initial_value)
+        else:
+            value = step
+        read = value + 0  # "global_step/add", as TensorFlow names it
+        graph.add_to_collection(GLOBAL_STEP_READ_KEY, read)
+    return read

@@ -259,3 +259,29 @@ def test_matching_files_sorts_the_matches_of_all_patterns(tf1):
             return [os.path.basename(p) for p in s.run(m)]
 
     assert same_results(tf1, prog) == [b"a.txt", b"a.txt", b"b.txt", b"c.csv", b"d.txt"]
+
+
+def test_scaffold_and_hook_graph_as_tensorflow(tf1):
+    """Scaffold.finalize's default ops (resources' init and report, tables init, the
+    concatenated ready ops) and the hooks' global-step read (`global_step/add`, the
+    step before the run's increment) are TensorFlow's, node for node."""
+
+    def prog(tf):
+        gs = tf.train.get_or_create_global_step()
+        w = tf.Variable([1.0, 2.0], name="w")
+        train = tf.train.GradientDescentOptimizer(0.5).minimize(tf.reduce_sum(w * w), global_step=gs)
+        hook = tf.train.StopAtStepHook(last_step=3)
+        hook.begin()
+        scaffold = tf.train.Scaffold()
+        scaffold.finalize()
+        ops = sorted((op.name, op.type) for op in tf.get_default_graph().get_operations()
+                     if not op.name.startswith("save/"))  # the Saver's graph is not the Scaffold's
+        with tf.Session() as s:
+            s.run(scaffold.init_op)
+            s.run(scaffold.local_init_op)
+            ready = s.run([scaffold.ready_op, scaffold.ready_for_local_init_op])
+            read = tf.get_default_graph().get_tensor_by_name("global_step/add:0")
+            steps = [s.run([train, read])[1] for _ in range(2)]
+        return ops, ready, steps
+
+    same_results(tf1, prog)
