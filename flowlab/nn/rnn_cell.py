@@ -21,6 +21,7 @@ implements `_create_variables(depth, dtype)` or, as in TensorFlow, overrides
 from __future__ import annotations
 
 import collections
+import hashlib
 import re
 from typing import Any
 
@@ -515,21 +516,63 @@ class DropoutWrapper(_Wrapper):
         self._output_keep_prob = output_keep_prob
         self._state_keep_prob = state_keep_prob
         self._seed = seed
+        self._state_filter = dropout_state_filter_visitor or _default_dropout_state_filter
 
-    def _dropout(self, values: Any, keep_prob: Any, salt: int) -> Any:
-        if isinstance(keep_prob, (int, float)) and keep_prob == 1.0:
-            return values
+    def _gen_seed(self, salt_prefix: str, index: int) -> int | None:
+        """TensorFlow's seed for one dropout: md5 of the seed, the salt and the leaf's
+        position (so each leaf and each of input/state/output draws its own stream)."""
+        if self._seed is None:
+            return None
+        text = (str(self._seed) + f"{salt_prefix}_{index}").encode("utf-8")
+        return int(hashlib.md5(text).hexdigest()[:8], 16) & 0x7FFFFFFF
+
+    def _dropout(self, values: Any, salt_prefix: str, keep_prob: Any, flags: list[bool] | None = None) -> Any:
         from flowlab.ops.nn_impl import dropout
 
-        seed = None if self._seed is None else self._seed + salt
-        return _map_structure(lambda v: dropout(v, keep_prob=keep_prob, seed=seed), values)
+        leaves = _flat(values)
+        flags = [True] * len(leaves) if flags is None else flags
+        out = iter([dropout(v, rate=1.0 - keep_prob, seed=self._gen_seed(salt_prefix, i)) if do else v
+                    for i, (v, do) in enumerate(zip(leaves, flags))])
+        return _map_structure(lambda _: next(out), values)
 
     def __call__(self, inputs: Any, state: Any, scope: Any = None) -> Any:
-        inputs = self._dropout(inputs, self._input_keep_prob, 0)
+        def should(p: Any) -> bool:  # TensorFlow's: anything but a Python float 1.0 adds dropout
+            return not isinstance(p, float) or p < 1
+
+        if should(self._input_keep_prob):
+            inputs = self._dropout(inputs, "input", self._input_keep_prob)
         output, new_state = self.cell(inputs, state, scope=scope)
-        new_state = self._dropout(new_state, self._state_keep_prob, 1)
-        output = self._dropout(output, self._output_keep_prob, 2)
+        if should(self._state_keep_prob):
+            new_state = self._dropout(new_state, "state", self._state_keep_prob,
+                                      _state_flags(self._state_filter, new_state))
+        if should(self._output_keep_prob):
+            output = self._dropout(output, "output", self._output_keep_prob)
         return output, new_state
+
+
+def _default_dropout_state_filter(substate: Any) -> Any:
+    """TensorFlow's default: no dropout on an LSTM's memory `c`, nor on a TensorArray."""
+    from flowlab.ops.tensor_array_ops import TensorArray
+
+    if isinstance(substate, LSTMStateTuple):
+        return LSTMStateTuple(c=False, h=True)
+    return not isinstance(substate, TensorArray)
+
+
+def _state_flags(visitor: Any, s: Any) -> list[bool]:
+    """Per leaf of `s`, whether to drop it out: `visitor` answers for each substructure
+    True (go on into it), False (none of it) or a structure of such answers."""
+    answer = visitor(s)
+    nested = isinstance(s, (list, tuple))
+    if isinstance(answer, bool):
+        if not answer:
+            return [False] * len(_flat(s))
+        return [f for child in s for f in _state_flags(visitor, child)] if nested else [True]
+    out: list[bool] = []
+    for child, a in zip(s, answer):
+        out += _state_flags(visitor, child) if a is True else [False] * len(_flat(child)) if a is False \
+            else _state_flags(lambda _x, a=a: a, child)
+    return out
 
 
 class ResidualWrapper(_Wrapper):

@@ -247,7 +247,10 @@ KNOWN = {
                          "per traced function); TensorFlow restarts it with each iterator",
     "char_rnn_sampling": "a feed_dict key that is a tuple of tensors (an RNN's state, fed back as "
                          "{initial_state: state}) is refused; TensorFlow's session flattens it with "
-                         "its value (nest.flatten_dict_items) -- flowlab/runtime/client/feeds.py",
+                         "its value (nest.flatten_dict_items) -- flowlab/runtime/client/feeds.py; and "
+                         "a seeded op in a while loop's body (DropoutWrapper in dynamic_rnn) draws "
+                         "for the iterations in flowlab's order, TensorFlow's executor runs them "
+                         "last iteration first",
 }
 
 

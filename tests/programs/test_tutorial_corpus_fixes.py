@@ -285,3 +285,30 @@ def test_scaffold_and_hook_graph_as_tensorflow(tf1):
         return ops, ready, steps
 
     same_results(tf1, prog)
+
+
+def test_dropout_wrapper_seeds_and_state_filter(tf1):
+    """DropoutWrapper as TensorFlow's: a seed per leaf and per input/state/output
+    (md5 of seed and salt), no dropout on an LSTM's memory c, dropout added for any
+    keep probability but a Python float 1.0; through static_rnn (a while loop's
+    iterations draw in TensorFlow's scheduling order, see the corpus report)."""
+    from tests.programs.hidden_support import tf_with_legacy_keras
+
+    def prog(tf):
+        tf.set_random_seed(33)
+        xs = [tf.constant(np.full([2, 4], 0.5 + t, np.float32)) for t in range(3)]
+        keep = tf.placeholder_with_default(0.7, [])
+        lstm = tf.nn.rnn_cell.LSTMCell(3, initializer=tf.ones_initializer())
+        cell = tf.nn.rnn_cell.DropoutWrapper(lstm, input_keep_prob=keep, output_keep_prob=0.8,
+                                             state_keep_prob=0.6, seed=1)
+        gru = tf.nn.rnn_cell.DropoutWrapper(tf.nn.rnn_cell.GRUCell(2, kernel_initializer=tf.ones_initializer()),
+                                            output_keep_prob=1, seed=4)
+        out, state = tf.nn.static_rnn(cell, xs, dtype=tf.float32, scope="lstm")
+        out2, state2 = tf.nn.static_rnn(gru, xs, dtype=tf.float32, scope="gru")
+        seeds = sorted((op.name, op.get_attr("seed2")) for op in tf.get_default_graph().get_operations()
+                       if op.type == "RandomUniform")
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            return s.run([out, state, out2, state2]), seeds
+
+    same_results(tf_with_legacy_keras(tf1), prog)
