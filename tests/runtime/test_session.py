@@ -412,3 +412,20 @@ def test_a_session_leaves_pythons_random_stream_alone():
             sess.run(v.initializer)
             sess.run(y, {x: [1.0, 2.0]})
     assert [random.random() for _ in range(3)] == expected
+
+
+def test_a_tuple_key_feeds_each_tensor_from_its_place_in_the_value_as_tensorflow(tf1):
+    # An RNN's state fed back: {initial_state: state} with an LSTMStateTuple of tensors.
+    import collections
+
+    Pair = collections.namedtuple("Pair", "c h")
+    for tf in (tf1, fl):
+        with tf.Graph().as_default():
+            a, b, c = (tf.placeholder(tf.float32, [2]) for _ in range(3))
+            total = a + b * 10.0 + c * 100.0
+            with tf.Session() as sess:
+                got = sess.run(total, {(a, Pair(b, c)): (np.ones(2), Pair(np.array([1.0, 2.0]), np.zeros(2)))})
+                np.testing.assert_array_equal(got, [11.0, 21.0])
+                with pytest.raises(ValueError, match=r"Could not flatten dictionary\. Key had 2 elements, "
+                                                     r"but value had 1 elements"):
+                    sess.run(a + b, {(a, b): np.ones(2)})

@@ -16,14 +16,31 @@ from flowlab.graph.tensor import Tensor
 
 def expand_feed(graph: Graph, key: Any, value: Any) -> list[tuple[Tensor, Any]]:
     """The (tensor, value) pairs a feed_dict entry stands for: one, or several for a
-    key with `_feed_parts` (e.g. a SparseTensor)."""
+    key with `_feed_parts` (e.g. a SparseTensor) or a tuple of tensors."""
     if hasattr(key, "_feed_parts"):
         return list(zip(key._feed_parts(), key._split_feed_value(value)))
+    if isinstance(key, tuple):
+        # TensorFlow's nest.flatten_dict_items: a tuple of tensors (an RNN's state, an
+        # LSTMStateTuple) is fed from the same places of a value of the same structure.
+        keys, values = _flatten(key), _flatten(value)
+        if len(keys) != len(values):
+            raise ValueError(
+                f"Could not flatten dictionary. Key had {len(keys)} elements, but value had "
+                f"{len(values)} elements. Key: {keys}, value: {values}.")
+        return [pair for k, v in zip(keys, values) for pair in expand_feed(graph, k, v)]
     try:
         t = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
     except (TypeError, ValueError, KeyError) as e:
         raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
     return [(t, value)]
+
+
+def _flatten(x: Any) -> list[Any]:
+    """The leaves of nested tuples and lists (a NumPy array or a SparseTensorValue is a
+    leaf), in order."""
+    if isinstance(x, (tuple, list)) and not hasattr(x, "dense_shape"):
+        return [leaf for part in x for leaf in _flatten(part)]
+    return [x]
 
 
 def feed_converter(t: Tensor) -> Callable[[Any], Any]:
