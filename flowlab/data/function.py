@@ -19,13 +19,18 @@ the dataset op's `other_arguments` inputs, so its value is computed when the
 dataset op runs (when the iterator is initialized), as TensorFlow's captures by
 value are.  A nested function graph captures through its enclosing one.
 
-State.  A stateful op inside the function (a random op) keeps its state in the
-private session, so it advances from element to element and from pass to pass.
-Variables cannot be written from a dataset function (their value is captured).
+State.  A stateful op inside the function (a random op) keeps its state in a private
+session of its own per dataset instance (`instance()`: the kernels make one per run of
+the dataset op, i.e. per iterator initialization, on the first element), so it advances
+from element to element and through a `repeat`, and starts over with a re-initialized
+iterator or another session, as TensorFlow instantiates the function per iterator.  A
+stateless function shares one session for all.  Variables cannot be written from a
+dataset function (their value is captured).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -115,14 +120,36 @@ class DatasetFunction:
         if run is None:
             with self._lock:
                 if self._run is None:
-                    from flowlab.runtime.session import Session
-
-                    self.graph.finalize()
-                    session = Session(graph=self.graph)
-                    feeds = [*self.args, *(ph for _, ph in self.graph.captures)]
-                    self._run = session.make_callable(list(self.outputs), feeds)
+                    self._run = self._callable()
                 run = self._run
         return list(run(*values))  # type: ignore[misc]
+
+    def _callable(self) -> Callable[..., Any]:
+        from flowlab.runtime.session import Session
+
+        self.graph.finalize()
+        feeds = [*self.args, *(ph for _, ph in self.graph.captures)]
+        return Session(graph=self.graph).make_callable(list(self.outputs), feeds)
+
+    @functools.cached_property
+    def stateful(self) -> bool:
+        """Whether an op of the function keeps state between calls (a random op)."""
+        return any(op.op_def is not None and op.op_def.is_stateful for op in self.graph.get_operations())
+
+    def instance(self) -> Callable[[list[Any]], list[Any]]:
+        """`call` with state of its own: a session made for this instance on its first
+        call (what one iterator's pass over a dataset uses, see the module docstring)."""
+        made: list[Callable[..., Any]] = []
+        lock = threading.Lock()
+
+        def call(values: list[Any]) -> list[Any]:
+            if not made:
+                with lock:
+                    if not made:
+                        made.append(self._callable())
+            return list(made[0](*values))
+
+        return call
 
     @property
     def batched(self) -> BatchedFunction | None:

@@ -59,8 +59,14 @@ def _body(fn: Any, ctx: Any) -> Any:
 
 
 def _call(fn: Any, captured: tuple[Any, ...]) -> Callable[[dv.Element], list[Any]]:
+    # A function with state (a random op) gets an instance per run of the dataset op
+    # (per iterator initialization), made on its first element: TensorFlow's per-iterator
+    # instantiation.  A one-shot iterator's later runs of the op build values never
+    # iterated, so they make no session.
+    call = fn.instance() if getattr(fn, "stateful", False) else fn.call
+
     def apply(element: dv.Element) -> list[Any]:
-        return fn.call([*element, *captured])  # type: ignore[no-any-return]
+        return call([*element, *captured])  # type: ignore[no-any-return]
 
     return apply
 

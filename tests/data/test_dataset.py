@@ -324,6 +324,25 @@ def test_dataset_graph_draws():
     assert {"RangeDataset", "MapDataset", "OneShotIterator", "IteratorGetNext"} <= names
 
 
+def test_a_random_map_starts_over_with_each_iterator_and_goes_on_through_repeat_as_tensorflow(tf1):
+    def draws(tf):
+        with tf.Graph().as_default():
+            ds = tf.data.Dataset.range(3).map(lambda x: tf.random_uniform([], seed=3)).repeat(2)
+            it = tf.data.make_initializable_iterator(ds)
+            nxt = it.get_next()
+            out = []
+            for _ in range(2):  # two sessions, each initializing the iterator twice
+                with tf.Session() as sess:
+                    for _ in range(2):
+                        sess.run(it.initializer)
+                        out.append([float(sess.run(nxt)) for _ in range(6)])
+            return out
+
+    want, got = draws(tf1), draws(fl)
+    assert got == want
+    assert len(set(got[0])) == 6 and got[0] == got[1] == got[2]
+
+
 def test_random_op_in_map_advances_per_element():
     got, _, _ = drain(fl, lambda tf: tf.data.Dataset.range(4).map(
         lambda x: tf.random_uniform([], seed=3)))

@@ -70,7 +70,19 @@ def _calls(monkeypatch: Any) -> dict[str, int]:
         counts["batch"] += 1
         return batch_call(self, values)
 
+    element_instance = function_mod.DatasetFunction.instance
+
+    def count_instance(self: Any) -> Any:  # a stateful function's per-iterator calls
+        call = element_instance(self)
+
+        def counted(values: Any) -> Any:
+            counts["element"] += 1
+            return call(values)
+
+        return counted
+
     monkeypatch.setattr(function_mod.DatasetFunction, "call", count_element)
+    monkeypatch.setattr(function_mod.DatasetFunction, "instance", count_instance)
     monkeypatch.setattr(vectorize.BatchedFunction, "call", count_batch)
     return counts
 

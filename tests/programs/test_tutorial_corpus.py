@@ -242,13 +242,7 @@ def comparable(results: Any) -> Any:
 # --- the test ----------------------------------------------------------------------------
 # What still differs, by program (the change each needs is outside this file's reach).
 KNOWN = {
-    "dataset_pipelines": "a random op inside Dataset.map keeps its stream across iterator "
-                         "initializations and sessions (flowlab.data.function's one private session "
-                         "per traced function); TensorFlow restarts it with each iterator",
-    "char_rnn_sampling": "a feed_dict key that is a tuple of tensors (an RNN's state, fed back as "
-                         "{initial_state: state}) is refused; TensorFlow's session flattens it with "
-                         "its value (nest.flatten_dict_items) -- flowlab/runtime/client/feeds.py; and "
-                         "a seeded op in a while loop's body (DropoutWrapper in dynamic_rnn) draws "
+    "char_rnn_sampling": "a seeded op in a while loop's body (DropoutWrapper in dynamic_rnn) draws "
                          "for the iterations in flowlab's order, TensorFlow's executor runs them "
                          "last iteration first",
 }
