@@ -22,7 +22,14 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from flowlab.kernels.dataset_values import AUTOTUNE, DatasetValue, Element, RowSource, _invalid
+from flowlab.kernels.dataset_values import (
+    AUTOTUNE,
+    DatasetValue,
+    Element,
+    RowSource,
+    _invalid,
+    row_order,
+)
 from flowlab.kernels.philox import PhiloxRandom, SingleSamples
 
 
@@ -137,7 +144,7 @@ class Repeat(DatasetValue):
                     rs = self.inp.row_source()
                     assert rs is not None  # the same input, the same kind of pass
                 produced = False
-                for i in iter(range(rows.n)) if rs[1] is None else rs[1]:
+                for i in row_order(rs):
                     produced = True
                     yield i
                 rs = None
@@ -167,8 +174,7 @@ class Take(DatasetValue):
         rs = self.inp.row_source()
         if rs is None or self.count < 0:
             return rs
-        rows, order = rs
-        return rows, itertools.islice(iter(range(rows.n)) if order is None else order, self.count)
+        return rs[0], itertools.islice(row_order(rs), self.count)
 
 
 class Skip(DatasetValue):
@@ -189,10 +195,9 @@ class Skip(DatasetValue):
         rs = self.inp.row_source()
         if rs is None:
             return None
-        rows, order = rs
         if self.count < 0:
-            return rows, iter(())
-        return rows, itertools.islice(iter(range(rows.n)) if order is None else order, self.count, None)
+            return rs[0], iter(())
+        return rs[0], itertools.islice(row_order(rs), self.count, None)
 
 
 class Cache(DatasetValue):

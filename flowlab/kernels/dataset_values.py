@@ -45,6 +45,12 @@ Fn = Callable[[Element], list[Any]]
 # the pass's row numbers in order (None: 0, 1, ..., n - 1).
 RowSource = tuple[Any, Iterator[int] | None]
 
+
+def row_order(rs: RowSource) -> Iterator[int]:
+    """The row numbers of a row source's pass, in order."""
+    rows, order = rs
+    return iter(range(rows.n)) if order is None else order
+
 AUTOTUNE = -1
 
 
@@ -373,8 +379,7 @@ class Batch(DatasetValue):
     def iterate(self) -> Iterator[Element]:
         rs = self.inp.row_source() if type(self) is Batch else None
         if rs is not None:
-            rows, order = rs
-            yield from self._gather(rows, iter(range(rows.n)) if order is None else order)
+            yield from self._gather(rs[0], row_order(rs))
             return
         buf: list[Element] = []
         for e in self.inp.iterate():

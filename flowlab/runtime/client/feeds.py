@@ -12,6 +12,7 @@ import numpy as np
 from flowlab.graph import dtypes
 from flowlab.graph.graph import Graph
 from flowlab.graph.tensor import Tensor
+from flowlab.ops import cond as nest
 
 
 def expand_feed(graph: Graph, key: Any, value: Any) -> list[tuple[Tensor, Any]]:
@@ -22,7 +23,7 @@ def expand_feed(graph: Graph, key: Any, value: Any) -> list[tuple[Tensor, Any]]:
     if isinstance(key, tuple):
         # TensorFlow's nest.flatten_dict_items: a tuple of tensors (an RNN's state, an
         # LSTMStateTuple) is fed from the same places of a value of the same structure.
-        keys, values = _flatten(key), _flatten(value)
+        keys, values = nest.flatten(key), nest.flatten(value)
         if len(keys) != len(values):
             raise ValueError(
                 f"Could not flatten dictionary. Key had {len(keys)} elements, but value had "
@@ -33,14 +34,6 @@ def expand_feed(graph: Graph, key: Any, value: Any) -> list[tuple[Tensor, Any]]:
     except (TypeError, ValueError, KeyError) as e:
         raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
     return [(t, value)]
-
-
-def _flatten(x: Any) -> list[Any]:
-    """The leaves of nested tuples and lists (a NumPy array or a SparseTensorValue is a
-    leaf), in order."""
-    if isinstance(x, (tuple, list)) and not hasattr(x, "dense_shape"):
-        return [leaf for part in x for leaf in _flatten(part)]
-    return [x]
 
 
 def feed_converter(t: Tensor) -> Callable[[Any], Any]:
