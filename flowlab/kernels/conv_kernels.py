@@ -9,10 +9,12 @@ vectorized additions into a zero padded input.  Grouped convolutions batch the G
 over groups.  Pooling reduces the same strided window view; MaxPoolGrad sends each
 window's gradient to its first maximum (TensorFlow's scan order) with one bincount.
 
-With two or more intra-op threads (flowlab.runtime.thread_policy) a large convolution
-is shared out by blocks of images, each block doing its own im2col + GEMM (forward;
-filter backprop as partial sums added in block order) or per-tap GEMMs + col2im into
-its own images (input backprop); a single image shares the GEMMs' rows instead.
+On NumPy a batch is done by blocks of images (flowlab.kernels.conv_blocks): a few
+images at a time, so that one block's column matrix stays in the cache, and with two
+or more intra-op threads (flowlab.runtime.thread_policy) the blocks shared out among
+them; a single image shares the GEMMs' rows instead.  The input backprop of a stride-1
+convolution is there one more convolution forward: out_backprop, zero padded,
+correlated with the flipped filter (no col2im).
 
 Everything is computed in NHWC; NCHW inputs and outputs are transposed at the edges.
 float16 is computed in float32 and rounded back, as TensorFlow accumulates.
@@ -25,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels import math_kernels
-from flowlab.kernels.math_kernels import row_blocks, run_blocks, sharded_matmul, sharded_matmul_tn
+from flowlab.kernels import conv_blocks
+from flowlab.kernels.math_kernels import sharded_matmul, sharded_matmul_tn
 from flowlab.kernels.registry import kernel
 from flowlab.ops.conv_ops import explicit_pads, output_size, spatial
 
@@ -177,18 +179,6 @@ def _im2col(xp: Any, geo: _Geometry, x: Any) -> Any:
     return win.reshape(n * geo.out[0] * geo.out[1], geo.k[0] * geo.k[1] * c)
 
 
-def _image_blocks(n: int, work: int) -> list[int]:
-    """Bounds of the blocks of images that the intra-op threads share in a convolution
-    of `work` multiply-adds: [0, n] (one block) when sharing would not pay.  Each block
-    does its own im2col (or col2im), so the copies run on the threads too and no
-    [n*oh*ow, kh*kw*c] matrix of the whole batch exists."""
-    threads = math_kernels.intra_op_threads()
-    if threads < 2 or n < 2 or work < math_kernels.SHARD_MIN_WORK:
-        return [0, n]
-    step = -(-n // min(2 * threads, n))
-    return list(range(0, n, step)) + [n]
-
-
 def _windows_of(geo: _Geometry, x: np.ndarray) -> np.ndarray:
     return geo.windows(np, np.ascontiguousarray(geo.padded(np, x)))
 
@@ -211,16 +201,9 @@ def conv2d(ctx: Any, x: Any, f: Any) -> Any:
     n = x.shape[0]
     m, kk = n * geo.out[0] * geo.out[1], kh * kw
     f = f.astype(ct, copy=False)
-    bounds = _image_blocks(n, m * kk * cg * o) if xp is np and g == 1 else [0, n]
-    if len(bounds) > 2:
-        win, f2, r = _windows_of(geo, x), f.reshape(kk * cg, o), geo.out[0] * geo.out[1]
-        y = np.empty((m, o), ct)
-
-        def block(i: int) -> None:
-            lo, hi = bounds[i], bounds[i + 1]
-            np.matmul(win[lo:hi].reshape((hi - lo) * r, kk * cg), f2, out=y[lo * r:hi * r])
-
-        run_blocks(len(bounds) - 1, block)
+    if xp is np and g == 1 and n > 1:
+        bounds = conv_blocks.image_blocks(n, m * kk * cg * o)
+        y = conv_blocks.forward(_windows_of(geo, x), f.reshape(kk * cg, o), bounds)
         return _finish(xp, y.reshape(n, geo.out[0], geo.out[1], o), dtype, geo.nchw)
     cols = _im2col(xp, geo, x)
     if g == 1:
@@ -246,46 +229,6 @@ def check_out_backprop(who: str, dy: Any, want: tuple[int, ...],
         raise _invalid(f"{who}: out_backprop has shape {list(dy.shape)}, expected {list(want)}{note}")
 
 
-def _per_tap(dy2: np.ndarray, ft: np.ndarray) -> np.ndarray:
-    """[kk, m, c] = dy2 [m, o] @ ft [kk, o, c] for every tap, the rows of dy2 shared
-    out among the intra-op threads (flowlab.kernels.math_kernels.run_blocks)."""
-    m, o = dy2.shape
-    kk, _, c = ft.shape
-    bounds = row_blocks(m, m * o * kk * c)
-    if len(bounds) == 2 or dy2.dtype != ft.dtype:
-        return np.matmul(dy2, ft)
-    out = np.empty((kk, m, c), dy2.dtype)
-
-    def block(i: int) -> None:
-        lo, hi = bounds[i], bounds[i + 1]
-        np.matmul(dy2[lo:hi], ft, out=out[:, lo:hi])
-
-    run_blocks(len(bounds) - 1, block)
-    return out
-
-
-def _backprop_input_blocks(geo: _Geometry, bounds: list[int], dy2: np.ndarray, ft: np.ndarray,
-                           in_shape: tuple[int, ...], ct: Any) -> np.ndarray:
-    """The input gradient by blocks of images on the intra-op threads: per block, the
-    per-tap GEMMs of its rows of out_backprop, then its col2im into its own images of
-    the padded gradient (blocks write disjoint images)."""
-    n, h, w, c = in_shape
-    (pt, pb), (pl, pr) = geo.pad
-    (oh, ow), (kh, kw), r = geo.out, geo.k, geo.out[0] * geo.out[1]
-    out = np.zeros((n, h + pt + pb, w + pl + pr, c), dtype=ct)
-
-    def block(b: int) -> None:
-        lo, hi = bounds[b], bounds[b + 1]
-        taps = np.matmul(dy2[lo * r:hi * r], ft).reshape(kh, kw, hi - lo, oh, ow, c)
-        mine = out[lo:hi]
-        for i, j in geo.taps():
-            dst = geo.tap(mine, i, j)
-            dst += taps[i, j]
-
-    run_blocks(len(bounds) - 1, block)
-    return out[:, pt:pt + h, pl:pl + w, :]
-
-
 @kernel("Conv2DBackpropInput", expensive=True, host_memory=("input_sizes",))
 def conv2d_backprop_input(ctx: Any, sizes: Any, f: Any, dy: Any) -> Any:
     xp = ctx.xp
@@ -304,15 +247,19 @@ def conv2d_backprop_input(ctx: Any, sizes: Any, f: Any, dy: Any) -> Any:
     f = f.astype(ct, copy=False)
     dy2 = dy.reshape(m, o)
     oh, ow = geo.out
-    bounds = _image_blocks(n, m * o * kk * cg) if xp is np and g == 1 else [0, n]
-    if len(bounds) > 2:
-        dx = _backprop_input_blocks(geo, bounds, dy2, f.reshape(kk, cg, o).transpose(0, 2, 1),
-                                    nhwc_shape, ct)
-    elif g == 1:
+    if xp is np and g == 1 and n > 1:
+        bounds = conv_blocks.image_blocks(n, m * o * kk * cg)
+        dx = conv_blocks.input_grad_by_correlation(geo, dy, f, nhwc_shape, bounds)
+        if dx is None and len(bounds) > 2:
+            dx = conv_blocks.input_grad_by_taps(geo, bounds, dy2, f.reshape(kk, cg, o).transpose(0, 2, 1),
+                                                nhwc_shape, ct)
+        if dx is not None:
+            return _finish(xp, dx, dtype, geo.nchw)
+    if g == 1:
         # One GEMM per tap ([m, o] @ [o, c], batched in one call) gives each tap's
         # contribution as a contiguous block: col2im then reads them sequentially.
         ft = f.reshape(kk, cg, o).transpose(0, 2, 1)
-        taps = _per_tap(dy2, ft) if xp is np else xp.matmul(dy2, ft)
+        taps = conv_blocks.per_tap(dy2, ft) if xp is np else xp.matmul(dy2, ft)
         taps = taps.reshape(kh, kw, n, oh, ow, cg)
         dx = geo.scatter(xp, lambda i, j: taps[i, j], nhwc_shape, ct)
     else:
@@ -340,19 +287,9 @@ def conv2d_backprop_filter(ctx: Any, x: Any, sizes: Any, dy: Any) -> Any:
     check_out_backprop("Conv2DCustomBackprop", dy, (n, geo.out[0], geo.out[1], o))
     m, kk = n * geo.out[0] * geo.out[1], kh * kw
     dy2 = dy.reshape(m, o)
-    bounds = _image_blocks(n, m * kk * cg * o) if xp is np and g == 1 else [0, n]
-    if len(bounds) > 2:
-        win, r = _windows_of(geo, x), geo.out[0] * geo.out[1]
-        parts: list[Any] = [None] * (len(bounds) - 1)
-
-        def block(i: int) -> None:
-            lo, hi = bounds[i], bounds[i + 1]
-            parts[i] = np.matmul(win[lo:hi].reshape((hi - lo) * r, kk * cg).T, dy2[lo * r:hi * r])
-
-        run_blocks(len(parts), block)
-        df = parts[0]
-        for p in parts[1:]:
-            df += p
+    if xp is np and g == 1 and n > 1:
+        bounds = conv_blocks.image_blocks(n, m * kk * cg * o)
+        df = conv_blocks.filter_grad(_windows_of(geo, x), dy2, bounds)
         return np.ascontiguousarray(df.reshape(f_shape)).astype(dtype, copy=False)
     cols = _im2col(xp, geo, x)
     if g == 1:

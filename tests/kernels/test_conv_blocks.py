@@ -1,9 +1,17 @@
-"""Convolutions shared out among the intra-op threads (flowlab.kernels.math_kernels.
-run_blocks): by blocks of images, each with its own im2col + GEMM (Conv2D,
-Conv2DBackpropFilter: partial sums) or per-tap GEMMs + col2im (Conv2DBackpropInput),
-and for a single image by row blocks of the GEMMs: forward and both gradients equal
-TensorFlow's on shapes large enough to be cut into blocks -- odd sizes, strides,
-VALID/SAME/explicit padding, dilations, several images -- and NCHW equals NHWC."""
+"""Convolutions by blocks of images (flowlab.kernels.conv_blocks).
+
+Cache blocks: at any thread count a batch runs a few images at a time (im2col + GEMM
+per block; filter backprop as partial sums in image order), and the input backprop of
+a stride-1 convolution is a correlation of the padded out_backprop with the flipped
+filter -- forward and both gradients equal TensorFlow's, and the correlation equals
+the per-tap GEMMs + col2im it replaces (dilations, which TensorFlow's CPU gradients
+lack), with a fallback for padding wider than the kernel.
+
+Thread blocks (flowlab.kernels.math_kernels.run_blocks): with intra-op threads the
+blocks are shared out among them, and a single image shares the GEMMs' rows: forward
+and both gradients equal TensorFlow's on shapes large enough to be cut -- odd sizes,
+strides, VALID/SAME/explicit padding, dilations, several images -- and NCHW equals
+NHWC."""
 
 from __future__ import annotations
 
@@ -11,7 +19,7 @@ import numpy as np
 import pytest
 
 import flowlab as fl
-from flowlab.kernels import conv_kernels, math_kernels
+from flowlab.kernels import conv_blocks, math_kernels
 from flowlab.runtime import thread_policy
 from tests.difftest import assert_same, run_with
 
@@ -38,7 +46,7 @@ def three_intra_op_threads(monkeypatch):
         return real(blocks, fn)
 
     monkeypatch.setattr(math_kernels, "run_blocks", counting)
-    monkeypatch.setattr(conv_kernels, "run_blocks", counting)
+    monkeypatch.setattr(conv_blocks, "run_blocks", counting)
     old = math_kernels.intra_op_threads()
     yield shared
     math_kernels.set_intra_op_threads(old)
@@ -104,14 +112,76 @@ def test_sharded_nchw_equals_nhwc(three_intra_op_threads):
     assert sum(1 for b in three_intra_op_threads if b > 1) >= 6
 
 
-def test_one_intra_op_thread_runs_one_block(monkeypatch):
+@pytest.fixture
+def one_intra_op_thread(monkeypatch):
+    """Sessions choose 1 intra-op thread; records the thread blocks and cache blocks."""
     monkeypatch.setattr(thread_policy, "available_cores", lambda: 1)
-    blocks = []
-    real = math_kernels.run_blocks
-    monkeypatch.setattr(conv_kernels, "run_blocks", lambda b, fn: blocks.append(b) or real(b, fn))
-    monkeypatch.setattr(math_kernels, "run_blocks", lambda b, fn: blocks.append(b) or real(b, fn))
+    seen = {"thread": [], "cache": []}
+    run, sub = math_kernels.run_blocks, conv_blocks._sub_blocks
+    monkeypatch.setattr(conv_blocks, "run_blocks", lambda b, fn: seen["thread"].append(b) or run(b, fn))
+
+    def sub_blocks(lo, hi, step):
+        blocks = sub(lo, hi, step)
+        seen["cache"].append(len(blocks))
+        return blocks
+
+    monkeypatch.setattr(conv_blocks, "_sub_blocks", sub_blocks)
+    old = math_kernels.intra_op_threads()
+    yield seen
+    math_kernels.set_intra_op_threads(old)
+
+
+def test_one_intra_op_thread_runs_one_thread_block_of_cache_blocks(one_intra_op_thread):
     rs = np.random.RandomState(5)
     x, f = rs.randn(8, 20, 20, 16).astype(np.float32), rs.randn(3, 3, 16, 32).astype(np.float32)
     y, dx, df = run_with(fl, _conv_and_grads(x, f, 1, "SAME"))
-    assert blocks == []  # the unsharded NumPy calls
     assert y.shape == (8, 20, 20, 32) and dx.shape == x.shape and df.shape == f.shape
+    # Forward, input backprop (a correlation, so a forward) and filter backprop: one
+    # thread block each, no helper thread.
+    assert one_intra_op_thread["thread"] == [1, 1, 1]
+    # 20*20 rows of 144 (forward, filter) or 288 (input backprop) float32 columns per
+    # image: 2 MiB of columns hold 9 or 4 images.
+    assert sorted(one_intra_op_thread["cache"]) == [1, 1, 2]
+
+
+CACHE_CASES = CASES[:4] + [
+    ((5, 12, 11, 6), (3, 2, 6, 10), 1, "VALID"),
+    # padding wider than the kernel: the input backprop falls back to per-tap GEMMs
+    ((4, 10, 9, 8), (2, 2, 8, 16), 1, [[0, 0], [3, 1], [0, 2], [0, 0]]),
+]
+
+
+@pytest.mark.parametrize("xs, fs, strides, padding", CACHE_CASES)
+def test_cache_blocks_of_one_image_equal_tensorflow(tf1, monkeypatch, one_intra_op_thread, xs, fs,
+                                                    strides, padding):
+    monkeypatch.setattr(conv_blocks, "CACHE_BYTES", 1)  # one image per cache block
+    x, f = _data(xs, fs, sum(xs) + 2 * sum(fs))
+    assert_same(tf1, _conv_and_grads(x, f, strides, padding), rtol=2e-4, atol=2e-4)
+    assert max(one_intra_op_thread["cache"]) == xs[0]
+
+
+@pytest.mark.parametrize("strides, padding, dilations", [
+    (1, "SAME", 1), (1, "SAME", 2), (1, "VALID", [1, 3, 2, 1]),
+    (1, [[0, 0], [1, 0], [2, 3], [0, 0]], 2),
+    (1, [[0, 0], [5, 0], [0, 0], [0, 0]], 1),  # wider than the kernel: per-tap GEMMs
+    (2, "SAME", 1),  # strided: per-tap GEMMs
+])
+def test_input_backprop_by_correlation_equals_per_tap_gemms(monkeypatch, one_intra_op_thread,
+                                                            strides, padding, dilations):
+    x, f = _data((3, 13, 11, 5), (3, 4, 5, 7), 21)
+    calls = []
+    real = conv_blocks.input_grad_by_correlation
+
+    def recording(*args):
+        dx = real(*args)
+        calls.append(dx is not None)
+        return dx
+
+    monkeypatch.setattr(conv_blocks, "input_grad_by_correlation", recording)
+    got = run_with(fl, _conv_and_grads(x, f, strides, padding, dilations))
+    monkeypatch.setattr(conv_blocks, "input_grad_by_correlation", lambda *args: None)
+    want = run_with(fl, _conv_and_grads(x, f, strides, padding, dilations))
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[0], want[0])
+    applies = strides == 1 and padding != [[0, 0], [5, 0], [0, 0], [0, 0]]
+    assert calls == [applies]
