@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels import conv_blocks
+from flowlab.kernels import batch_blocks, conv_blocks
 from flowlab.kernels.math_kernels import sharded_matmul, sharded_matmul_tn
 from flowlab.kernels.registry import kernel
 from flowlab.ops.conv_ops import explicit_pads, output_size, spatial
@@ -333,9 +333,15 @@ def max_pool(ctx: Any, x: Any) -> Any:
     # A running maximum over the kh*kw strided taps: each pass is a vectorized
     # elementwise maximum, much faster than reducing a 6-d window view.
     taps = geo.taps()
-    y = xp.array(geo.tap(xpad, *taps[0]))
-    for i, j in taps[1:]:
-        xp.maximum(y, geo.tap(xpad, i, j), out=y)
+    first = geo.tap(xpad, *taps[0])
+    y = xp.empty(first.shape, dtype)
+
+    def images(lo: int, hi: int) -> None:
+        y[lo:hi] = first[lo:hi]
+        for i, j in taps[1:]:
+            xp.maximum(y[lo:hi], geo.tap(xpad, i, j)[lo:hi], out=y[lo:hi])
+
+    batch_blocks.each(batch_blocks.bounds(xpad), images)
     if dtype in (np.float32, np.float64) and y.size and not bool(xp.isfinite(y.min())):
         # TensorFlow's CPU MaxPool starts from the lowest finite value and keeps x only
         # when x > max: NaNs are skipped, and a window of NaNs or -infs gives that lowest
@@ -442,36 +448,44 @@ def _argmax(ctx: Any, x: Any) -> tuple[_Geometry, Any, Any]:
 
 def _disjoint_grad(xp: Any, geo: _Geometry, x: Any, dy: Any) -> Any:
     """MaxPoolGrad when windows tile the input (stride == ksize, no padding) and no
-    window has a tie or a NaN: a few whole-array passes over a [n, oh, kh, ow, kw, c]
-    view instead of one strided pass per tap.  None when that does not apply."""
+    window has a NaN: a few whole-array passes over a [n, oh, kh, ow, kw, c] view
+    instead of one strided pass per tap, by blocks of images on the intra-op threads
+    (flowlab.kernels.batch_blocks).  None when that does not apply."""
     (oh, ow), (kh, kw) = geo.out, geo.k
     if geo.s != geo.k or any(geo.pad[0] + geo.pad[1]) or x.size == 0:
         return None
     n, h, w, c = x.shape
     x6 = x[:, :oh * kh, :ow * kw, :].reshape(n, oh, kh, ow, kw, c)
-    y = x6[:, :, 0, :, 0, :].copy()
-    for i, j in geo.taps()[1:]:
-        xp.maximum(y, x6[:, :, i, :, j, :], out=y)
-    y = y[:, :, None, :, None, :]
-    if np.issubdtype(x.dtype, np.floating) and xp.isnan(y).any():
-        return None
-    first = x6 == y
-    # Each window holds its maximum at least once; exactly once everywhere iff the
-    # count of matches is the count of windows.  Otherwise (ReLU zeros tie often) keep
-    # the first match in TensorFlow's row-major scan order, on one-byte masks.
-    if int(xp.count_nonzero(first)) != n * oh * ow * c:
-        seen = xp.zeros((n, oh, ow, c), dtype=bool)
-        for i in range(kh):
-            for j in range(kw):
-                tap = first[:, :, i, :, j, :]
-                tap &= ~seen
-                seen |= tap
-    dx6 = first * dy[:, :, None, :, None, :]
-    if (h, w) == (oh * kh, ow * kw):
-        return dx6.reshape(n, h, w, c)
-    dx = xp.zeros((n, h, w, c), dtype=dx6.dtype)
-    dx[:, :oh * kh, :ow * kw, :] = dx6.reshape(n, oh * kh, ow * kw, c)
-    return dx
+    dy6 = dy[:, :, None, :, None, :]
+    full = (h, w) == (oh * kh, ow * kw)
+    dx = (xp.empty if full else xp.zeros)((n, h, w, c), dtype=dy.dtype)
+    dx6 = dx[:, :oh * kh, :ow * kw, :].reshape(n, oh, kh, ow, kw, c)  # a view: axes split
+    nan = np.issubdtype(x.dtype, np.floating)
+    found_nan = []
+
+    def images(lo: int, hi: int) -> None:
+        xs = x6[lo:hi]
+        y = xs[:, :, 0, :, 0, :].copy()
+        for i, j in geo.taps()[1:]:
+            xp.maximum(y, xs[:, :, i, :, j, :], out=y)
+        if nan and xp.isnan(y).any():
+            found_nan.append(lo)
+            return
+        first = xs == y[:, :, None, :, None, :]
+        # Each window holds its maximum at least once; exactly once everywhere iff the
+        # count of matches is the count of windows.  Otherwise (ReLU zeros tie often)
+        # keep the first match in TensorFlow's row-major scan order, on one-byte masks.
+        if int(xp.count_nonzero(first)) != y.size:
+            seen = xp.zeros(y.shape, dtype=bool)
+            for i in range(kh):
+                for j in range(kw):
+                    tap = first[:, :, i, :, j, :]
+                    tap &= ~seen
+                    seen |= tap
+        xp.multiply(first, dy6[lo:hi], out=dx6[lo:hi])
+
+    batch_blocks.each(batch_blocks.bounds(x), images)
+    return None if found_nan else dx
 
 
 @kernel("MaxPoolGrad")

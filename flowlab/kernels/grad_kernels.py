@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
+from flowlab.kernels import batch_blocks
 from flowlab.kernels.fp_state import ignoring
 from flowlab.kernels.registry import can_forward, kernel
 from flowlab.ops.math_grad import broadcast_reduction_axes
@@ -75,6 +76,11 @@ def _relu_grad_k(ctx: Any, g: Any, f: Any) -> Any:
     # inf or NaN gradient gives NaN where the feature is <= 0 and a negative one -0.0
     # (checked against TensorFlow 2.21).  Also the cheapest form; in place when the
     # gradient dies here (buffer forwarding), as the NumPy step's `dz *= h > 0`.
+    blocks = batch_blocks.bounds(g)
+    if len(blocks) > 2 and type(f) is np.ndarray and f.shape == g.shape:
+        out = g if ctx.forwardable and can_forward(g) else np.empty_like(g)
+        batch_blocks.each(blocks, lambda lo, hi: np.multiply(g[lo:hi], f[lo:hi] > 0, out=out[lo:hi]))
+        return out
     mask = f > 0
     with ignoring():  # 0 * inf is TensorFlow's NaN, silently
         if (ctx.forwardable and can_forward(g) and type(mask) is np.ndarray
@@ -125,6 +131,19 @@ def _softsign_grad_k(ctx: Any, g: Any, f: Any) -> Any:
 def _bias_add_grad_k(ctx: Any, g: Any) -> Any:
     channel = 1 if ctx.attrs["data_format"] == "NCHW" and g.ndim > 2 else g.ndim - 1
     axes = tuple(i for i in range(g.ndim) if i != channel)
+    blocks = batch_blocks.bounds(g)
+    if len(blocks) > 2:
+        parts: list[Any] = [None] * (len(blocks) - 1)
+        index = {lo: i for i, lo in enumerate(blocks[:-1])}
+
+        def block(lo: int, hi: int) -> None:
+            parts[index[lo]] = np.sum(g[lo:hi], axis=axes)
+
+        batch_blocks.each(blocks, block)
+        total = parts[0]
+        for p in parts[1:]:
+            total += p
+        return total.astype(g.dtype, copy=False)
     return ctx.xp.sum(g, axis=axes).astype(g.dtype, copy=False)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
+from flowlab.kernels import batch_blocks
 from flowlab.kernels.fp_state import ignoring
 from flowlab.kernels.registry import can_forward, fits, kernel
 
@@ -38,6 +39,15 @@ def relu(ctx: Any, x: Any) -> Any:
     # maximum propagates NaN, as Eigen's cwiseMax does in TensorFlow's kernel.
     if type(x) is np.ndarray:
         out = x if ctx.forwardable and can_forward(x) else None
+        blocks = batch_blocks.bounds(x)
+        if len(blocks) > 2:
+            y = np.empty_like(x) if out is None else out
+
+            def block(lo: int, hi: int) -> None:
+                np.maximum(x[lo:hi], np.zeros(x[lo:hi].shape, x.dtype), out=y[lo:hi])
+
+            batch_blocks.each(blocks, block)
+            return y
         if x.size >= _VECTOR_MAX_SIZE:
             # NumPy vectorizes maximum of two arrays, not of an array and a scalar:
             # against a zero array it is 2-3x faster on a [128,512] float32 input.
@@ -145,6 +155,11 @@ def bias_add(ctx: Any, value: Any, bias: Any) -> Any:
             f"{_dims(bias.shape)} vs. {_dims(value.shape)}"
         )
     b = bias.reshape((-1,) + (1,) * (value.ndim - 1 - channel_axis))
+    blocks = batch_blocks.bounds(value)
+    if len(blocks) > 2 and fits(b, value):
+        out = value if ctx.forwardable and can_forward(value) else np.empty_like(value)
+        batch_blocks.each(blocks, lambda lo, hi: np.add(value[lo:hi], b, out=out[lo:hi]))
+        return out
     with np.errstate(over="ignore", invalid="ignore"):
         if ctx.forwardable and can_forward(value) and fits(b, value):
             return np.add(value, b, out=value)  # the input dies here: its buffer
