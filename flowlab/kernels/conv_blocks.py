@@ -62,6 +62,24 @@ def _each_block(bounds: list[int], step: int, fn: Callable[[int, int], None]) ->
     run_blocks(len(bounds) - 1, thread_block)
 
 
+def _columns(win: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """The [rows, kh*kw*c] column matrix (im2col) of images lo:hi of the window view.
+
+    A copy of the 6-d view, except for a single input channel (a grayscale image's
+    first layer): then the copy would move one float per inner step, so the columns
+    are built tap by tap, whole output rows at a time, into a [kh*kw, rows] buffer
+    that is returned transposed (GEMMs take it as it is).  cnn_train's first layer:
+    0.4 against 1.6 ms."""
+    n, oh, ow, kh, kw, c = win.shape
+    if c != 1:
+        return win[lo:hi].reshape((hi - lo) * oh * ow, kh * kw * c)
+    buf = np.empty((kh, kw, hi - lo, oh, ow), win.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            buf[i, j] = win[lo:hi, :, :, i, j, 0]
+    return buf.reshape(kh * kw, (hi - lo) * oh * ow).T
+
+
 def forward(win: np.ndarray, f2: np.ndarray, bounds: list[int]) -> np.ndarray:
     """[n*oh*ow, o] = im2col(win) @ f2, where `win` is the [n, oh, ow, kh, kw, c] window
     view of the padded input and f2 the [kh*kw*c, o] filter."""
@@ -70,7 +88,7 @@ def forward(win: np.ndarray, f2: np.ndarray, bounds: list[int]) -> np.ndarray:
     y = np.empty((n * r, f2.shape[1]), np.result_type(win.dtype, f2.dtype))
 
     def block(lo: int, hi: int) -> None:
-        np.matmul(win[lo:hi].reshape((hi - lo) * r, k), f2, out=y[lo * r:hi * r])
+        np.matmul(_columns(win, lo, hi), f2, out=y[lo * r:hi * r])
 
     _each_block(bounds, cache_images(r, k, win.itemsize), block)
     return y
@@ -87,7 +105,7 @@ def filter_grad(win: np.ndarray, dy2: np.ndarray, bounds: list[int]) -> np.ndarr
     def thread_block(b: int) -> None:
         acc = None
         for lo, hi in _sub_blocks(bounds[b], bounds[b + 1], step):
-            p = np.matmul(win[lo:hi].reshape((hi - lo) * r, k).T, dy2[lo * r:hi * r])
+            p = np.matmul(_columns(win, lo, hi).T, dy2[lo * r:hi * r])
             if acc is None:
                 acc = p
             else:

@@ -148,6 +148,9 @@ CACHE_CASES = CASES[:4] + [
     ((5, 12, 11, 6), (3, 2, 6, 10), 1, "VALID"),
     # padding wider than the kernel: the input backprop falls back to per-tap GEMMs
     ((4, 10, 9, 8), (2, 2, 8, 16), 1, [[0, 0], [3, 1], [0, 2], [0, 0]]),
+    # one input channel: the columns built tap by tap
+    ((6, 28, 28, 1), (5, 5, 1, 8), 1, "SAME"),
+    ((5, 17, 15, 1), (3, 4, 1, 6), [1, 2, 3, 1], "VALID"),
 ]
 
 
@@ -185,3 +188,16 @@ def test_input_backprop_by_correlation_equals_per_tap_gemms(monkeypatch, one_int
     np.testing.assert_array_equal(got[0], want[0])
     applies = strides == 1 and padding != [[0, 0], [5, 0], [0, 0], [0, 0]]
     assert calls == [applies]
+
+
+@pytest.mark.parametrize("strides, dilations", [((1, 1), (1, 1)), ((2, 3), (1, 1)), ((1, 2), (2, 1))])
+def test_single_channel_columns_by_taps_equal_the_window_copy(strides, dilations):
+    x = np.random.RandomState(8).randn(5, 19, 17, 1).astype(np.float32)
+    n, (kh, kw) = 5, (3, 4)
+    (sh, sw), (dh, dw) = strides, dilations
+    oh, ow = (19 - (kh - 1) * dh - 1) // sh + 1, (17 - (kw - 1) * dw - 1) // sw + 1
+    s = x.strides
+    win = np.lib.stride_tricks.as_strided(x, (n, oh, ow, kh, kw, 1),
+                                          (s[0], s[1] * sh, s[2] * sw, s[1] * dh, s[2] * dw, s[3]))
+    got = conv_blocks._columns(win, 1, 4)
+    np.testing.assert_array_equal(got, win[1:4].reshape(3 * oh * ow, kh * kw))
