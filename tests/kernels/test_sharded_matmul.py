@@ -1,5 +1,5 @@
-"""The intra-op sharding of large GEMMs (flowlab.kernels.math_kernels.sharded_matmul):
-the values of one NumPy call within the rounding of a GEMM (a block of a few rows may
+"""The intra-op sharding of large GEMMs (flowlab.kernels.math_kernels.sharded_matmul),
+by rows, or by columns for a product with few rows: the values of one NumPy call within the rounding of a GEMM (a block of a few rows may
 run OpenBLAS's small-matrix kernel, which adds in another order; TensorFlow's results
 also depend on its thread count), errors of a block reach the caller, and the MatMul
 kernel takes it (with its transposes) on the CPU."""
@@ -69,13 +69,31 @@ def test_a_blocks_error_reaches_the_caller(intra_op, monkeypatch):
     real = np.matmul
 
     def failing(x, y, out=None):
-        if out is not None and out.shape[0] < 256:
+        if out is not None and out.shape != (256, 256):
             raise MemoryError("no room for block")
         return real(x, y, out=out)
 
     monkeypatch.setattr(math_kernels.np, "matmul", failing)
     with pytest.raises(MemoryError, match="no room for block"):
         sharded_matmul(a, a)
+
+
+@pytest.mark.parametrize("shape, cut", [((64, 3136, 1024), "columns"), ((128, 512, 512), "columns"),
+                                        ((3136, 64, 1024), "rows"), ((1000, 300, 70), "rows")])
+def test_few_rows_are_cut_by_columns_many_by_rows(intra_op, monkeypatch, shape, cut):
+    intra_op(2)
+    m, k, n = shape
+    blocks = []
+    real = np.matmul
+    monkeypatch.setattr(math_kernels.np, "matmul",
+                        lambda x, y, out=None: blocks.append(out.shape) or real(x, y, out=out))
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    got = sharded_matmul(a, b)
+    _assert_gemm_close(got, real(a, b), a, b)
+    assert len(blocks) == 2
+    assert all(s[0] == m for s in blocks) if cut == "columns" else all(s[1] == n for s in blocks)
+    assert sum(s[1] if cut == "columns" else s[0] for s in blocks) == (n if cut == "columns" else m)
 
 
 def test_matmul_kernel_uses_the_intra_op_threads(intra_op, monkeypatch):
