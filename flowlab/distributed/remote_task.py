@@ -128,9 +128,13 @@ class Connection:
         # (flowlab.distributed.forwarding): its reply is known; only the others run.
         known = {} if traced else {id(t): v for t in tasks if (v := t.passive_reply(handle)) is not None}
         everyone, tasks = tasks, [t for t in tasks if id(t) not in known]
-        futures = [asyncio.ensure_future(self.call(t, "run_step", t.with_commits(
-            {**message, "deliver": deliver[t.name]} if t.name in deliver else message), deadline))
-                   for t in tasks]
+        pushes = _pushes(tasks, handle)
+
+        def to(t: RemoteTask) -> dict[str, Any]:
+            m = {**message, **pushes[t.name]} if t.name in pushes else message
+            return t.with_commits({**m, "deliver": deliver[t.name]} if t.name in deliver else m)
+
+        futures = [asyncio.ensure_future(self.call(t, "run_step", to(t), deadline)) for t in tasks]
         pending = set(futures)
         failure: BaseException | None = None
         hung: list[RemoteTask] = []
@@ -271,6 +275,25 @@ def _deliveries(tasks: list[RemoteTask], handle: str) -> dict[str, list[str]]:
     return out
 
 
+def _pushes(tasks: list[RemoteTask], handle: str) -> dict[str, dict[str, list[Any]]]:
+    """Per task's name, what its run_step adds so that each transfer between two of
+    `tasks` in the root frame is one message: the producer's `push` (each key with
+    its receiver) and the receiver's `pushed` (the keys it then does not pull).  A key
+    whose producer is not one of `tasks` (or another incarnation of it) is pulled, as
+    are keys inside loops and fetches a task only passes on."""
+    by_name = {t.name: t for t in tasks}
+    out: dict[str, dict[str, list[Any]]] = {}
+    for t in tasks:
+        for p in t.pulls.get(handle, ()):
+            producer = by_name.get(p["task"])
+            if producer is None or producer.incarnation != p["incarnation"]:
+                continue
+            out.setdefault(producer.name, {}).setdefault("push", []).append(
+                {"key": p["key"], "task": t.name, "incarnation": t.incarnation, "address": t.address})
+            out.setdefault(t.name, {}).setdefault("pushed", []).append(p["key"])
+    return out
+
+
 def _fetched(pull: dict[str, Any], reply: dict[str, Any], address: str) -> Any:
     """A forwarded fetch's value from its producer's recv_tensor reply, as the task
     that passed it on would have returned it."""
@@ -306,6 +329,9 @@ class RemoteTask:
         self.forwarded: dict[str, list[dict[str, Any]]] = {}
         # Per handle whose part here is nothing but such fetches: its run_step values.
         self.passive: dict[str, list[Any]] = {}
+        # Per handle, the root-frame keys this task takes from other tasks itself
+        # ({"key", "task", "incarnation"}): their producers push them (`_pushes`).
+        self.pulls: dict[str, list[dict[str, Any]]] = {}
         self._views: dict[str, Registered] = {}
         self._combined: dict[tuple[str, tuple[str, ...]], PartitionedPlan] = {}
 
@@ -322,6 +348,7 @@ class RemoteTask:
         passive = reply.pop("passive", None)
         if passive is not None:
             self.passive[message["handle"]] = list(passive)
+        self.pulls[message["handle"]] = list(reply.pop("pulls", None) or [])
         return reply
 
     def run(self, handle: str, step_id: int, feeds: list[Any], timeout_ms: int = 0, listener: Any = None,
@@ -344,6 +371,7 @@ class RemoteTask:
         self._messages.pop(message["handle"], None)
         self.forwarded.pop(message["handle"], None)
         self.passive.pop(message["handle"], None)
+        self.pulls.pop(message["handle"], None)
         self._views.pop(message["handle"], None)
         for key in [k for k in self._combined if k[0] == message["handle"]]:
             del self._combined[key]

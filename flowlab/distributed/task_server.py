@@ -64,8 +64,9 @@ __all__ = ["TaskServer", "ServedTask", "parse_worker_name"]
 logger = logging.getLogger("flowlab.distributed")
 
 PLUGIN_NAME = "flowlab-task-server"
-CALLS = ("register_partitions", "run_step", "recv_tensor", "abort_step", "commit_step",
+CALLS = ("register_partitions", "run_step", "recv_tensor", "push_tensor", "abort_step", "commit_step",
          "deregister_partitions", "status", "reset", "step_events")
+PUSH_TIMEOUT_S = 30.0  # a push is one write; a receiver that takes longer is gone
 
 
 def has_task_server(dask_worker: Any) -> bool:
@@ -96,6 +97,36 @@ class ServedTask(LocalTask):
         self._loop = loop
         self._rpc = rpc
         self._functions_lock = threading.Lock()
+        # Per running step, its pushes to other tasks (futures on the loop, touched
+        # only there): run_step replies once they are written.
+        self._pushes: dict[int, list[asyncio.Future[None]]] = {}
+
+    def push(self, entry: dict[str, Any], step: Step, value: Any) -> None:
+        """Hand a pushed key's value to its receiver over Dask's comm: one message that
+        asks for no reply, written from the loop."""
+        message = {"handle": entry["handle"], "step_id": step.step_id, "key": entry["key"],
+                   "value": None if value is DEAD else values_to_wire([value])[0], "is_dead": value is DEAD,
+                   "task": self.name, "incarnation": self.incarnation}
+
+        def start() -> None:
+            fut = asyncio.ensure_future(self._push_remote(entry, message))
+            self._pushes.setdefault(step.step_id, []).append(fut)
+
+        self._loop.call_soon_threadsafe(start)
+
+    async def _push_remote(self, entry: dict[str, Any], message: dict[str, Any]) -> None:
+        address = entry.get("address")
+        try:
+            await asyncio.wait_for(self._rpc(address).flowlab_push_tensor(message=to_wire(message), reply=False),
+                                   PUSH_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - this task's run_step fails with it, naming the receiver
+            raise errors.UnavailableError(
+                None, None, f"Pushing '{entry['key']}' to {entry['task']} at {address} failed: "
+                f"{type(e).__name__}: {e}") from None
+
+    def take_pushes(self, step_id: int) -> list[asyncio.Future[None]]:
+        """The pushes step `step_id` started here (on the loop, after the step ran)."""
+        return self._pushes.pop(step_id, [])
 
     def start_pulls(self, pulls: list[dict[str, Any]], step: Step, timeout_ms: int, watched: bool = False) -> None:
         table = None
@@ -165,7 +196,12 @@ class ServedTask(LocalTask):
             passive = passive_values(message["units"], forwarded, pulls, int(message["num_fetches"]))
         # The client asks each producer for these with its run_step (`deliver`), and
         # need not call this task at all for an unwatched step when it is `passive`.
-        return {**reply, "forwarded": [p for p in reg.remote_recvs if p.get("forward")], "passive": passive}
+        # `pulls`: the root-frame keys this task takes itself, which the client has
+        # their producers push instead (run_step's `push` and `pushed`).
+        own = [{"key": p["key"], "task": p["task"], "incarnation": p["incarnation"]}
+               for p in reg.remote_recvs if not p.get("forward")]
+        return {**reply, "forwarded": [p for p in reg.remote_recvs if p.get("forward")], "passive": passive,
+                "pulls": own}
 
     def abort_step(self, message: dict[str, Any]) -> dict[str, Any]:
         out = super().abort_step(message)
@@ -219,6 +255,7 @@ class TaskServer(WorkerPlugin):
         # never starve running ones; BLAS and the op pool bound the compute.
         self._pool = ThreadPoolExecutor(self.step_threads, f"flowlab-{job}-{index}")
         self._loop = loop
+        self._address = str(worker.address)
         for call in CALLS:
             worker.handlers[f"flowlab_{call}"] = self._handler(call)
         worker.log_event("flowlab", {"action": "ready", "worker": worker.name, "task": self.task.name,
@@ -274,9 +311,13 @@ class TaskServer(WorkerPlugin):
             self._watched[step_id] = recorder
         try:
             values = await self._in_pool(task.run, m["handle"], step_id, values_from_wire(m["feeds"]),
-                                         int(m.get("timeout_ms") or 0), recorder, traced)
+                                         int(m.get("timeout_ms") or 0), recorder, traced, m.get("push"),
+                                         m.get("pushed"))
         finally:
             self._watched.pop(step_id, None)
+            pushes = task.take_pushes(step_id)
+        if pushes:  # written by now, as a rule; a receiver that is gone fails the step here
+            await asyncio.gather(*pushes)
         # held: this task keeps an undo log of the step until it is committed.
         reply: dict[str, Any] = {"values": to_wire_values(values_to_wire(values)),
                                  "held": task.awaits_commit(step_id)}
@@ -318,6 +359,23 @@ class TaskServer(WorkerPlugin):
         dead = value is DEAD
         # A NumPy scalar keeps its type ({"scalar": 0-d array}), as a step's values do.
         return {"value": None if dead else values_to_wire([value])[0], "is_dead": dead}
+
+    async def _push_tensor(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
+        """A value a peer's step sent here (its run_step's `push`).  The push asks for
+        no reply: what goes wrong is logged, and the step here fails by its deadline,
+        or by the master's abort when the sender's step fails."""
+        try:
+            if not m["is_dead"]:
+                m = {**m, "value": owned(values_from_wire([m.get("value")]), self._address)[0]}
+            return task.push_tensor(m)
+        except Exception as e:  # noqa: BLE001 - nobody waits for a reply: the step fails here
+            if not isinstance(e, errors.OpError):
+                e = errors.InvalidArgumentError(None, None, f"push_tensor on {task.name}: {type(e).__name__}: {e}")
+            logger.warning("flowlab task server: a push to %s was refused: %s", task.name, e.message)
+            table = task.rendezvous.for_peer(int(m["step_id"]))
+            if table is not None:  # the step's Recvs fail with it (its master then aborts it)
+                table.abort(e)
+            raise e from None
 
     async def _abort_step(self, task: ServedTask, m: dict[str, Any]) -> dict[str, Any]:
         return task.abort_step(m)

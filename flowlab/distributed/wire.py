@@ -100,6 +100,7 @@ FIELDS: dict[str, dict[str, Any]] = {
     "register_partitions": {"handle": str, "graph_version": int, "units": list, "num_fetches": int},
     "run_step": {"handle": str, "step_id": int, "feeds": list},
     "recv_tensor": {"step_id": int, "key": str},
+    "push_tensor": {"handle": str, "step_id": int, "key": str, "is_dead": bool, "task": str, "incarnation": int},
     "abort_step": {"step_id": int},
     "commit_step": {"step_id": int},
     "deregister_partitions": {"handle": str},
@@ -112,10 +113,15 @@ FIELDS: dict[str, dict[str, Any]] = {
 # Fields a call may leave out, with the types they must have when given.
 OPTIONAL: dict[str, dict[str, Any]] = {
     "register_partitions": {"library": list},
-    "run_step": {"timeout_ms": int, "trace": bool, "commit": list, "deliver": list},
+    "run_step": {"timeout_ms": int, "trace": bool, "commit": list, "deliver": list, "push": list,
+                 "pushed": list},
     "recv_tensor": {"timeout_ms": int},
     "reset": {"containers": (list, type(None))},
 }
+
+
+# An entry of run_step's `push`: a key this task sends and the task that receives it.
+_PUSH_ENTRY = {"key": str, "task": str, "incarnation": int, "address": str}
 
 
 def check_message(call: str, message: Any) -> dict[str, Any]:
@@ -139,8 +145,16 @@ def check_message(call: str, message: Any) -> dict[str, Any]:
                 f"({type(message[name]).__name__}).")
     if call == "run_step" and not all(isinstance(s, int) for s in message.get("commit") or []):
         raise errors.InvalidArgumentError(None, None, "flowlab task server: 'commit' of run_step must list step ids.")
-    if call == "run_step" and not all(isinstance(k, str) for k in message.get("deliver") or []):
-        raise errors.InvalidArgumentError(None, None, "flowlab task server: 'deliver' of run_step must list keys.")
+    if call == "run_step":
+        for name in ("deliver", "pushed"):
+            if not all(isinstance(k, str) for k in message.get(name) or []):
+                raise errors.InvalidArgumentError(
+                    None, None, f"flowlab task server: '{name}' of run_step must list keys.")
+        if not all(isinstance(e, dict) and all(isinstance(e.get(f), t) for f, t in _PUSH_ENTRY.items())
+                   for e in message.get("push") or []):
+            raise errors.InvalidArgumentError(
+                None, None, "flowlab task server: 'push' of run_step must list {'key', 'task', 'incarnation', "
+                "'address'} of each key's receiver.")
     try:
         check_plain(message, call)
     except TypeError as e:

@@ -163,8 +163,37 @@ class LocalTask:
 
     def run_step(self, message: dict[str, Any]) -> dict[str, Any]:
         values = self.run(message["handle"], int(message["step_id"]), list(message.get("feeds") or []),
-                          int(message.get("timeout_ms") or 0), traced=bool(message.get("trace")))
+                          int(message.get("timeout_ms") or 0), traced=bool(message.get("trace")),
+                          push=message.get("push"), pushed=message.get("pushed"))
         return {"values": values}
+
+    def push_tensor(self, message: dict[str, Any]) -> dict[str, Any]:
+        """A value another task sent into step `step_id` here without being asked (its
+        run_step's `push`), for a key this task's `handle` receives in its root frame
+        and was told (`pushed`) not to pull.  {"accepted": False} when the step has
+        ended here already (a late push of a failed step); a push from another
+        incarnation of the sender than the registered one fails the step here with
+        UnavailableError."""
+        step_id, key = int(message["step_id"]), str(message["key"])
+        reg = self._handles.get(str(message["handle"]))
+        pull = None if reg is None else next((p for p in reg.remote_recvs if p["key"] == key), None)
+        if pull is None or pull["task"] != message.get("task"):
+            raise errors.InvalidArgumentError(
+                None, None, f"push_tensor on {self.name}: '{key}' is not a key that partitions "
+                f"'{message['handle']}' receive from {message.get('task')}.")
+        table = self.rendezvous.for_peer(step_id)
+        if table is None:
+            return {"accepted": False}
+        if message.get("incarnation") != pull["incarnation"]:
+            table.abort(errors.UnavailableError(
+                None, None, f"Task {pull['task']} restarted (a new incarnation): its state is gone; the step "
+                f"cannot take its tensor '{key}'."))
+            return {"accepted": False}
+        try:
+            table.send(key, DEAD if message["is_dead"] else message["value"])
+        except errors.OpError:  # the step was aborted here meanwhile
+            return {"accepted": False}
+        return {"accepted": True}
 
     def recv_tensor(self, message: dict[str, Any]) -> dict[str, Any]:
         """The value a Send of this task gave `key` in step `step_id`, waiting for it
@@ -284,9 +313,16 @@ class LocalTask:
         return run_fast
 
     def run(self, handle: str, step_id: int, feeds: list[Any], timeout_ms: int = 0,
-            listener: Listener | None = None, traced: bool = False) -> list[Any]:
+            listener: Listener | None = None, traced: bool = False, push: list[dict[str, Any]] | None = None,
+            pushed: list[str] | None = None) -> list[Any]:
         """One step of `handle`: this task's fetch values at their positions in the
-        step's fetch list (None where a feed or another task answers)."""
+        step's fetch list (None where a feed or another task answers).
+
+        `push`: keys this task sends to other tasks ({"key", "task", "incarnation",
+        "address"}: the receiver) that it hands over as soon as their Send runs
+        (`push_tensor`), instead of keeping them for the receiver's pull; `pushed`:
+        keys this task receives that way, so it does not pull them.  A step then
+        costs one message per transfer instead of a request and its reply."""
         if self._closed:
             raise errors.UnavailableError(None, None, f"Task {self.name} is closed: its state is gone.")
         reg = self._handles.get(handle)
@@ -294,19 +330,38 @@ class LocalTask:
             raise errors.NotFoundError(
                 None, None, f"Partitions '{handle}' are not registered on {self.name} (deregistered, or "
                 "the task restarted): register them again.")
+        if push or pushed:
+            self._check_pushes(reg, push or [], pushed or [])
+            push = [{**e, "handle": handle} for e in push or ()]
         if not reg.plan.num_expensive:
-            return self._run(reg, step_id, feeds, timeout_ms, listener, traced)
+            return self._run(reg, step_id, feeds, timeout_ms, listener, traced, push, pushed)
         thread_policy.enter(self.threads)
         try:
-            return self._run(reg, step_id, feeds, timeout_ms, listener, traced)
+            return self._run(reg, step_id, feeds, timeout_ms, listener, traced, push, pushed)
         finally:
             thread_policy.leave()
 
+    def _check_pushes(self, reg: Registered, push: list[dict[str, Any]], pushed: list[str]) -> None:
+        """InvalidArgumentError unless `push` names root-frame keys this task sends to
+        other tasks and `pushed` root-frame keys it receives from them."""
+        sends, recvs = set(reg.remote_sends), {p["key"] for p in reg.remote_recvs}
+        for entry in push:
+            if not isinstance(entry, dict) or entry.get("key") not in sends or not entry.get("task"):
+                raise errors.InvalidArgumentError(
+                    None, None, f"run_step on {self.name}: push entry {entry!r} is not a key this task sends to "
+                    "another task in this step, with its receiver.")
+        for key in pushed:
+            if key not in recvs:
+                raise errors.InvalidArgumentError(
+                    None, None, f"run_step on {self.name}: pushed key '{key}' is not a key this task receives "
+                    "from another task in this step.")
+
     def _run(self, reg: Registered, step_id: int, feeds: list[Any], timeout_ms: int,
-             listener: Listener | None, traced: bool) -> list[Any]:
+             listener: Listener | None, traced: bool, push: list[dict[str, Any]] | None = None,
+             pushed: list[str] | None = None) -> list[Any]:
         plan = reg.plan
         if type(plan) is PartitionedPlan:
-            return self._run_partitioned(reg, plan, step_id, feeds, timeout_ms, listener, traced)
+            return self._run_partitioned(reg, plan, step_id, feeds, timeout_ms, listener, traced, push, pushed)
         assert isinstance(plan, Plan)
         if reg.feed_index is not None:
             feeds = [feeds[j] for j in reg.feed_index]
@@ -324,7 +379,8 @@ class LocalTask:
             self._leave(step)
 
     def _run_partitioned(self, reg: Registered, plan: PartitionedPlan, step_id: int, feeds: list[Any],
-                         timeout_ms: int, listener: Listener | None, traced: bool) -> list[Any]:
+                         timeout_ms: int, listener: Listener | None, traced: bool,
+                         push: list[dict[str, Any]] | None = None, pushed: list[str] | None = None) -> list[Any]:
         """Unwatched, and when the plan has one, the fused straight-line function (its
         Recvs never wait: the step's own table is enough).  Otherwise every partition
         an Execution of one Step, whose table in the task's rendezvous manager is
@@ -353,8 +409,14 @@ class LocalTask:
             self._with_peers.add(step_id)
         ok = False
         try:
-            if reg.remote_recvs:
-                self.start_pulls(reg.remote_recvs, step, timeout_ms, listener is not None or traced)
+            for entry in push or ():  # handed over when its Send runs
+                rdv.recv(entry["key"], functools.partial(self._sent, entry, step))
+            pulls = reg.remote_recvs
+            if pushed:
+                skip = set(pushed)
+                pulls = [p for p in pulls if p["key"] not in skip]
+            if pulls:
+                self.start_pulls(pulls, step, timeout_ms, listener is not None or traced)
             out = run_partitioned(plan, step, feeds, listener, self._pool, deadline)
             ok = True
             if reg.two_phase:
@@ -367,6 +429,22 @@ class LocalTask:
             self._leave(step)
             if not (ok and reg.remote_sends and self._hold(step_id, reg.send_prefixes)):
                 self.rendezvous.cleanup(step_id)
+
+    def _sent(self, entry: dict[str, Any], step: Step, value: Any, error: BaseException | None) -> None:
+        """The Send of a pushed key ran (`error`: the step's table was aborted first)."""
+        if error is None:
+            self.push(entry, step, value)
+
+    def push(self, entry: dict[str, Any], step: Step, value: Any) -> None:
+        """Hand `value` of `entry["key"]` to its receiving task (`push_tensor`); in one
+        process the receiver is called at once, and a failure fails this step."""
+        try:
+            peer = peers.find(entry["task"], entry["incarnation"])
+            peer.push_tensor({"handle": entry["handle"], "step_id": step.step_id, "key": entry["key"],
+                              "value": None if value is DEAD else value, "is_dead": value is DEAD,
+                              "task": self.name, "incarnation": self.incarnation})
+        except errors.OpError as e:
+            step.get_cancellation().cancel(e)
 
     def start_pulls(self, pulls: list[dict[str, Any]], step: Step, timeout_ms: int, watched: bool = False) -> None:
         """Start taking the keys other tasks send into `step` (RecvTensor), without
