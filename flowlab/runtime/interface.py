@@ -34,8 +34,17 @@ The messages (fields in order; "names" are node or tensor names of the GraphDefs
         step's feed order; a task reads the positions its units name), timeout_ms
         (0: none), trace (bool: run on the executor, collecting events)
 
+        optional: push (keys this task sends, each {"key", "task", "incarnation",
+        "address"} of its receiver: handed over with push_tensor when the Send runs),
+        pushed (keys this task receives that way: not pulled)
+
     recv_tensor({"step_id", "key", "timeout_ms"}) -> {"value": array, "is_dead": bool}
         a peer task pulls the value of a rendezvous key produced on this task
+
+    push_tensor({"handle", "step_id", "key", "value", "is_dead", "task", "incarnation"})
+        -> {"accepted": bool}
+        a peer task hands over the value of a key it was told to push (the sender's
+        task name and incarnation are checked against the registered receive)
 
     abort_step({"step_id", "reason"}) -> {"aborted": bool}
         cancel the step on this task: pending Recvs fail, its writes are rolled back

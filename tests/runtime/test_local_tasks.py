@@ -137,3 +137,63 @@ def test_a_closed_peer_fails_the_step_naming_it():
     finally:
         for t in tasks:
             t.close()
+
+
+def test_a_pushed_transfer_is_handed_over_when_its_send_runs_and_not_pulled():
+    # run_step's `push` (the sender) and `pushed` (the receiver), as a cluster's client
+    # sends them (flowlab.distributed), on the in-process transport.
+    from concurrent.futures import ThreadPoolExecutor
+
+    worker, ps = tasks = _tasks()
+    try:
+        with fl.Graph().as_default():
+            with fl.device("/job:ps/task:0"):
+                p = fl.placeholder(fl.float32, [], name="p")
+                a = p * 3.0
+            with fl.device("/job:worker/task:0"):
+                z = a + 1.0
+            with fl.Session(tasks=tasks) as s:
+                assert s.run(z, {p: 2.0}) == 7.0  # registered; pulled
+                (handle,) = worker._handles
+                (pull,) = worker.compiled(handle).remote_recvs
+                key = pull["key"]
+
+                def no_pull(message):
+                    raise AssertionError("a pushed key was pulled")
+
+                ps.recv_tensor = no_pull
+                push = [{"key": key, "task": worker.name, "incarnation": worker.incarnation, "address": ""}]
+
+                def step(step_id, worker_extra, ps_extra):
+                    m = {"handle": handle, "step_id": step_id, "feeds": [np.float32(5.0)], "timeout_ms": 5000}
+                    with ThreadPoolExecutor(2) as pool:
+                        fw = pool.submit(worker.run_step, {**m, **worker_extra})
+                        fp = pool.submit(ps.run_step, {**m, **ps_extra})
+                        return fw.result(10)["values"], fp.result(10)["values"]
+
+                got, _ = step(900001, {"pushed": [key]}, {"push": push})
+                assert [v for v in got if v is not None] == [16.0]
+                for t in tasks:
+                    t.commit_step({"step_id": 900001})
+                # Only keys of the step's transfers, with their receiver.
+                with pytest.raises(errors.InvalidArgumentError, match="pushed key 'nope'"):
+                    worker.run_step({"handle": handle, "step_id": 900002, "feeds": [np.float32(1.0)],
+                                     "pushed": ["nope"]})
+                with pytest.raises(errors.InvalidArgumentError, match="push entry"):
+                    ps.run_step({"handle": handle, "step_id": 900003, "feeds": [np.float32(1.0)],
+                                 "push": [{**push[0], "key": "nope"}]})
+                with pytest.raises(errors.InvalidArgumentError, match="is not a key that partitions"):
+                    worker.push_tensor({"handle": handle, "step_id": 900004, "key": "nope", "value": 1.0,
+                                        "is_dead": False, "task": ps.name, "incarnation": ps.incarnation})
+                # A push from another incarnation of the sender fails the receiver's step.
+                assert worker.push_tensor({"handle": handle, "step_id": 900005, "key": key, "value": 1.0,
+                                           "is_dead": False, "task": ps.name, "incarnation": 1}) == {
+                    "accepted": False}
+                with pytest.raises(errors.UnavailableError, match="restarted"):
+                    worker.run_step({"handle": handle, "step_id": 900005, "feeds": [np.float32(1.0)],
+                                     "timeout_ms": 5000, "pushed": [key]})
+                del ps.recv_tensor
+                assert s.run(z, {p: 1.0}) == 4.0
+    finally:
+        for t in tasks:
+            t.close()
