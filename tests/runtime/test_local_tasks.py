@@ -120,15 +120,21 @@ def test_a_loop_on_one_task_runs_beside_a_step_over_several_and_so_does_one_acro
             t.close()
 
 
+def _split_graph():
+    """A placeholder times 3 on the ps, plus 1 on the worker: one transfer."""
+    with fl.device("/job:ps/task:0"):
+        p = fl.placeholder(fl.float32, [], name="p")
+        a = p * 3.0
+    with fl.device("/job:worker/task:0"):
+        z = a + 1.0
+    return p, z
+
+
 def test_a_closed_peer_fails_the_step_naming_it():
     tasks = _tasks()
     try:
         with fl.Graph().as_default():
-            with fl.device("/job:ps/task:0"):
-                p = fl.placeholder(fl.float32, [], name="p")
-                a = p * 3.0
-            with fl.device("/job:worker/task:0"):
-                z = a + 1.0
+            p, z = _split_graph()
             with fl.Session(tasks=tasks) as s:
                 assert s.run(z, {p: 2.0}) == 7.0
                 tasks[1].close()
@@ -147,11 +153,7 @@ def test_a_pushed_transfer_is_handed_over_when_its_send_runs_and_not_pulled():
     worker, ps = tasks = _tasks()
     try:
         with fl.Graph().as_default():
-            with fl.device("/job:ps/task:0"):
-                p = fl.placeholder(fl.float32, [], name="p")
-                a = p * 3.0
-            with fl.device("/job:worker/task:0"):
-                z = a + 1.0
+            p, z = _split_graph()
             with fl.Session(tasks=tasks) as s:
                 assert s.run(z, {p: 2.0}) == 7.0  # registered; pulled
                 (handle,) = worker._handles
