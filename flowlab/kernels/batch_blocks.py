@@ -2,7 +2,7 @@
 
 An activation, a bias addition or a pooling pass over a convolution's output is a
 few passes over megabytes: on one thread it is a fixed serial part of a step whose
-GEMMs the intra-op threads share (flowlab.kernels.math_kernels.run_blocks).  NumPy
+GEMMs the intra-op threads share (flowlab.kernels.intra_op.run_blocks).  NumPy
 releases the GIL inside its element loops, so blocks of the batch (images, rows) run
 on the threads side by side.  cnn_train's step with 2 intra-op threads spent ~17 ms
 of 77 in such kernels, each on one thread.
@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from flowlab.kernels import math_kernels
+from flowlab.kernels import intra_op
 from flowlab.kernels.fp_state import ignoring
 
 # Below this many elements a kernel runs whole: one pass over 1 MiB of float32 takes
@@ -29,7 +29,7 @@ MIN_ELEMENTS = 1 << 18
 def bounds(x: np.ndarray) -> list[int]:
     """Bounds along axis 0 of the blocks the intra-op threads share for a pass over
     `x`: [0, len(x)] (one block) when sharing would not pay."""
-    threads = math_kernels.intra_op_threads()
+    threads = intra_op.intra_op_threads()
     n = x.shape[0] if x.ndim else 0
     if threads < 2 or n < 2 or x.size < MIN_ELEMENTS or type(x) is not np.ndarray:
         return [0, n]
@@ -44,4 +44,4 @@ def each(b: list[int], fn: Callable[[int, int], None]) -> None:
         with ignoring():
             fn(b[i], b[i + 1])
 
-    math_kernels.run_blocks(len(b) - 1, block)
+    intra_op.run_blocks(len(b) - 1, block)

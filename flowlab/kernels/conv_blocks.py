@@ -4,7 +4,7 @@ Two cuts, one inside the other:
 
 * *Thread blocks* (`image_blocks`): with two or more intra-op threads
   (flowlab.runtime.thread_policy) the images are shared out among them in a few
-  contiguous blocks, taken from one queue (`math_kernels.run_blocks`).
+  contiguous blocks, taken from one queue (`intra_op.run_blocks`).
 * *Cache blocks* (`cache_images`): inside a thread block, im2col and the GEMM run a few
   images at a time, so that the column matrix of one cache block (about `CACHE_BYTES`)
   is still in the cache when the GEMM reads it, instead of a whole batch's column
@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from flowlab.kernels import math_kernels
-from flowlab.kernels.math_kernels import row_blocks, run_blocks
+from flowlab.kernels import intra_op
+from flowlab.kernels.intra_op import row_blocks, run_blocks
 
 # Columns of one cache block, in bytes (see the module docstring for the measurement).
 CACHE_BYTES = 2 << 20
@@ -36,8 +36,8 @@ CACHE_BYTES = 2 << 20
 def image_blocks(n: int, work: int) -> list[int]:
     """Bounds of the blocks of images that the intra-op threads share in a convolution
     of `work` multiply-adds: [0, n] (one block) when sharing would not pay."""
-    threads = math_kernels.intra_op_threads()
-    if threads < 2 or n < 2 or work < math_kernels.SHARD_MIN_WORK:
+    threads = intra_op.intra_op_threads()
+    if threads < 2 or n < 2 or work < intra_op.SHARD_MIN_WORK:
         return [0, n]
     step = -(-n // min(2 * threads, n))
     return list(range(0, n, step)) + [n]
@@ -154,7 +154,7 @@ def input_grad_by_correlation(geo: Any, dy: np.ndarray, f: np.ndarray, in_shape:
 
 def per_tap(dy2: np.ndarray, ft: np.ndarray) -> np.ndarray:
     """[kk, m, c] = dy2 [m, o] @ ft [kk, o, c] for every tap, the rows of dy2 shared
-    out among the intra-op threads (flowlab.kernels.math_kernels.run_blocks)."""
+    out among the intra-op threads (flowlab.kernels.intra_op.run_blocks)."""
     m, o = dy2.shape
     kk, _, c = ft.shape
     bounds = row_blocks(m, m * o * kk * c)

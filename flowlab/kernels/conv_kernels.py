@@ -28,7 +28,7 @@ import numpy as np
 
 from flowlab import errors
 from flowlab.kernels import batch_blocks, conv_blocks
-from flowlab.kernels.math_kernels import sharded_matmul, sharded_matmul_tn
+from flowlab.kernels.intra_op import sharded_matmul, sharded_matmul_tn
 from flowlab.kernels.registry import kernel
 from flowlab.ops.conv_ops import explicit_pads, output_size, spatial
 

@@ -22,7 +22,7 @@ thread per call does not have that cliff.  So the policy is:
   so that E x I <= cores unless the user asks for more;
 * BLAS threads per call: always 1.  Intra-op parallelism is flowlab's own: large GEMMs
   are cut into row blocks that the I threads take from one queue
-  (flowlab.kernels.math_kernels.sharded_matmul), as TensorFlow's Eigen pool shares out
+  (flowlab.kernels.intra_op.sharded_matmul), as TensorFlow's Eigen pool shares out
   its blocks, so a thread that loses its core delays one block, not the product.
 
 State: the scopes of all tasks in the process share one depth counter.  The first
@@ -46,7 +46,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from flowlab.kernels import math_kernels
+from flowlab.kernels.intra_op import set_intra_op_threads
 
 __all__ = ["ThreadPolicy", "available_cores", "choose", "current_blas_threads", "enter",
            "from_config", "leave"]
@@ -88,7 +88,7 @@ class ThreadPolicy:
         task server), where per-step scopes would cost a call each for nothing."""
         from threadpoolctl import threadpool_limits
 
-        math_kernels.set_intra_op_threads(self.intra_op_threads)
+        set_intra_op_threads(self.intra_op_threads)
         return threadpool_limits(self.blas_threads, user_api="blas")
 
 
@@ -183,7 +183,7 @@ def enter(policy: ThreadPolicy) -> None:
                 lib.set_num_threads(policy.blas_threads)
             saved.append((lib, n))
         _saved = saved
-        math_kernels.set_intra_op_threads(policy.intra_op_threads)
+        set_intra_op_threads(policy.intra_op_threads)
 
 
 def leave() -> None:

@@ -277,11 +277,11 @@ def test_each_task_server_keeps_to_its_thread_policy(cluster):
     def threads(dask_worker):
         from threadpoolctl import threadpool_info
 
-        from flowlab.kernels import math_kernels
+        from flowlab.kernels import intra_op
 
         task = dask_worker.plugins["flowlab-task-server"].task
         return ([p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"],
-                math_kernels.intra_op_threads(), task.threads.executor_threads)
+                intra_op.intra_op_threads(), task.threads.executor_threads)
 
     for blas, intra, executor in cluster.client.run(threads).values():
         assert set(blas) <= {1} and intra == 1 and executor == 1

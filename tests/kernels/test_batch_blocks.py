@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import flowlab as fl
-from flowlab.kernels import batch_blocks, math_kernels
+from flowlab.kernels import batch_blocks, intra_op
 from tests.difftest import assert_same, run_with
 
 SHAPE = (6, 40, 40, 32)  # 307,200 elements: above batch_blocks.MIN_ELEMENTS
@@ -21,14 +21,14 @@ SHAPE = (6, 40, 40, 32)  # 307,200 elements: above batch_blocks.MIN_ELEMENTS
 @pytest.fixture
 def three_threads(monkeypatch):
     """Three intra-op threads for kernels called outside an expensive step; records the
-    block counts that reach math_kernels.run_blocks."""
-    old = math_kernels.intra_op_threads()
-    math_kernels.set_intra_op_threads(3)
+    block counts that reach intra_op.run_blocks."""
+    old = intra_op.intra_op_threads()
+    intra_op.set_intra_op_threads(3)
     seen = []
-    real = math_kernels.run_blocks
-    monkeypatch.setattr(math_kernels, "run_blocks", lambda b, fn: seen.append(b) or real(b, fn))
+    real = intra_op.run_blocks
+    monkeypatch.setattr(intra_op, "run_blocks", lambda b, fn: seen.append(b) or real(b, fn))
     yield seen
-    math_kernels.set_intra_op_threads(old)
+    intra_op.set_intra_op_threads(old)
 
 
 def _relu_input(seed, shape=SHAPE):

@@ -7,7 +7,7 @@ filter -- forward and both gradients equal TensorFlow's, and the correlation equ
 the per-tap GEMMs + col2im it replaces (dilations, which TensorFlow's CPU gradients
 lack), with a fallback for padding wider than the kernel.
 
-Thread blocks (flowlab.kernels.math_kernels.run_blocks): with intra-op threads the
+Thread blocks (flowlab.kernels.intra_op.run_blocks): with intra-op threads the
 blocks are shared out among them, and a single image shares the GEMMs' rows: forward
 and both gradients equal TensorFlow's on shapes large enough to be cut -- odd sizes,
 strides, VALID/SAME/explicit padding, dilations, several images -- and NCHW equals
@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 
 import flowlab as fl
-from flowlab.kernels import conv_blocks, math_kernels
+from flowlab.kernels import conv_blocks, intra_op
 from flowlab.runtime import thread_policy
 from tests.difftest import assert_same, run_with
 
-# Each is at least 2**22 multiply-adds per GEMM (math_kernels.SHARD_MIN_WORK).
+# Each is at least 2**22 multiply-adds per GEMM (intra_op.SHARD_MIN_WORK).
 CASES = [  # x shape (NHWC), filter shape, strides, padding
     ((8, 20, 20, 16), (3, 3, 16, 32), 1, "SAME"),
     ((8, 41, 35, 8), (5, 3, 8, 24), 2, "VALID"),
@@ -39,17 +39,17 @@ def three_intra_op_threads(monkeypatch):
     monkeypatch.setattr(thread_policy, "available_cores", lambda: 3)
     monkeypatch.setattr(thread_policy, "current_blas_threads", lambda: None)
     shared = []
-    real = math_kernels.run_blocks
+    real = intra_op.run_blocks
 
     def counting(blocks, fn):
         shared.append(blocks)
         return real(blocks, fn)
 
-    monkeypatch.setattr(math_kernels, "run_blocks", counting)
+    monkeypatch.setattr(intra_op, "run_blocks", counting)
     monkeypatch.setattr(conv_blocks, "run_blocks", counting)
-    old = math_kernels.intra_op_threads()
+    old = intra_op.intra_op_threads()
     yield shared
-    math_kernels.set_intra_op_threads(old)
+    intra_op.set_intra_op_threads(old)
 
 
 def _conv_and_grads(x_val, f_val, strides, padding, dilations=1, data_format="NHWC",
@@ -117,7 +117,7 @@ def one_intra_op_thread(monkeypatch):
     """Sessions choose 1 intra-op thread; records the thread blocks and cache blocks."""
     monkeypatch.setattr(thread_policy, "available_cores", lambda: 1)
     seen = {"thread": [], "cache": []}
-    run, sub = math_kernels.run_blocks, conv_blocks._sub_blocks
+    run, sub = intra_op.run_blocks, conv_blocks._sub_blocks
     monkeypatch.setattr(conv_blocks, "run_blocks", lambda b, fn: seen["thread"].append(b) or run(b, fn))
 
     def sub_blocks(lo, hi, step):
@@ -126,9 +126,9 @@ def one_intra_op_thread(monkeypatch):
         return blocks
 
     monkeypatch.setattr(conv_blocks, "_sub_blocks", sub_blocks)
-    old = math_kernels.intra_op_threads()
+    old = intra_op.intra_op_threads()
     yield seen
-    math_kernels.set_intra_op_threads(old)
+    intra_op.set_intra_op_threads(old)
 
 
 def test_one_intra_op_thread_runs_one_thread_block_of_cache_blocks(one_intra_op_thread):

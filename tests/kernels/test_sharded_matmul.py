@@ -1,4 +1,4 @@
-"""The intra-op sharding of large GEMMs (flowlab.kernels.math_kernels.sharded_matmul),
+"""The intra-op sharding of large GEMMs (flowlab.kernels.intra_op.sharded_matmul),
 by rows, or by columns for a product with few rows: the values of one NumPy call within the rounding of a GEMM (a block of a few rows may
 run OpenBLAS's small-matrix kernel, which adds in another order; TensorFlow's results
 also depend on its thread count), errors of a block reach the caller, and the MatMul
@@ -11,21 +11,22 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 import flowlab as fl
+from flowlab.kernels import intra_op as intra
 from flowlab.kernels import math_kernels
-from flowlab.kernels.math_kernels import SHARD_ROWS, sharded_matmul
+from flowlab.kernels.intra_op import SHARD_ROWS, sharded_matmul
 
 
 @pytest.fixture
 def intra_op():
     """Run the test with n intra-op threads and BLAS at one thread (the policy's)."""
-    old = math_kernels.intra_op_threads()
+    old = intra.intra_op_threads()
 
     def set_threads(n):
-        math_kernels.set_intra_op_threads(n)
+        intra.set_intra_op_threads(n)
 
     with threadpool_limits(1, user_api="blas"):
         yield set_threads
-    math_kernels.set_intra_op_threads(old)
+    intra.set_intra_op_threads(old)
 
 
 @pytest.mark.parametrize("threads", [2, 3, 4])
@@ -73,7 +74,7 @@ def test_a_blocks_error_reaches_the_caller(intra_op, monkeypatch):
             raise MemoryError("no room for block")
         return real(x, y, out=out)
 
-    monkeypatch.setattr(math_kernels.np, "matmul", failing)
+    monkeypatch.setattr(intra.np, "matmul", failing)
     with pytest.raises(MemoryError, match="no room for block"):
         sharded_matmul(a, a)
 
@@ -85,7 +86,7 @@ def test_few_rows_are_cut_by_columns_many_by_rows(intra_op, monkeypatch, shape, 
     m, k, n = shape
     blocks = []
     real = np.matmul
-    monkeypatch.setattr(math_kernels.np, "matmul",
+    monkeypatch.setattr(intra.np, "matmul",
                         lambda x, y, out=None: blocks.append(out.shape) or real(x, y, out=out))
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
@@ -115,14 +116,14 @@ def test_matmul_kernel_uses_the_intra_op_threads(intra_op, monkeypatch):
 
 
 def test_set_intra_op_threads_clamps_and_reports():
-    old = math_kernels.intra_op_threads()
+    old = intra.intra_op_threads()
     try:
-        math_kernels.set_intra_op_threads(0)
-        assert math_kernels.intra_op_threads() == 1
-        math_kernels.set_intra_op_threads(3)
-        assert math_kernels.intra_op_threads() == 3
+        intra.set_intra_op_threads(0)
+        assert intra.intra_op_threads() == 1
+        intra.set_intra_op_threads(3)
+        assert intra.intra_op_threads() == 3
     finally:
-        math_kernels.set_intra_op_threads(old)
+        intra.set_intra_op_threads(old)
 
 
 def test_a_forked_child_shares_out_with_its_own_threads(intra_op):
@@ -138,5 +139,5 @@ def test_a_forked_child_shares_out_with_its_own_threads(intra_op):
 
 
 def _child_product(a):
-    assert math_kernels._INTRA._pool is None
+    assert intra._INTRA._pool is None
     return sharded_matmul(a, a)

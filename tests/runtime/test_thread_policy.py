@@ -14,7 +14,7 @@ import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import flowlab as fl
-from flowlab.kernels import math_kernels
+from flowlab.kernels import intra_op
 from flowlab.runtime import thread_policy
 from flowlab.runtime.config import ConfigProto
 from flowlab.runtime.task.task import LocalTask
@@ -53,17 +53,17 @@ def test_from_config_reads_both_fields():
 
 
 def test_scope_sets_and_restores_and_nests():
-    old_intra = math_kernels.intra_op_threads()
+    old_intra = intra_op.intra_op_threads()
     with threadpool_limits(2, user_api="blas"):
         policy = ThreadPolicy(1, 3, 1)
         with policy.scope():
             assert set(_blas_threads()) == {1}
-            assert math_kernels.intra_op_threads() == 3
+            assert intra_op.intra_op_threads() == 3
             with ThreadPolicy(1, 5, 1).scope():  # a concurrent step: the first one's policy
-                assert math_kernels.intra_op_threads() == 3
+                assert intra_op.intra_op_threads() == 3
             assert set(_blas_threads()) == {1}
         assert set(_blas_threads()) == {2}
-    math_kernels.set_intra_op_threads(old_intra)
+    intra_op.set_intra_op_threads(old_intra)
 
 
 def test_scope_restores_after_an_error():
@@ -76,7 +76,7 @@ def test_scope_restores_after_an_error():
 
 def _graph_reading_the_threads(seen):
     def probe(x):
-        seen.append((tuple(_blas_threads()), math_kernels.intra_op_threads()))
+        seen.append((tuple(_blas_threads()), intra_op.intra_op_threads()))
         return x
 
     g = fl.Graph()
@@ -116,7 +116,7 @@ def test_steps_of_small_ops_do_not_touch_the_settings(monkeypatch):
 def test_limit_process_for_a_task_server():
     with threadpool_limits(2, user_api="blas"):
         limits = ThreadPolicy(1, 2, 1).limit_process()
-        assert set(_blas_threads()) == {1} and math_kernels.intra_op_threads() == 2
+        assert set(_blas_threads()) == {1} and intra_op.intra_op_threads() == 2
         limits.restore_original_limits()
         assert set(_blas_threads()) == {2}
 
