@@ -80,6 +80,9 @@ def compare_training_steps(
                    help="neighbour processes doing NumPy GEMMs meanwhile (benchmarks/_load.py)")
     p.add_argument("--ablate", action="store_true",
                    help="also flowlab without the dependency optimization (flowlab_no_dep_opt)")
+    p.add_argument("--tf-inter-op", type=int, default=2,
+                   help="TensorFlow's inter-op threads (default 2, TensorFlow's own choice on 2 cores; "
+                        "flowlab runs one op at a time, PyTorch and NumPy too)")
     args = p.parse_args()
     threadpool_limits(args.threads)  # NumPy's BLAS (the NumPy step; flowlab's steps set their own)
 
@@ -103,12 +106,13 @@ def compare_training_steps(
     if tf1 is not None:
         cfg = tf_session_config(tf1)
         cfg.intra_op_parallelism_threads = args.threads
+        cfg.inter_op_parallelism_threads = args.tf_inter_op
         peers["tensorflow"] = graph_step(tf1, cfg)
     t = torch_step(args.threads)
     if t is not None:
         peers["pytorch"] = t
     first = {name: fn() for name, fn in peers.items()}
-    out: dict[str, Any] = {"threads": args.threads, "neighbours": args.load,
+    out: dict[str, Any] = {"threads": args.threads, "tf_inter_op_threads": args.tf_inter_op, "neighbours": args.load,
                            "load_before": os.getloadavg()[0]}
     with neighbours(args.load) as load:
         out.update(interleaved_ms(peers, args.steps, args.rounds))

@@ -4,9 +4,12 @@ fc1024 - relu - fc10 - softmax cross entropy.  flowlab beside TensorFlow 1.x gra
 PyTorch CPU (when installed) and a hand-written NumPy step, same process, same data,
 same number of threads (2) for every BLAS.
 
-    python benchmarks/cnn_train.py [--steps N] [--rounds R] [--threads T] [--load N]
+    python benchmarks/cnn_train.py [--steps N] [--rounds R] [--threads T] [--load N] [--tf-inter-op N]
 
 `--load N` runs N neighbour processes doing NumPy GEMMs meanwhile (benchmarks/_load.py).
+`--tf-inter-op N` gives TensorFlow N inter-op threads (default 2, its own choice on two
+cores: with `--threads 1` it then runs independent kernels side by side, where the other
+peers run one at a time).
 """
 
 from __future__ import annotations

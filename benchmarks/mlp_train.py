@@ -3,9 +3,12 @@ batch 128, Adam, float32 -- flowlab beside TensorFlow 1.x graph mode and PyTorch
 (each when installed) and the best hand-written NumPy step we have (state updated in
 place), same process, same data, the same number of BLAS / intra-op threads each.
 
-    python benchmarks/mlp_train.py [--steps N] [--rounds R] [--threads T] [--load N]
+    python benchmarks/mlp_train.py [--steps N] [--rounds R] [--threads T] [--load N] [--tf-inter-op N]
 
 `--load N` runs N neighbour processes doing NumPy GEMMs meanwhile (benchmarks/_load.py).
+`--tf-inter-op N` gives TensorFlow N inter-op threads (default 2, its own choice on two
+cores: with `--threads 1` it then runs independent kernels side by side, where the other
+peers run one at a time).
 """
 
 from __future__ import annotations
