@@ -261,7 +261,61 @@ def test_tutorial_program(tf1, name):
         expected = comparable(execute(reference_tf(), name))
         actual = comparable(execute(fl, name))
     rtol, atol = TOLERANCE.get(name, TOLERANCE["default"])
+    want, got = _pop_histograms(expected), _pop_histograms(actual)
+    assert want.keys() == got.keys(), name
+    for logdir in want:
+        _compare_histograms(want[logdir], got[logdir], rtol, atol, f"{name}[{logdir!r}]['histograms']")
     _compare(expected, actual, rtol, atol, path=name)
+
+
+def _pop_histograms(results: Any, path: str = "") -> dict[str, Any]:
+    """The histograms of every event directory in `results` (taken out of it), by path."""
+    out: dict[str, Any] = {}
+    if isinstance(results, dict):
+        if "histograms" in results and "tags" in results:  # read_events' answer
+            out[path] = results.pop("histograms")
+        for k, v in results.items():
+            out.update(_pop_histograms(v, f"{path}/{k}"))
+    return out
+
+
+def _compare_histograms(want: dict[str, Any], got: dict[str, Any], rtol: float, atol: float, path: str) -> None:
+    """Histograms of values that agree within (rtol, atol): the same steps and statistics,
+    and bucket counts that differ only by values close enough to a bucket edge to fall on
+    its other side.  A value v may be anywhere in v +- (atol + rtol |v|) on the other
+    side, so the values at or below x on one side must be at or below x + that on the
+    other, at every bucket limit x of either (the bucket layout itself, TensorFlow's
+    runs of empty buckets collapsed into one, follows from where the values fell).  A
+    histogram does not say where in its bucket a value lies, so "at or below" on the
+    other side is bounded by whole buckets: the check is as tight as the buckets are."""
+    from tests.difftest import _compare
+
+    assert set(want) == set(got), path
+    for tag in want:
+        assert len(want[tag]) == len(got[tag]), f"{path}[{tag!r}]: {len(got[tag])} events != {len(want[tag])}"
+        for i, (w, g) in enumerate(zip(want[tag], got[tag])):
+            where = f"{path}[{tag!r}][{i}]"
+            assert w[0] == g[0], f"{where}: step {g[0]} != TensorFlow's {w[0]}"
+            _compare(list(w[1:6]), list(g[1:6]), rtol, atol, where + " (min, max, num, sum, sum of squares)")
+            xs = np.union1d(w[6], g[6])
+            xs = xs[np.abs(xs) < 1e300]  # the last limit is DBL_MAX
+            reach = xs + atol + rtol * np.abs(xs)
+            for a, b, side in ((w, g, "TensorFlow's"), (g, w, "flowlab's")):
+                at_or_below = _count_at_or_below(a[6], a[7], xs)[0]
+                bound = _count_at_or_below(b[6], b[7], reach)[1]
+                bad = np.nonzero(at_or_below > bound)[0]
+                assert bad.size == 0, (f"{where}: {at_or_below[bad[0]]:g} of {side} values are <= {xs[bad[0]]:g}, "
+                                       f"but the other side has at most {bound[bad[0]]:g} <= {reach[bad[0]]:g}")
+
+
+def _count_at_or_below(limits: Any, counts: Any, xs: Any) -> tuple[Any, Any]:
+    """Bounds on how many values of a histogram lie at or below each x: those of the
+    buckets whose upper limit is <= x, and those of the buckets whose lower edge (the
+    previous limit) is below x."""
+    limits, cum = np.asarray(limits, np.float64), np.concatenate([[0.0], np.cumsum(counts)])
+    below = cum[np.searchsorted(limits, xs, side="right")]
+    lower_edges = np.concatenate([[-np.inf], limits[:-1]])
+    return below, cum[np.searchsorted(lower_edges, xs, side="left")]
 
 
 def test_the_corpus_is_the_issue_size():
@@ -270,3 +324,35 @@ def test_the_corpus_is_the_issue_size():
 
 if __name__ == "__main__":  # `side out_dir name...`: the IN_SUBPROCESS programs of one side
     _fork_each(sys.argv[1], sys.argv[2], sys.argv[3:])
+
+def _histogram_of(values: np.ndarray, step: int = 0) -> tuple[Any, ...]:
+    """read_events' tuple for flowlab's tf.summary.histogram of `values`."""
+    from tensorboard.compat.proto import summary_pb2
+
+    import flowlab as fl
+
+    with fl.Graph().as_default(), fl.Session() as sess:
+        h = summary_pb2.Summary.FromString(sess.run(fl.summary.histogram("h", fl.constant(values)))).value[0].histo
+    return (step, h.min, h.max, h.num, h.sum, h.sum_squares, np.asarray(h.bucket_limit), np.asarray(h.bucket))
+
+
+def test_histograms_compare_up_to_values_crossing_a_bucket_edge():
+    # A value just below a bucket edge of TensorFlow's default buckets (1e-12 * 1.1^k)
+    # and the same value nudged within the tolerance to just above it: the layouts
+    # differ (a bucket empty on one side, collapsed with its empty neighbours), the
+    # values agree within (rtol, atol).
+    edge = 1e-12 * 1.1 ** 196
+    values = np.array([-0.3, -0.1, 0.05, edge * (1 - 1e-6), 0.2, 0.25], np.float64)
+    nudged = values.copy()
+    nudged[3] = edge * (1 + 1e-6)
+    want, got = {"w": [_histogram_of(values)]}, {"w": [_histogram_of(nudged)]}
+    assert not np.array_equal(want["w"][0][6], got["w"][0][6])
+    _compare_histograms(want, got, 2e-4, 2e-5, "nudged")
+    # The same value moved up by 25%, past the next bucket: beyond the tolerance.  (A
+    # move within the next bucket cannot be told from an edge crossing: a histogram
+    # does not say where in its bucket a value is.)
+    moved = values.copy()
+    moved[3] = edge * 1.25
+    moved[4] -= edge * 0.25  # the sum stays the same, so only the buckets tell
+    with pytest.raises(AssertionError, match="values are <="):
+        _compare_histograms(want, {"w": [_histogram_of(moved)]}, 2e-4, 2e-5, "moved")
