@@ -322,9 +322,6 @@ def test_the_corpus_is_the_issue_size():
     assert len(PROGRAMS) >= 20, PROGRAMS
 
 
-if __name__ == "__main__":  # `side out_dir name...`: the IN_SUBPROCESS programs of one side
-    _fork_each(sys.argv[1], sys.argv[2], sys.argv[3:])
-
 def _histogram_of(values: np.ndarray, step: int = 0) -> tuple[Any, ...]:
     """read_events' tuple for flowlab's tf.summary.histogram of `values`."""
     from tensorboard.compat.proto import summary_pb2
@@ -356,3 +353,7 @@ def test_histograms_compare_up_to_values_crossing_a_bucket_edge():
     moved[4] -= edge * 0.25  # the sum stays the same, so only the buckets tell
     with pytest.raises(AssertionError, match="values are <="):
         _compare_histograms(want, {"w": [_histogram_of(moved)]}, 2e-4, 2e-5, "moved")
+
+
+if __name__ == "__main__":  # `side out_dir name...`: the IN_SUBPROCESS programs of one side
+    _fork_each(sys.argv[1], sys.argv[2], sys.argv[3:])
