@@ -1,6 +1,6 @@
 """The machine profile the tests run under: the TensorFlow reference is pinned to its
 portable kernels, and the portability pass of scripts/test really turns NumPy's SIMD
-loops off (else that pass would check nothing)."""
+loops off and runs another CPU's OpenBLAS kernels (else that pass would check nothing)."""
 
 from __future__ import annotations
 
@@ -40,3 +40,12 @@ def test_portability_pass_runs_numpys_baseline_loops():
             for loop in loops.values():
                 current = loop["current"] if isinstance(loop, dict) else loop
                 assert str(current).startswith("baseline"), (name, loop)
+
+
+@pytest.mark.skipif(not os.environ.get("OPENBLAS_CORETYPE"),
+                    reason="only in the portability pass where it picks other OpenBLAS kernels (OPENBLAS_CORETYPE set)")
+def test_portability_pass_runs_another_cpus_blas_kernels():
+    from threadpoolctl import threadpool_info
+
+    kernels = {i.get("architecture") for i in threadpool_info() if i.get("internal_api") == "openblas"}
+    assert kernels == {os.environ["OPENBLAS_CORETYPE"]}, kernels
