@@ -112,8 +112,8 @@ def compare_training_steps(
     if t is not None:
         peers["pytorch"] = t
     first = {name: fn() for name, fn in peers.items()}
-    out: dict[str, Any] = {"threads": args.threads, "tf_inter_op_threads": args.tf_inter_op, "neighbours": args.load,
-                           "load_before": os.getloadavg()[0]}
+    out: dict[str, Any] = {"threads": args.threads, "tf_inter_op_threads": args.tf_inter_op,
+                           "neighbours": args.load, "load_before": os.getloadavg()[0]}
     with neighbours(args.load) as load:
         out.update(interleaved_ms(peers, args.steps, args.rounds))
         if load is not None:

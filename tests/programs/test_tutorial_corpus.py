@@ -187,11 +187,8 @@ def read_events(logdir: str) -> dict[str, Any]:
     tags = acc.Tags()
     out: dict[str, Any] = {"tags": {k: sorted(v) if isinstance(v, list) else v for k, v in tags.items()}}
     out["scalars"] = {t: [(e.step, np.float32(e.value)) for e in acc.Scalars(t)] for t in tags["scalars"]}
-    out["histograms"] = {
-        t: [(e.step, e.histogram_value.min, e.histogram_value.max, e.histogram_value.num,
-             e.histogram_value.sum, e.histogram_value.sum_squares,
-             np.asarray(e.histogram_value.bucket_limit), np.asarray(e.histogram_value.bucket))
-            for e in acc.Histograms(t)] for t in tags["histograms"]}
+    out["histograms"] = {t: [_histogram_tuple(e.step, e.histogram_value) for e in acc.Histograms(t)]
+                         for t in tags["histograms"]}
     out["images"] = {t: [(e.step, e.width, e.height, _decode_png(e.encoded_image_string))
                          for e in acc.Images(t)] for t in tags["images"]}
     if tags.get("graph"):
@@ -206,6 +203,12 @@ def read_events(logdir: str) -> dict[str, Any]:
                           sorted(v.tag for v in ev.summary.value) if ev.HasField("summary") else None))
     out["events"] = kinds
     return out
+
+
+def _histogram_tuple(step: int, h: Any) -> tuple[Any, ...]:
+    """A HistogramProto as the tests compare it: (step, min, max, num, sum, sum of
+    squares, bucket limits, bucket counts)."""
+    return (step, h.min, h.max, h.num, h.sum, h.sum_squares, np.asarray(h.bucket_limit), np.asarray(h.bucket))
 
 
 def _records(path: str) -> list[bytes]:
@@ -301,36 +304,41 @@ def _compare_histograms(want: dict[str, Any], got: dict[str, Any], rtol: float, 
             xs = xs[np.abs(xs) < 1e300]  # the last limit is DBL_MAX
             reach = xs + atol + rtol * np.abs(xs)
             for a, b, side in ((w, g, "TensorFlow's"), (g, w, "flowlab's")):
-                at_or_below = _count_at_or_below(a[6], a[7], xs)[0]
-                bound = _count_at_or_below(b[6], b[7], reach)[1]
+                at_or_below = _surely_at_or_below(a[6], a[7], xs)
+                bound = _maybe_at_or_below(b[6], b[7], reach)
                 bad = np.nonzero(at_or_below > bound)[0]
                 assert bad.size == 0, (f"{where}: {at_or_below[bad[0]]:g} of {side} values are <= {xs[bad[0]]:g}, "
                                        f"but the other side has at most {bound[bad[0]]:g} <= {reach[bad[0]]:g}")
 
 
-def _count_at_or_below(limits: Any, counts: Any, xs: Any) -> tuple[Any, Any]:
-    """Bounds on how many values of a histogram lie at or below each x: those of the
-    buckets whose upper limit is <= x, and those of the buckets whose lower edge (the
-    previous limit) is below x."""
-    limits, cum = np.asarray(limits, np.float64), np.concatenate([[0.0], np.cumsum(counts)])
-    below = cum[np.searchsorted(limits, xs, side="right")]
-    lower_edges = np.concatenate([[-np.inf], limits[:-1]])
-    return below, cum[np.searchsorted(lower_edges, xs, side="left")]
+def _surely_at_or_below(limits: Any, counts: Any, xs: Any) -> Any:
+    """How many values of a histogram lie at or below each x for certain: those of the
+    buckets whose upper limit is <= x."""
+    cum = np.concatenate([[0.0], np.cumsum(counts)])
+    return cum[np.searchsorted(np.asarray(limits, np.float64), xs, side="right")]
+
+
+def _maybe_at_or_below(limits: Any, counts: Any, xs: Any) -> Any:
+    """How many values of a histogram may lie at or below each x: those of the buckets
+    whose lower edge (the previous limit) is below x."""
+    cum = np.concatenate([[0.0], np.cumsum(counts)])
+    lower_edges = np.concatenate([[-np.inf], np.asarray(limits, np.float64)[:-1]])
+    return cum[np.searchsorted(lower_edges, xs, side="left")]
 
 
 def test_the_corpus_is_the_issue_size():
     assert len(PROGRAMS) >= 20, PROGRAMS
 
 
-def _histogram_of(values: np.ndarray, step: int = 0) -> tuple[Any, ...]:
-    """read_events' tuple for flowlab's tf.summary.histogram of `values`."""
+def _histogram_of(values: np.ndarray) -> tuple[Any, ...]:
+    """read_events' tuple for flowlab's tf.summary.histogram of `values` (step 0)."""
     from tensorboard.compat.proto import summary_pb2
 
     import flowlab as fl
 
     with fl.Graph().as_default(), fl.Session() as sess:
         h = summary_pb2.Summary.FromString(sess.run(fl.summary.histogram("h", fl.constant(values)))).value[0].histo
-    return (step, h.min, h.max, h.num, h.sum, h.sum_squares, np.asarray(h.bucket_limit), np.asarray(h.bucket))
+    return _histogram_tuple(0, h)
 
 
 def test_histograms_compare_up_to_values_crossing_a_bucket_edge():
