@@ -131,20 +131,51 @@ def _softsign_grad_k(ctx: Any, g: Any, f: Any) -> Any:
 def _bias_add_grad_k(ctx: Any, g: Any) -> Any:
     channel = 1 if ctx.attrs["data_format"] == "NCHW" and g.ndim > 2 else g.ndim - 1
     axes = tuple(i for i in range(g.ndim) if i != channel)
+    if channel == g.ndim - 1 and _wide_sums_apply(g):
+        sums: Any = _channel_sums
+    else:
+        def sums(part: Any) -> Any:
+            return ctx.xp.sum(part, axis=axes)
     blocks = batch_blocks.bounds(g)
     if len(blocks) > 2:
         parts: list[Any] = [None] * (len(blocks) - 1)
         index = {lo: i for i, lo in enumerate(blocks[:-1])}
 
         def block(lo: int, hi: int) -> None:
-            parts[index[lo]] = np.sum(g[lo:hi], axis=axes)
+            parts[index[lo]] = sums(g[lo:hi])
 
         batch_blocks.each(blocks, block)
         total = parts[0]
         for p in parts[1:]:
             total += p
         return total.astype(g.dtype, copy=False)
-    return ctx.xp.sum(g, axis=axes).astype(g.dtype, copy=False)
+    return sums(g).astype(g.dtype, copy=False)
+
+
+# The channel sums of a channels-last gradient, [rows, c], as NumPy reduces axis 0:
+# row after row into c accumulators, an inner loop of c elements (32 or 64 for a
+# convolution: short, so slow).  Folding `r` rows into one row of r*c first gives r*c
+# accumulators and long inner loops, then r partial sums per channel: cnn_train's
+# first BiasAddGrad, [64,28,28,32] float32, 1.3 -> 0.2 ms, and closer to the exact sum
+# (max error 5e-3 -> 4e-4 against float64), having added shorter runs.
+_WIDE_ROW = 8192
+
+
+def _wide_sums_apply(g: Any) -> bool:
+    return (type(g) is np.ndarray and g.ndim >= 2 and g.flags.c_contiguous
+            and g.dtype in (np.float32, np.float64) and 0 < g.shape[-1] < _WIDE_ROW // 2)
+
+
+def _channel_sums(g: np.ndarray) -> np.ndarray:
+    c = g.shape[-1]
+    rows = g.size // c
+    g2 = g.reshape(rows, c)
+    r = max(1, min(rows, _WIDE_ROW // c))
+    whole = rows - rows % r
+    total = g2[:whole].reshape(-1, r * c).sum(axis=0).reshape(r, c).sum(axis=0)
+    if whole < rows:
+        total += g2[whole:].sum(axis=0)
+    return total
 
 
 @kernel("IdentityN")

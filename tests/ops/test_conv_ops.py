@@ -9,7 +9,7 @@ import pytest
 
 import flowlab as fl
 from flowlab import errors
-from tests.difftest import assert_same
+from tests.difftest import assert_same, run_with
 
 RS = np.random.RandomState(0)
 
@@ -265,6 +265,35 @@ def test_max_pool_grad_tiling_windows_with_ties_and_nan(tf1: Any) -> None:
     nhwc = _run(grad(fl, fl.constant(clean), "VALID"))
     nchw = _run(grad(fl, fl.constant(clean.transpose(0, 3, 1, 2)), "VALID", "NCHW"))
     np.testing.assert_array_equal(nchw.transpose(0, 2, 3, 1), nhwc)
+
+
+@pytest.mark.parametrize("one_image_blocks", [False, True])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_max_pool_grad_tiling_windows_send_inf_and_nan_gradients_to_the_maximum_only(
+        tf1: Any, k: int, one_image_blocks: bool, monkeypatch: Any) -> None:
+    # TensorFlow scatters each gradient into zeros: an inf or NaN gradient reaches its
+    # window's maximum alone, and every other element is +0.0, even where the gradient
+    # is negative.  (A product by a 0/1 mask gives NaN and -0.0 there.)  Compared bit
+    # for bit, with ReLU zeros making ties, whole and in cache blocks of one image.
+    from flowlab.kernels import conv_kernels
+
+    x = np.maximum(RS.randn(3, 6 * k, 4 * k, 5), 0).astype(np.float32)
+    if one_image_blocks:
+        monkeypatch.setattr(conv_kernels, "POOL_BLOCK_BYTES", x[0].nbytes)
+    x[2] = RS.randn(6 * k, 4 * k, 5)  # no ties
+    dy = RS.randn(3, 6, 4, 5).astype(np.float32)
+    dy[0, 0, 0, :3] = [np.inf, -np.inf, np.nan]
+    dy[1, 2, 3, 4] = np.nan
+    dy[2, 5, 1, 0] = -np.inf
+
+    def build(tf: Any) -> Any:
+        v = tf.constant(x)
+        return tf.gradients(tf.nn.max_pool(v, k, k, "VALID"), v, dy)[0]
+
+    expected, actual = run_with(tf1, build), run_with(fl, build)
+    assert actual.dtype == expected.dtype == np.float32
+    np.testing.assert_array_equal(actual.view(np.uint32), expected.view(np.uint32))
+    assert k == 1 or np.count_nonzero(np.isnan(expected)) == 2  # the NaN gradients' maxima only
 
 
 def test_max_pool_grad_padding_never_chosen(tf1: Any) -> None:

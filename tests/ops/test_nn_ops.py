@@ -247,6 +247,29 @@ def test_bias_add_nchw(tf1, fmt):
     np.testing.assert_array_equal(out, v + b[:, None, None])
 
 
+@pytest.mark.parametrize("shape", [(64, 28, 28, 32), (3, 7, 11, 5), (300, 3000), (0, 4, 4, 3)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bias_add_gradient_sums_channels_closely(tf1, shape, dtype):
+    # Channels-last BiasAddGrad folds rows into wide ones before summing (long inner
+    # loops): its sums must stay within float rounding of the exact ones -- closer
+    # than row-by-row accumulation, whose error grows with the row count -- and
+    # agree with TensorFlow, with rows left over and with none at all.
+    g = np.random.RandomState(4).standard_normal(shape).astype(dtype) + 1.0
+
+    def build(tf):
+        v = tf.placeholder(dtype, [None] + list(shape[1:]))
+        b = tf.zeros([shape[-1]], dtype)
+        return tf.gradients(tf.nn.bias_add(v, b), b, g)[0], {v: np.zeros(shape, dtype)}
+
+    # TensorFlow's own float32 sums of 50176 rows are ~5e-6 (relative) off the exact ones.
+    out = assert_same(tf1, build, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-4)
+    exact = g.astype(np.float64).reshape(-1, shape[-1]).sum(axis=0)
+    assert out.dtype == dtype and out.shape == (shape[-1],)
+    # Row-by-row float32 accumulation errs by ~7e-6 there; each folded accumulator adds
+    # at most a few hundred rows.
+    np.testing.assert_allclose(out, exact, rtol=2e-6 if dtype == np.float32 else 1e-12)
+
+
 def test_bias_add_names_and_static_shape():
     y = fl.nn.bias_add(fl.placeholder(fl.float32, [None, None]), fl.constant([1.0, 2.0]))
     assert (y.op.type, y.op.name, y.op.get_attr("data_format")) == ("BiasAdd", "BiasAdd", "NHWC")
