@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from flowlab.kernels import batch_blocks
 from flowlab.kernels.resources import VariableState
 
 
@@ -127,7 +128,20 @@ class InPlaceUpdate:
         values = [s.value for s in self.states]
         for a in values:
             a.flags.writeable = True
-        self.arith.fn(*self.scalars, *values, self.g, *bufs)
+        fn, scalars, g = self.arith.fn, self.scalars, self.g
+        blocks = batch_blocks.bounds(g)
+        if len(blocks) > 2:
+            # The bodies are elementwise: a block of rows is those rows' whole update,
+            # so the values are one call's.  Memory-bound, the update of a large
+            # variable gains from a second core's bandwidth (cnn_train's fc1, 12.8 MB:
+            # one pass 12.5 -> 18 GB/s on two cores here).  Nothing here raises: NumPy's
+            # elementwise loops do not, and the helpers are the step's running pool.
+            def block(lo: int, hi: int) -> None:
+                fn(*scalars, *(a[lo:hi] for a in values), g[lo:hi], *(b[lo:hi] for b in bufs))
+
+            batch_blocks.each(blocks, block)
+        else:
+            fn(*scalars, *values, g, *bufs)
         for a in values:
             a.flags.writeable = False
         for state in self.states:  # an optimizer's write is an overwrite (Step.rollback)

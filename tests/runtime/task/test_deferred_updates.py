@@ -284,6 +284,44 @@ def test_each_optimizer_in_place_gives_the_logged_values_bit_for_bit(monkeypatch
     _assert_same_bits(on, off)
 
 
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_a_large_variables_update_runs_by_row_blocks_with_one_calls_bits(monkeypatch, writes, name):
+    """With three intra-op threads the in-place update of a [600, 512] variable is cut
+    into row blocks shared by the threads; its values stay the logged update's."""
+    from flowlab.kernels import batch_blocks
+
+    cut = []
+    real = batch_blocks.each
+
+    def each(bounds, fn):
+        cut.append(len(bounds) - 1)
+        return real(bounds, fn)
+
+    def train(steps):
+        rng = np.random.default_rng(3)
+        g = fl.Graph()
+        with g.as_default():
+            x = fl.placeholder(fl.float32, [None, 600])
+            w = fl.Variable(rng.standard_normal((600, 512)).astype(np.float32) * 0.05, name="w")
+            loss = fl.reduce_mean(fl.square(fl.matmul(x, w) - 1.0))
+            if OPTIMIZERS[name] is None:
+                op = _adam_nesterov(loss, [w])
+            else:
+                op = OPTIMIZERS[name]().minimize(loss)
+            feed = {x: rng.standard_normal((8, 600)).astype(np.float32)}
+            config = fl.ConfigProto(intra_op_parallelism_threads=3)
+            with fl.Session(graph=g, config=config) as sess:
+                sess.run(fl.global_variables_initializer())
+                losses = [sess.run([op, loss], feed)[1] for _ in range(steps)]
+                return losses, sess.run(fl.global_variables())
+
+    monkeypatch.setattr(batch_blocks, "each", each)
+    on = train(4)
+    assert writes[f"in_place:{name}"] >= 3 and 3 in cut
+    _logged(monkeypatch)
+    _assert_same_bits(on, train(4))
+
+
 @pytest.mark.parametrize("name", ["sgd", "nesterov", "adagrad", "rmsprop", "adam"])
 def test_fetched_gradients_are_not_scratch_and_keep_their_values(monkeypatch, writes, name):
     """A fetched gradient does not die at its update: the update allocates its scratch
