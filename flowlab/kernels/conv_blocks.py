@@ -80,15 +80,21 @@ def _columns(win: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return buf.reshape(kh * kw, (hi - lo) * oh * ow).T
 
 
-def forward(win: np.ndarray, f2: np.ndarray, bounds: list[int]) -> np.ndarray:
+def forward(win: np.ndarray, f2: np.ndarray, bounds: list[int],
+            epilogue: Callable[[np.ndarray], None] | None = None) -> np.ndarray:
     """[n*oh*ow, o] = im2col(win) @ f2, where `win` is the [n, oh, ow, kh, kw, c] window
-    view of the padded input and f2 the [kh*kw*c, o] filter."""
+    view of the padded input and f2 the [kh*kw*c, o] filter.  `epilogue(rows)`, when
+    given, then updates each cache block's [rows, o] output in place while it is in
+    the cache (conv_kernels.conv2d_bias_relu)."""
     n, oh, ow = win.shape[:3]
     r, k = oh * ow, f2.shape[0]
     y = np.empty((n * r, f2.shape[1]), np.result_type(win.dtype, f2.dtype))
 
     def block(lo: int, hi: int) -> None:
-        np.matmul(_columns(win, lo, hi), f2, out=y[lo * r:hi * r])
+        out = y[lo * r:hi * r]
+        np.matmul(_columns(win, lo, hi), f2, out=out)
+        if epilogue is not None:
+            epilogue(out)
 
     _each_block(bounds, cache_images(r, k, win.itemsize), block)
     return y

@@ -28,6 +28,7 @@ import numpy as np
 
 from flowlab import errors
 from flowlab.kernels import batch_blocks, conv_blocks
+from flowlab.kernels.fp_state import ignoring
 from flowlab.kernels.intra_op import sharded_matmul, sharded_matmul_tn
 from flowlab.kernels.registry import kernel
 from flowlab.ops.conv_ops import explicit_pads, output_size, spatial
@@ -213,6 +214,37 @@ def conv2d(ctx: Any, x: Any, f: Any) -> Any:
         fg = f.reshape(kk, cg, g, og).transpose(2, 0, 1, 3).reshape(g, kk * cg, og)
         y = xp.matmul(_grouped(cols, m, kk, g, cg), fg).transpose(1, 0, 2)
     return _finish(xp, y.reshape(n, geo.out[0], geo.out[1], o), dtype, geo.nchw)
+
+
+def conv2d_bias_relu(ctx: Any, x: Any, f: Any, bias: Any) -> tuple[Any, bool]:
+    """Conv2D's kernel with the BiasAdd and the Relu that consume its output done on
+    each cache block of that output while it is in the cache, which saves their two
+    passes over memory (flowlab.runtime.task.epilogues fuses the three ops of a plan
+    into this call).  Returns (the Relu's value, True), or, where the bias does not fit
+    (not a vector of the output depth and dtype) or the convolution is not done by
+    blocks, (the Conv2D's value, False): the BiasAdd and the Relu then run their own
+    kernels, which raise their own errors.  The values are the three kernels' bits: the
+    same elementwise operations on the same operands."""
+    _check4("input", x)
+    _check4("filter", f)
+    geo, g = _conv_setup(ctx, x.shape, f.shape)
+    kh, kw, cg, o = f.shape
+    n = x.shape[0]
+    if not (ctx.xp is np and g == 1 and n > 1 and not geo.nchw and x.dtype in (np.float32, np.float64)
+            and f.dtype == x.dtype and type(bias) is np.ndarray and bias.shape == (o,)
+            and bias.dtype == x.dtype):
+        return conv2d(ctx, x, f), False
+    zeros = np.zeros(o, x.dtype)  # maximum against an array is NumPy's vector loop
+
+    def epilogue(rows: np.ndarray) -> None:
+        with ignoring():  # an intra-op helper thread: silent as the step is
+            np.add(rows, bias, out=rows)  # BiasAdd
+            np.maximum(rows, zeros, out=rows)  # Relu (NaN propagates, as there)
+
+    m = n * geo.out[0] * geo.out[1]
+    bounds = conv_blocks.image_blocks(n, m * kh * kw * cg * o)
+    y = conv_blocks.forward(_windows_of(geo, x), f.reshape(kh * kw * cg, o), bounds, epilogue)
+    return y.reshape(n, geo.out[0], geo.out[1], o), True
 
 
 def _sizes(v: Any, what: str) -> tuple[int, ...]:

@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from flowlab.kernels.conv_kernels import conv2d_bias_relu
 from flowlab.kernels.core_kernels import identity as _identity_fn
 from flowlab.kernels.core_kernels import no_op as _no_op_fn
 from flowlab.kernels.resources import GENERATION
-from flowlab.runtime.task import deferred_updates, forwarding, shape_memo
+from flowlab.runtime.task import deferred_updates, epilogues, forwarding, shape_memo
 from flowlab.runtime.task.plan import (
     OutputShape,
     Plan,
@@ -77,6 +78,10 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
     defers = set() if traced else deferred_updates.deferrable(order, plan.fetch_slots)
     read_slots = {s for n in order for s, _ in n.inputs} | set(plan.fetch_slots)
     in_memo: set[int] = set()
+    handles = [] if traced else [n for n in order if n.op.type == "VariableV2" and n.outputs[0] >= 0]
+    # Conv2D -> BiasAdd -> Relu chains done by one call (flowlab.runtime.task.epilogues).
+    fused = {} if traced else epilogues.conv_bias_relu(order, dying, forward, _available(order, plan, handles))
+    fused_tail = {n.index: c for c, chain in fused.items() for n in chain}
 
     def emit(node: PlanNode, k: int, pad: str, dels: list[int]) -> None:
         i = node.index
@@ -120,6 +125,24 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
             line_to_node[len(lines)] = key
             _delete(lines, dels, pad)
             return
+        if i in fused:
+            # The chain's Conv2D: the fused call; `_e{i}` says whether it fused.
+            bias_slot, bias_read = fused[i][0].inputs[1]
+            ns[f"k{i}"], ns[f"c{i}"] = conv2d_bias_relu, node.ctx
+            args = [f"c{i}"] + [f"s{slot}.read()" if read else f"s{slot}" for slot, read in node.inputs]
+            args.append(f"s{bias_slot}.read()" if bias_read else f"s{bias_slot}")
+            lines.append(f"{pad}s{node.outputs[0]}, _e{i} = k{i}({', '.join(args)})")
+            line_to_node[len(lines)] = key
+            out_names.append(f"s{node.outputs[0]}")
+            _delete(lines, dels, pad)
+            return
+        call_pad = pad
+        if i in fused_tail:
+            # The chain's BiasAdd or Relu: done by the Conv2D's call when it fused.
+            lines.append(f"{pad}if _e{fused_tail[i]}:")
+            lines.append(f"{pad}    s{node.outputs[0]} = s{node.inputs[0][0]}")
+            lines.append(f"{pad}else:")
+            call_pad = pad + "    "
         ns[f"k{i}"] = node.kernel.fn
         if i in forward or i in defers:
             ns[f"c{i}"] = node.ctx.forwarding(forward.get(i, ()), defers=i in defers)
@@ -142,7 +165,7 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
             stmt = f"{names[0]} = {call}"
         else:
             stmt = f"{', '.join(names)}, = {call}"
-        lines.append(f"{pad}{stmt}")
+        lines.append(f"{call_pad}{stmt}")
         line_to_node[len(lines)] = key
         _delete(lines, dels, pad)
         if traced:
@@ -152,7 +175,6 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
                 if s < 0 and node.num_outputs:
                     lines.append(f"{pad}u{i}_{j} = _sd(u{i}_{j})")
 
-    handles = [] if traced else [n for n in order if n.op.type == "VariableV2" and n.outputs[0] >= 0]
     if handles:
         _emit_variable_handles(handles, lines, ns, line_to_node, emit)
     held = {n.index for n in handles}
@@ -200,6 +222,18 @@ def generate_straight_line(plan: Plan, traced: bool = False) -> None:
     plan.code = fn.__code__
     plan.line_to_node = line_to_node
     plan.source = source
+
+
+def _available(order: list[PlanNode], plan: Plan, handles: list[PlanNode]) -> dict[int, int]:
+    """{slot: position in `order` of the line that gives it its value}; -1 for the
+    feeds and the variable handles, which the function has before its first op."""
+    at = {n.outputs[0]: -1 for n in handles}
+    at.update((s, -1) for s in plan.feed_slots)
+    for k, n in enumerate(order):
+        for s in n.outputs:
+            if s >= 0:
+                at.setdefault(s, k)
+    return at
 
 
 def _same_shape_reshape(node: PlanNode, constants: dict[int, Any]) -> bool:
