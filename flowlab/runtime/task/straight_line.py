@@ -8,13 +8,15 @@ slots, which are the function's local variables.  Constants are bound as values,
 Identity becomes a second name for its input, a NoOp without inputs no line at all.
 Because the order is fixed, the generator knows where each value is read for the last
 time: it deletes the name there and lets the kernels that can write their output into
-such a dying input do so (buffer forwarding, flowlab.runtime.task.forwarding).  Ops computed
+such a dying input do so (buffer forwarding, flowlab.runtime.task.forwarding), and a
+Conv2D -> BiasAdd -> Relu chain whose intermediates nothing else reads runs as one
+call (flowlab.runtime.task.epilogues).  Ops computed
 from shapes alone run as one block that is skipped while the shapes stay the same
 (flowlab.runtime.task.shape_memo).
 
 With `traced=True` it generates the recording twin instead (`TracedLine`): every op
 keeps its kernel call and its outputs, a clock read goes between two ops, and nothing
-is deleted, forwarded or memoized, so that a trace describes the step as the untraced function
+is deleted, forwarded, fused or memoized, so that a trace describes the step as the untraced function
 runs it.
 """
 
