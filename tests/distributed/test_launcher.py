@@ -68,8 +68,10 @@ def test_one_worker_launcher_gives_tensorflows_numbers(tmp_path):
 def test_two_workers_share_the_ps_state_between_graphs(tmp_path):
     a, b = launch("flowlab", 2, tmp_path, 30)
     # Both ran against one global step on ps/0 until it reached 30 (each fetch is the
-    # value before that run's update, as TensorFlow's servers send it).
+    # value before that run's update, as TensorFlow's servers send it).  The two read it
+    # concurrently, and StopAtStepHook reads it through its own op, so the last fetched
+    # values may stop short of 29 by one per worker (seen once: 28, with the step at 30).
     assert a["steps"] and b["steps"]
-    assert max(a["steps"] + b["steps"]) >= 29
+    assert max(a["steps"] + b["steps"]) >= 30 - 2
     assert len(a["steps"]) + len(b["steps"]) >= 30
     assert a["losses"][-1] < a["losses"][0]
