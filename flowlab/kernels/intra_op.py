@@ -101,11 +101,17 @@ def run_blocks(blocks: int, fn: Callable[[int], None]) -> None:
     lock = threading.Lock()
     finished = threading.Event()
     state: list[Any] = [0, None]  # blocks done, first error
+    # A helper that starts late (its thread had no core) runs `work` after this call
+    # returned and finds nothing to do; until then the pool's queue holds `work`.  It
+    # reaches `fn` through this box, emptied on return, so that the arrays `fn` holds
+    # are not kept alive meanwhile (an in-place variable update checks that nothing
+    # else holds its variable's array: flowlab.kernels.in_place_updates.alone).
+    box = [fn]
 
     def work() -> None:
         for i in unclaimed:
             try:
-                fn(i)
+                box[0](i)
             except BaseException as e:  # noqa: BLE001 -- handed to the caller below
                 state[1] = state[1] or e
             with lock:
@@ -120,6 +126,7 @@ def run_blocks(blocks: int, fn: Callable[[int], None]) -> None:
     # Wait only for blocks a helper holds: a helper that starts after the queue is
     # empty (its thread had no core) finds nothing and is not waited for.
     finished.wait()
+    box.clear()
     if state[1] is not None:
         raise state[1]
 
