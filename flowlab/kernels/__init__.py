@@ -44,6 +44,7 @@ from flowlab.kernels import (
     nn_kernels,
     parsing_kernels,
     pool3d_kernels,
+    pool_kernels,
     print_v2_kernels,
     proximal_kernels,
     queue_kernels,

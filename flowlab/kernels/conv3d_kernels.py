@@ -1,11 +1,11 @@
 """Kernels of Conv3D and its backprops (V2), written once over `ctx.xp`.
 
-The same scheme as Conv2D's (conv_kernels): im2col through a strided view of the
-padded NDHWC input, [n, od, oh, ow, kd, kh, kw, c], copied once into a matrix for one
-GEMM with the filter; the filter backprop is the transposed GEMM and the input backprop
-one batched GEMM per tap followed by col2im (one strided addition per tap).  Like
-TensorFlow's CPU kernels: NDHWC only, unit dilations, unit batch and depth strides.
-float16 computes in float32.
+The same scheme as Conv2D's (flowlab.kernels.conv_kernels): im2col through a strided
+view of the padded NDHWC input, [n, od, oh, ow, kd, kh, kw, c], copied once into a
+matrix for one GEMM with the filter; the filter backprop is the transposed GEMM and the
+input backprop one batched GEMM per tap followed by col2im (one strided addition per
+tap).  Like TensorFlow's CPU kernels: NDHWC only, unit dilations, unit batch and depth
+strides.  float16 computes in float32.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels.conv_kernels import _compute_dtype, check_out_backprop
 from flowlab.kernels.registry import kernel
+from flowlab.kernels.window_geometry import check_out_backprop, compute_dtype
 from flowlab.ops.conv_ops import output_size
 
 
@@ -75,7 +75,7 @@ class _Geometry3:
 def conv3d(ctx: Any, x: Any, f: Any) -> Any:
     xp = ctx.xp
     geo = _Geometry3(ctx.attrs, x.shape, f.shape)
-    ct = _compute_dtype(x.dtype)
+    ct = compute_dtype(x.dtype)
     o = f.shape[4]
     y = xp.matmul(geo.cols(xp, x.astype(ct, copy=False)), f.astype(ct, copy=False).reshape(-1, o))
     return xp.ascontiguousarray(y.reshape(x.shape[0], *geo.out, o)).astype(x.dtype, copy=False)
@@ -86,7 +86,7 @@ def conv3d_backprop_input_v2(ctx: Any, sizes: Any, f: Any, dy: Any) -> Any:
     xp = ctx.xp
     shape = _sizes5(sizes, "input_sizes")
     geo = _Geometry3(ctx.attrs, shape, f.shape)
-    ct = _compute_dtype(dy.dtype)
+    ct = compute_dtype(dy.dtype)
     n, c, o = shape[0], shape[4], f.shape[4]
     check_out_backprop("Conv3DBackprop", dy, (n, *geo.out, o), note="")
     kk = len(geo.taps())
@@ -108,7 +108,7 @@ def conv3d_backprop_filter_v2(ctx: Any, x: Any, sizes: Any, dy: Any) -> Any:
     xp = ctx.xp
     f_shape = _sizes5(sizes, "filter_sizes")
     geo = _Geometry3(ctx.attrs, x.shape, f_shape)
-    ct = _compute_dtype(x.dtype)
+    ct = compute_dtype(x.dtype)
     o = f_shape[4]
     check_out_backprop("Conv3DBackprop", dy, (x.shape[0], *geo.out, o), note="")
     df = xp.matmul(geo.cols(xp, x.astype(ct, copy=False)).T, dy.astype(ct, copy=False).reshape(-1, o))

@@ -135,7 +135,7 @@ def input_grad_by_correlation(geo: Any, dy: np.ndarray, f: np.ndarray, in_shape:
     None when it does not apply (strides, or padding wider than the dilated kernel,
     or zero-sized dimensions): the caller takes the per-tap GEMMs then.
 
-    `geo` is conv_kernels' window geometry of the forward convolution; dy NHWC
+    `geo` is the window geometry (flowlab.kernels.window_geometry) of the forward convolution; dy NHWC
     [n, oh, ow, o]; f [kh, kw, c, o]; in_shape the NHWC input shape.
     """
     if geo.s != (1, 1) or 0 in dy.shape or 0 in in_shape:

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from flowlab import errors
-from flowlab.kernels.conv_kernels import _compute_dtype, _lowest
+from flowlab.kernels.pool_kernels import lowest
 from flowlab.kernels.registry import kernel
+from flowlab.kernels.window_geometry import compute_dtype
 from flowlab.ops.conv_ops import output_size
 
 
@@ -71,7 +72,7 @@ class _Windows:
 def max_pool3d(ctx: Any, x: Any) -> Any:
     xp = ctx.xp
     win = _Windows(ctx.attrs, x.shape)
-    xpad = win.padded(xp, x, _lowest(x.dtype))
+    xpad = win.padded(xp, x, lowest(x.dtype))
     taps = win.taps()
     y = xp.array(win.view(xpad, taps[0]))
     for t in taps[1:]:
@@ -83,7 +84,7 @@ def max_pool3d(ctx: Any, x: Any) -> Any:
 def avg_pool3d(ctx: Any, x: Any) -> Any:
     xp = ctx.xp
     win = _Windows(ctx.attrs, x.shape)
-    ct = _compute_dtype(x.dtype)
+    ct = compute_dtype(x.dtype)
     xpad = win.padded(xp, x.astype(ct, copy=False))
     taps = win.taps()
     total = xp.array(win.view(xpad, taps[0]))
@@ -103,8 +104,8 @@ def max_pool3d_grad(ctx: Any, x: Any, y: Any, dy: Any) -> Any:
     xp = ctx.xp
     win = _Windows(ctx.attrs, x.shape)
     _grad_shape(win, dy, x.shape[0], x.shape[4])
-    ct = _compute_dtype(dy.dtype)
-    xpad = win.padded(xp, x, _lowest(x.dtype))
+    ct = compute_dtype(dy.dtype)
+    xpad = win.padded(xp, x, lowest(x.dtype))
     out = xp.zeros(xpad.shape, dtype=ct)
     dyc = dy.astype(ct, copy=False)
     zero = xp.zeros((), dtype=ct)
@@ -120,7 +121,7 @@ def max_pool3d_grad_grad(ctx: Any, x: Any, y: Any, g: Any) -> Any:
     win = _Windows(ctx.attrs, x.shape)
     if g.shape != x.shape:
         raise _invalid(f"grad must have the shape of orig_input: {list(g.shape)} vs {list(x.shape)}")
-    xpad = win.padded(xp, x, _lowest(x.dtype))
+    xpad = win.padded(xp, x, lowest(x.dtype))
     gpad = win.padded(xp, g)
     # TensorFlow's CPU kernel reads grad at the first maximum of each window (scan order).
     out = xp.zeros(y.shape, dtype=g.dtype)
@@ -138,7 +139,7 @@ def avg_pool3d_grad(ctx: Any, sizes: Any, dy: Any) -> Any:
     shape = tuple(int(d) for d in np.asarray(sizes.get() if hasattr(sizes, "get") else sizes).reshape(-1))
     win = _Windows(ctx.attrs, shape)
     _grad_shape(win, dy, shape[0], shape[4])
-    ct = _compute_dtype(dy.dtype)
+    ct = compute_dtype(dy.dtype)
     share = dy.astype(ct, copy=False) / win.counts(xp, ct)
     (pd, pdd), (ph, phh), (pw, pww) = win.pad
     out = xp.zeros((shape[0], shape[1] + pd + pdd, shape[2] + ph + phh, shape[3] + pw + pww, shape[4]), dtype=ct)

@@ -4,9 +4,9 @@ Declared here with TensorFlow's op types, attrs and shape functions: Conv2D (NHW
 NCHW, SAME/VALID/EXPLICIT padding, strides, dilations, grouped when the input depth is
 a multiple of the filter's), its two backprops (Conv2DBackpropInput, which is also
 `tf.nn.conv2d_transpose`, and Conv2DBackpropFilter), MaxPool, AvgPool and their
-gradient ops (MaxPoolGrad, AvgPoolGrad, MaxPoolGradGrad).  The CPU kernels (im2col and
-one GEMM) live in `flowlab.kernels.conv_kernels`, the gradient functions in
-`flowlab.ops.conv_grad`.
+gradient ops (MaxPoolGrad, AvgPoolGrad, MaxPoolGradGrad).  The CPU kernels live in
+`flowlab.kernels.conv_kernels` (im2col and one GEMM) and `flowlab.kernels.pool_kernels`,
+the gradient functions in `flowlab.ops.conv_grad`.
 
 The builders follow TensorFlow 1.x: strides, ksize and dilations may be an int or a
 list of 1, 2 or 4 ints (placed on the spatial dimensions of the data format), padding

@@ -275,11 +275,11 @@ def test_max_pool_grad_tiling_windows_send_inf_and_nan_gradients_to_the_maximum_
     # window's maximum alone, and every other element is +0.0, even where the gradient
     # is negative.  (A product by a 0/1 mask gives NaN and -0.0 there.)  Compared bit
     # for bit, with ReLU zeros making ties, whole and in cache blocks of one image.
-    from flowlab.kernels import conv_kernels
+    from flowlab.kernels import pool_kernels
 
     x = np.maximum(RS.randn(3, 6 * k, 4 * k, 5), 0).astype(np.float32)
     if one_image_blocks:
-        monkeypatch.setattr(conv_kernels, "POOL_BLOCK_BYTES", x[0].nbytes)
+        monkeypatch.setattr(pool_kernels, "POOL_BLOCK_BYTES", x[0].nbytes)
     x[2] = RS.randn(6 * k, 4 * k, 5)  # no ties
     dy = RS.randn(3, 6, 4, 5).astype(np.float32)
     dy[0, 0, 0, :3] = [np.inf, -np.inf, np.nan]
