@@ -263,8 +263,11 @@ def test_matching_files_sorts_the_matches_of_all_patterns(tf1):
 
 def test_scaffold_and_hook_graph_as_tensorflow(tf1):
     """Scaffold.finalize's default ops (resources' init and report, tables init, the
-    concatenated ready ops) and the hooks' global-step read (`global_step/add`, the
-    step before the run's increment) are TensorFlow's, node for node."""
+    concatenated ready ops) and the hooks' global-step read (`global_step/add`) are
+    TensorFlow's, node for node.  The read is run on its own: fetched beside the train
+    op, nothing orders it against the AssignAdd, and TensorFlow's inter-op threads give
+    the step before or after the increment (1 instead of 0 seen once, on a loaded
+    machine)."""
 
     def prog(tf):
         gs = tf.train.get_or_create_global_step()
@@ -281,7 +284,10 @@ def test_scaffold_and_hook_graph_as_tensorflow(tf1):
             s.run(scaffold.local_init_op)
             ready = s.run([scaffold.ready_op, scaffold.ready_for_local_init_op])
             read = tf.get_default_graph().get_tensor_by_name("global_step/add:0")
-            steps = [s.run([train, read])[1] for _ in range(2)]
+            steps = []
+            for _ in range(2):
+                steps.append(s.run(read))
+                s.run(train)
         return ops, ready, steps
 
     same_results(tf1, prog)
