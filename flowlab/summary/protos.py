@@ -126,14 +126,13 @@ def op_list_proto(op_types: Any) -> Any:
 
 
 def _saver_def_proto(sd: Any, out: Any) -> None:
-    get = sd.get if isinstance(sd, dict) else (lambda k, d=None: getattr(sd, k, d))
-    out.filename_tensor_name = get("filename_tensor_name", "")
-    out.save_tensor_name = get("save_tensor_name", "")
-    out.restore_op_name = get("restore_op_name", "")
-    out.max_to_keep = int(get("max_to_keep", 5))
-    out.sharded = bool(get("sharded", False))
-    out.keep_checkpoint_every_n_hours = float(get("keep_checkpoint_every_n_hours", 10000.0))
-    out.version = saver_pb2.SaverDef.V2 if int(get("version", 2)) == 2 else saver_pb2.SaverDef.V1
+    """A Saver's SaverDef (the proto itself) or a meta graph's JSON one into `out`."""
+    if isinstance(sd, saver_pb2.SaverDef):
+        out.CopyFrom(sd)
+        return
+    for name in saver_pb2.SaverDef.DESCRIPTOR.fields_by_name:
+        if name in sd:
+            setattr(out, name, sd[name])
 
 
 def _collection_proto(c: dict[str, Any], out: Any) -> None:

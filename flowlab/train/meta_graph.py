@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, fields
 from typing import Any
+
+from google.protobuf.descriptor import FieldDescriptor
+from tensorboard.compat.proto.saver_pb2 import SaverDef
 
 from flowlab import errors
 from flowlab.graph.graph import get_default_graph
@@ -36,6 +38,38 @@ FORMAT = "flowlab-meta-graph"
 _TOP = {"format", "version", "meta_info_def", "graph_def", "saver_def", "collection_def"}
 _KINDS = ("variables", "node_list", "bytes_list", "int64_list", "float_list")
 _VAR_FIELDS = ("variable_name", "initializer_name", "snapshot_name", "initial_value_name")
+# The saver def's fields in JSON: TensorFlow's SaverDef's, by name.  Files written
+# before it was the proto also hold "sharded_temp_tensor_name" (now found in the graph
+# by the Saver): read and checked, then dropped.
+_SAVER_FIELDS = {f.name: f for f in SaverDef.DESCRIPTOR.fields}
+_LEGACY_SAVER_FIELD = "sharded_temp_tensor_name"
+_NAME_FIELDS = ("filename_tensor_name", "save_tensor_name", "restore_op_name", _LEGACY_SAVER_FIELD)
+
+
+def _saver_def_json(sd: SaverDef) -> dict[str, Any]:
+    return {name: getattr(sd, name) for name in _SAVER_FIELDS}
+
+
+def _saver_def_of_json(sd: dict[str, Any]) -> SaverDef:
+    return SaverDef(**{k: v for k, v in sd.items() if k != _LEGACY_SAVER_FIELD})
+
+
+def _check_saver_field(k: str, v: Any) -> None:
+    if k == _LEGACY_SAVER_FIELD:
+        good, want = type(v) is str, "str"
+    elif k not in _SAVER_FIELDS:
+        raise _Bad(f"'saver_def': unknown field {k!r}")
+    elif _SAVER_FIELDS[k].type == FieldDescriptor.TYPE_ENUM:  # version: LEGACY, V1, V2
+        numbers = _SAVER_FIELDS[k].enum_type.values_by_number
+        if type(v) is not int or v not in numbers:
+            raise _Bad(f"'saver_def' {k!r}: expected one of {sorted(numbers)}, got {v!r}")
+        return
+    else:
+        want = {FieldDescriptor.TYPE_STRING: "str", FieldDescriptor.TYPE_BOOL: "bool",
+                FieldDescriptor.TYPE_FLOAT: "float"}.get(_SAVER_FIELDS[k].type, "int")
+        good = type(v) in {"str": (str,), "bool": (bool,), "float": (int, float), "int": (int,)}[want]
+    if not good:
+        raise _Bad(f"'saver_def' {k!r}: expected {want}, got {type(v).__name__}")
 
 
 def _slice_info_to_json(v: Variable) -> dict[str, Any]:
@@ -101,7 +135,7 @@ def export_meta_graph(filename: str | None = None, collection_list: Any = None,
         "format": FORMAT, "version": 1,
         "meta_info_def": {"flowlab_version": "0.1.0", "tags": []},
         "graph_def": gd,
-        "saver_def": asdict(saver_def) if saver_def is not None else None,
+        "saver_def": _saver_def_json(saver_def) if saver_def is not None else None,
         "collection_def": collections,
     }
     if filename:
@@ -142,8 +176,6 @@ def _element(name: Any, nodes: set[str], where: str) -> None:
 
 def validate(meta: Any) -> None:
     """Check a meta graph dict's structure (raises _Bad naming the entry)."""
-    from flowlab.train.saver import SaverDef
-
     if type(meta) is not dict:
         raise _Bad(f"expected a JSON object, got {type(meta).__name__}")
     unknown = set(meta) - _TOP
@@ -193,22 +225,11 @@ def validate(meta: Any) -> None:
                 raise _Bad(f"{w}: expected a number")
     sd = meta.get("saver_def")
     if sd is not None:
-        types = {f.name: f.type for f in fields(SaverDef)}
         if type(sd) is not dict:
             raise _Bad("'saver_def': expected an object or null")
         for k, v in sd.items():
-            t = types.get(k)
-            if t is None:
-                raise _Bad(f"'saver_def': unknown field {k!r}")
-            ok = {"str": str, "int": int, "bool": bool}.get(str(t))
-            if t == "float" or str(t) == "float":
-                good = type(v) in (int, float)
-            else:
-                good = ok is not None and type(v) is ok
-            if not good:
-                raise _Bad(f"'saver_def' {k!r}: expected {t}, got {type(v).__name__}")
-        for k in ("filename_tensor_name", "save_tensor_name", "restore_op_name",
-                  "sharded_temp_tensor_name"):
+            _check_saver_field(k, v)
+        for k in _NAME_FIELDS:
             if sd.get(k):
                 _element(sd[k], nodes, f"'saver_def' {k!r}")
 
@@ -235,7 +256,7 @@ def import_meta_graph(meta_graph_or_file: Any, clear_devices: bool = False,
     graph (with its variables and collections); returns a Saver for it, or None when
     it has no saver and no variables.  `tf.train.import_meta_graph`."""
     from flowlab.ops.importer import import_graph_def
-    from flowlab.train.saver import Saver, SaverDef
+    from flowlab.train.saver import Saver
 
     meta = meta_graph_or_file
     source = "The meta graph"
@@ -277,13 +298,11 @@ def import_meta_graph(meta_graph_or_file: Any, clear_devices: bool = False,
         ) from None
     sd = meta.get("saver_def")
     if sd is not None:
-        sd = SaverDef(**sd)
+        sd = _saver_def_of_json(sd)
         if prefix:
             sd.filename_tensor_name = prefix + sd.filename_tensor_name
             sd.save_tensor_name = prefix + sd.save_tensor_name
             sd.restore_op_name = prefix + sd.restore_op_name
-            if sd.sharded_temp_tensor_name:
-                sd.sharded_temp_tensor_name = prefix + sd.sharded_temp_tensor_name
         return Saver(saver_def=sd)
     return Saver(**kwargs) if has_vars else None
 

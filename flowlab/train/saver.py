@@ -39,6 +39,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from tensorboard.compat.proto.saver_pb2 import SaverDef
+
 import flowlab.kernels.checkpoint_kernels  # noqa: F401  (registers the checkpoint kernels)
 from flowlab import errors
 from flowlab.graph.device_spec import DeviceSpec
@@ -70,21 +72,6 @@ __all__ = [
 
 
 @dataclass
-class SaverDef:
-    """The names a Saver runs (TensorFlow's SaverDef proto, as a dataclass)."""
-
-    filename_tensor_name: str = ""
-    save_tensor_name: str = ""
-    restore_op_name: str = ""
-    max_to_keep: int = 5
-    sharded: bool = False
-    keep_checkpoint_every_n_hours: float = 10000.0
-    version: int = 2
-    # flowlab's: the sharded save's part-directory prefix, fed a fresh one per save.
-    sharded_temp_tensor_name: str = ""
-
-
-@dataclass
 class _Saveable:
     name: str  # the tensor name in the checkpoint
     var: Any  # a Variable (or a VariableV2 ref tensor)
@@ -104,6 +91,20 @@ class _Saveable:
     def device(self) -> str:
         d = self.ref.device or ""
         return DeviceSpec.from_string(d).to_string() if d else ""
+
+
+def _sharded_temp_of(saver_def: SaverDef) -> str:
+    """The name of the sharded save's part-prefix placeholder (`<scope>/sharded_temp:0`,
+    beside the filename tensor in the Saver's name scope), or "" when the default graph
+    has none: a saver def TensorFlow built, whose parts go to `<prefix>_temp/` as there."""
+    if not saver_def.sharded or "/" not in saver_def.filename_tensor_name:
+        return ""
+    name = saver_def.filename_tensor_name.rsplit("/", 1)[0] + "/sharded_temp"
+    try:
+        op = get_default_graph().get_operation_by_name(name)
+    except KeyError:
+        return ""
+    return f"{name}:0" if op.type == "PlaceholderWithDefault" else ""
 
 
 def _op_name(v: Any) -> str:
@@ -226,10 +227,14 @@ class Saver:
         self._next_checkpoint_time = time.time() + keep_checkpoint_every_n_hours * 3600
         self._is_empty = False
         self.saver_def: SaverDef | None = saver_def
+        # flowlab's: the sharded save's part-directory prefix, fed a fresh one per save
+        # (no field of TensorFlow's SaverDef: found in the graph by its name).
+        self._sharded_temp_name = ""
         if saver_def is not None:
             self._max_to_keep = saver_def.max_to_keep
             self._keep_hours = saver_def.keep_checkpoint_every_n_hours
             self._sharded = saver_def.sharded
+            self._sharded_temp_name = _sharded_temp_of(saver_def)
         elif not defer_build:
             self.build()
 
@@ -270,8 +275,9 @@ class Saver:
         self.saver_def = SaverDef(
             filename_tensor_name=fn.name, save_tensor_name=save_tensor.name,
             restore_op_name=restore_all.name, max_to_keep=self._max_to_keep, sharded=sharded,
-            keep_checkpoint_every_n_hours=self._keep_hours, sharded_temp_tensor_name=temp_name,
+            keep_checkpoint_every_n_hours=self._keep_hours, version=SaverDef.V2,
         )
+        self._sharded_temp_name = temp_name
         del scope
 
     def _sharded_save(self, g: Any, fn: Tensor,
@@ -388,12 +394,12 @@ class Saver:
         assert self.saver_def is not None
         feeds = {self.saver_def.filename_tensor_name: checkpoint_file}
         part_dir, part_fd = None, None
-        if self.saver_def.sharded_temp_tensor_name and os.path.isdir(save_dir or "."):
+        if self._sharded_temp_name and os.path.isdir(save_dir or "."):
             # A fresh part directory, held (its `.live` locked) until the merge is done,
             # so that a concurrent save's cleanup leaves it alone.
             part_dir = f"{checkpoint_file}_temp_{uuid.uuid4().hex}"
             part_fd = commit.hold_part_dir(part_dir)
-            feeds[self.saver_def.sharded_temp_tensor_name] = os.path.join(part_dir, "part")
+            feeds[self._sharded_temp_name] = os.path.join(part_dir, "part")
         try:
             out = sess.run(self.saver_def.save_tensor_name, feeds)
         except (errors.FailedPreconditionError, errors.NotFoundError) as e:

@@ -183,12 +183,6 @@ def test_example_protos(tf1: Any) -> None:
     assert out[0] == out[1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="flowlab's tf.train.SaverDef is not the protobuf message "
-    "(no SerializeToString) and defaults version to V2, TensorFlow's to LEGACY "
-    "(flowlab/train, not in this change)",
-)
 def test_saver_def_proto(tf1: Any) -> None:
     out = []
     for tf in (tf1, fl):

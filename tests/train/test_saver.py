@@ -89,6 +89,71 @@ def test_saver_def_and_defaults(tmp_path):
     assert fl.train.checkpoint_exists(str(tmp_path / "default"))
 
 
+def test_a_built_saver_def_is_tensorflows_proto(tf1):
+    # tf.train.SaverDef is the protobuf message: the same fields, the same bytes, and
+    # version V2 for a built Saver (LEGACY, the proto's default, for a bare one).
+    out = []
+    for tf in (tf1, fl):
+        with tf.Graph().as_default():
+            tf.Variable(1.0, name="a")
+            sd = tf.train.Saver(max_to_keep=3, keep_checkpoint_every_n_hours=0.5).saver_def
+            out.append((type(sd).__name__, sd.version, sd.SerializeToString(deterministic=True),
+                        tf.train.SaverDef().version))
+    assert out[0] == out[1]
+    assert out[1][1] == fl.train.SaverDef.V2 and out[1][3] == fl.train.SaverDef.LEGACY
+
+
+def test_a_sharded_saver_rebuilt_from_its_saver_def_saves_into_a_fresh_part_directory(tmp_path, monkeypatch):
+    # The part-prefix placeholder is no field of TensorFlow's SaverDef: a Saver made
+    # from a saver def (import_meta_graph, or by hand) finds it in the graph by name,
+    # under an import scope too, so its saves still write their parts to a fresh
+    # `<prefix>_temp_<random>/` and leave nothing behind.
+    meta_path = str(tmp_path / "g.meta")
+    with fl.Graph().as_default():
+        fl.Variable([1.0, 2.0], name="v")
+        s = fl.train.Saver(sharded=True)
+        s.export_meta_graph(meta_path)
+    seen = []
+    real = saver_mod.commit.hold_part_dir
+    monkeypatch.setattr(saver_mod.commit, "hold_part_dir", lambda d: seen.append(d) or real(d))
+    for scope in (None, "imp"):
+        seen.clear()
+        with fl.Graph().as_default():
+            s2 = fl.train.import_meta_graph(meta_path, import_scope=scope)
+            prefix = f"{scope}/" if scope else ""
+            assert s2._sharded_temp_name == f"{prefix}save/sharded_temp:0"
+            with fl.Session() as sess:
+                sess.run(fl.global_variables_initializer())
+                p = s2.save(sess, str(tmp_path / f"m{scope}"), write_meta_graph=False)
+            assert [os.path.dirname(d) for d in seen] == [str(tmp_path)]
+            assert os.path.basename(seen[0]).startswith(f"m{scope}_temp_")
+            np.testing.assert_array_equal(fl.train.load_variable(p, "v"), [1.0, 2.0])
+            assert not [f for f in os.listdir(tmp_path) if "_temp" in f]
+    with fl.Graph().as_default():  # a saver def without the placeholder: no part feed
+        fl.Variable(1.0, name="w")
+        sd = fl.train.SaverDef(filename_tensor_name="save/Const:0", sharded=True)
+        assert fl.train.Saver(saver_def=sd)._sharded_temp_name == ""
+
+
+def test_a_meta_graph_written_with_the_old_saver_def_field_still_imports(tmp_path):
+    import json
+
+    meta_path = str(tmp_path / "g.meta")
+    with fl.Graph().as_default():
+        fl.Variable(1.5, name="v")
+        s = fl.train.Saver(sharded=True)
+        s.export_meta_graph(meta_path)
+    with open(meta_path) as f:
+        meta = json.load(f)
+    assert "sharded_temp_tensor_name" not in meta["saver_def"]
+    meta["saver_def"]["sharded_temp_tensor_name"] = "save/sharded_temp:0"
+    with open(meta_path, "w") as f:
+        json.dump(meta, f)
+    with fl.Graph().as_default():
+        s2 = fl.train.import_meta_graph(meta_path)
+        assert s2.saver_def.sharded and s2._sharded_temp_name == "save/sharded_temp:0"
+
+
 def test_build_errors_match_tensorflow(tf1):
     for tf in (tf1, fl):
         with tf.Graph().as_default():
