@@ -5,7 +5,8 @@ values are Python bytes held in object arrays, and `resource`, a handle to state
 a device).  Every DType also has a *reference* twin (`float32_ref`), the type of a
 TensorFlow 1.x variable's output: consumers that take a plain value dereference it.
 
-DTypes are interned: `as_dtype("float32") is float32`, so comparisons are identity.
+DTypes are interned: `as_dtype("float32") is float32` and `DType(1) is float32` (the
+constructor takes TensorFlow's `DataType` enum value), so comparisons are identity.
 """
 
 from __future__ import annotations
@@ -45,13 +46,33 @@ class DType:
 
     __slots__ = ("name", "_np", "_is_ref", "_base", "_ref", "_enum", "__weakref__")
 
-    def __init__(self, name: str, np_dtype: Any, is_ref: builtins.bool = False, enum: int = 0) -> None:
+    def __new__(cls, type_enum: Any, handle_data: Any = None) -> DType:
+        """`tf.DType(type_enum)`: the interned DType of TensorFlow's `DataType` enum value
+        (`tf.DType(23) is tf.uint64`); the value goes through `int()` first, as there."""
+        if handle_data is not None:
+            raise TypeError("handle_data must be of the type HandleData")
+        n = int(type_enum)
+        d = _BY_ENUM.get(n)
+        if d is not None:
+            return d
+        from tensorboard.compat.proto import types_pb2
+
+        if n and n in types_pb2.DataType.values():
+            raise TypeError(f"{n} is TensorFlow's {types_pb2.DataType.Name(n)}, a DataType flowlab "
+                            f"does not have; it has {', '.join(d.name for d in _ALL)}")
+        raise TypeError(f"{n} does not correspond to a valid tensorflow::DataType")
+
+    @classmethod
+    def _intern(cls, name: str, np_dtype: Any, is_ref: builtins.bool, enum: int) -> DType:
+        """A new DType object: only `_make` calls this, once per type at import."""
+        self = object.__new__(cls)
         self.name = name
         self._np = np_dtype
         self._is_ref = is_ref
-        self._base: DType = self
-        self._ref: DType | None = None
+        self._base = self
+        self._ref = None
         self._enum = enum
+        return self
 
     # --- TensorFlow 1.x properties -------------------------------------------------
     @property
@@ -181,8 +202,8 @@ class DType:
 
 
 def _make(name: str, np_dtype: Any, enum: int) -> DType:
-    d = DType(name, np_dtype, enum=enum)
-    r = DType(name + "_ref", np_dtype, is_ref=True, enum=enum + 100)
+    d = DType._intern(name, np_dtype, False, enum)
+    r = DType._intern(name + "_ref", np_dtype, True, enum + 100)
     r._base = d
     d._ref = r
     return d

@@ -297,14 +297,33 @@ def test_dtypes(tf1: Any) -> None:
     assert_same(tf1, build)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="flowlab's DType is built from (name, numpy dtype); "
-    "TensorFlow's from its DataType enum (flowlab/graph/dtypes.py)",
-)
 def test_dtype_from_enum(tf1: Any) -> None:
     out = [repr(tf.DType(tf.uint64.as_datatype_enum)) for tf in (tf1, fl)]
     assert out[0] == out[1]
+
+
+def test_dtype_constructor_takes_the_enum_as_tensorflow(tf1: Any) -> None:
+    # Every enum value flowlab has (refs too) gives the interned DType, equal to
+    # TensorFlow's by name and enum; the argument goes through int() first; invalid
+    # values are TensorFlow's errors by type and message.
+    from flowlab.graph.dtypes import ALL_TYPES
+
+    for d in ALL_TYPES:
+        for e in (d.as_datatype_enum, d._as_ref().as_datatype_enum):
+            mine, theirs = fl.DType(e), tf1.DType(e)
+            assert mine is fl.as_dtype(e)
+            assert (mine.name, mine.as_datatype_enum) == (theirs.name, theirs.as_datatype_enum)
+    for arg in ("1", 1.0, True, np.int32(3)):
+        assert repr(fl.DType(arg)) == repr(tf1.DType(arg))
+    for arg in (999, 0, -1, None, "float32"):
+        errs = []
+        for tf in (tf1, fl):
+            with pytest.raises((TypeError, ValueError)) as e:
+                tf.DType(arg)
+            errs.append((e.type, str(e.value)))
+        assert errs[0] == errs[1], arg
+    with pytest.raises(TypeError, match="DT_BFLOAT16, a DataType flowlab does not have"):
+        fl.DType(tf1.bfloat16.as_datatype_enum)
 
 
 def test_graph_mode_switches(tf1: Any) -> None:
