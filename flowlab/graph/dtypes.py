@@ -45,6 +45,12 @@ class DType:
     """An element type; compare with `==` or `is` (instances are interned)."""
 
     __slots__ = ("name", "_np", "_is_ref", "_base", "_ref", "_enum", "__weakref__")
+    name: str
+    _np: Any
+    _is_ref: builtins.bool
+    _base: DType
+    _ref: DType | None
+    _enum: int
 
     def __new__(cls, type_enum: Any, handle_data: Any = None) -> DType:
         """`tf.DType(type_enum)`: the interned DType of TensorFlow's `DataType` enum value
