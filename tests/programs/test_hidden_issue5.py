@@ -499,12 +499,6 @@ def _train_two_fl() -> Any:
         return _train_two_devices(fl)[1]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "one transfer differs (values are equal): (3) flowlab keeps the tuple Identity "
-    "gradients/mm_grad/tuple/control_dependency_1 and sends it from CPU:0 to CPU:1, Grappler bypasses it and "
-    "sends gradients/mm_grad/MatMul_1 (fix in flowlab/runtime/master/optimize.py: forward the Identity's input as "
-    "Grappler's dependency optimizer does). ((1) ReplicateConstants, partition_constants.py, and (2), the "
-    "NoOp'd gradient MatMul's control edge from w/read, are fixed.)"))
 def test_partition_pairs_of_a_training_step_equal_tensorflows(tf1):
     def train(tf):
         with tf.device("/cpu:1"):

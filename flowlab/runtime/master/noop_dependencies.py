@@ -1,4 +1,5 @@
-"""The dependencies a converted NoOp keeps: its inputs less the ones implied by the others.
+"""The dependencies a converted NoOp keeps: its inputs less the ones implied by the others;
+and whether an Identity's control inputs are implied by its input.
 
 The dependency optimization (flowlab.runtime.master.optimize) turns an op whose outputs
 nobody reads into a NoOp whose former data inputs act as control inputs.  Grappler's
@@ -19,6 +20,15 @@ holds and values do not change.  The walk does not go through control-flow ops
 (a Merge fires on one input; Enter/Exit/NextIteration change frames), as Grappler's
 transitive reduction ignores edges out of them: an ancestor only reached that way
 is kept.  Fed tensors cut their edges (the producer does not run for them).
+
+`controls_implied` is the same reachability for an Identity with control inputs: the
+`tuple` of a GATE_OP gradient, `control_dependency_1 = Identity(dW)` after
+`^group_deps`, where the group waits for the op's other gradient (`dX`).  When `dX`
+converts to a NoOp (nobody reads it), what the group waits for is, through NoOps, dX's
+own inputs -- the incoming gradient and the weight's read -- and both already reach
+dW.  Then the control inputs order nothing, and the Identity can be bypassed as one
+without them: Grappler's dependency optimizer gets there by bypassing the NoOps and
+reducing the edges, and sends dW across devices, not the Identity.
 """
 
 from __future__ import annotations
@@ -27,7 +37,7 @@ from collections.abc import Callable, Iterable
 
 from flowlab.graph.tensor import Operation, Tensor
 
-__all__ = ["reduced_noop_inputs"]
+__all__ = ["controls_implied", "reduced_noop_inputs"]
 
 
 def reduced_noop_inputs(
@@ -84,3 +94,53 @@ def _strict_ancestors(
                 seen.add(id(p))
                 stack.append(p)
     return seen
+
+
+def controls_implied(
+    op: Operation, src: Operation, position: dict[int, int], noops: set[str],
+    inputs_of: Callable[[Operation], list[Tensor]], fed: set[tuple[int, int]],
+    is_control_flow: Callable[[Operation], bool],
+) -> bool:
+    """Whether every control input of `op`, seen through NoOps (converted ones by
+    their dependencies), is `src` or an ancestor of `src` in the step (see the module
+    docstring).
+
+    Args:
+      op: the op whose control inputs are checked.
+      src: the producer of the value `op` passes on.
+      position: id(op) -> index in the step's live ops, in topological order.
+      noops: names of the ops converted to NoOp.
+      inputs_of, fed, is_control_flow: as for `reduced_noop_inputs`.
+    """
+    needed: dict[int, Operation] = {}
+    stack = list(op._control_inputs)
+    seen: set[int] = set()
+    while stack:
+        c = stack.pop()
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
+        if id(c) not in position or is_control_flow(c):
+            return False
+        if c.type == "NoOp" or c.name in noops:
+            stack.extend(t.op for t in inputs_of(c) if (id(t.op), t.value_index) not in fed)
+            stack.extend(c._control_inputs)
+        elif c is not src:
+            needed[id(c)] = c
+    if not needed:
+        return True
+    if max(position[i] for i in needed) > position[id(src)]:
+        return False  # an ancestor comes before `src` in topological order
+    lowest = min(position[i] for i in needed)
+    walk, visited = [src], {id(src)}
+    while walk and needed:
+        cur = walk.pop()
+        if is_control_flow(cur):
+            continue
+        for p in [t.op for t in inputs_of(cur) if (id(t.op), t.value_index) not in fed] + cur._control_inputs:
+            if id(p) in visited or position.get(id(p), -1) < lowest:
+                continue  # not in the step, or before every op still looked for
+            visited.add(id(p))
+            needed.pop(id(p), None)
+            walk.append(p)
+    return not needed

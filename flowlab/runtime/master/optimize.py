@@ -27,7 +27,10 @@ then a walk back for the fourth:
   fetched, not fed, with the same device request as its input's producer, not
   reading a variable (a read of a `Ref` under control dependencies sees the value as
   of when its consumer runs, see flowlab.runtime.task.plan) and not next to control-flow
-  ops, is bypassed: its consumers read its input.
+  ops, is bypassed: its consumers read its input.  After the NoOp conversion (below)
+  so is one whose control inputs order nothing its input does not: the `tuple` of a
+  GATE_OP gradient whose other gradient became a NoOp (Grappler gets there through
+  its NoOp bypass and transitive reduction; flowlab.runtime.master.noop_dependencies).
 
 * conversion to NoOp (Grappler's dependency optimizer): a stateless op whose outputs
   nobody in the step reads -- it is only a control input of other ops, like the input
@@ -86,7 +89,7 @@ from flowlab.kernels.build_time_folding import CONTROL_FLOW_OPS
 from flowlab.kernels.build_time_folding import NEVER_FOLD as _NEVER_FOLD
 from flowlab.kernels.registry import KernelDef, find_kernel
 from flowlab.ops.const_fold import constant_value
-from flowlab.runtime.master.noop_dependencies import reduced_noop_inputs
+from flowlab.runtime.master.noop_dependencies import controls_implied, reduced_noop_inputs
 from flowlab.runtime.task.device import Device
 
 DEFAULT_MAX_FOLDED_BYTES = 10 * 1024 * 1024
@@ -355,6 +358,10 @@ class _Pass:
         self.drop_dead()
         if self.sw.convert_to_noops:
             self.convert_to_noops()
+            if self.sw.remove_identities and self.bypass_gated_identities():
+                res.noops, res.noop_inputs = [], {}
+                self.drop_dead()  # the group and the NoOps it waited for may go too
+                self.convert_to_noops()
         return res
 
     def try_fold(self, op: Operation, inputs: list[Tensor]) -> bool:
@@ -427,6 +434,37 @@ class _Pass:
         if self.has_control_flow and (_is_control_flow(src.op) or self.feeds_control_flow(op)):
             return False
         return True
+
+    def bypass_gated_identities(self) -> bool:
+        """After the NoOp conversion: bypass each Identity whose control inputs order
+        nothing its input does not (flowlab.runtime.master.noop_dependencies'
+        `controls_implied`: a GATE_OP gradient's `tuple` whose other gradient became a
+        NoOp), under the other conditions of `removable_identity`; a colocation with
+        its input's op is allowed (`tuple` makes one).  Whether any was."""
+        res = self.result
+        position = {id(op): i for i, op in enumerate(res.ops)}
+        noops = set(res.noops)
+        bypassed = False
+        for op in res.ops:
+            if op.type != "Identity" or not op._control_inputs or op.name in noops or self.protected(op):
+                continue
+            src = res.inputs_of(op)[0]
+            if _reads_variable(src) or src.op.device != op.device or id(src.op) not in position:
+                continue
+            if op._colocation and set(op._colocation) != set(src.op._colocation or (src.op.name,)):
+                continue
+            if self.has_control_flow and (_is_control_flow(src.op) or self.feeds_control_flow(op)):
+                continue
+            if not controls_implied(op, src.op, position, noops, res.inputs_of, self.fed, _is_control_flow):
+                continue
+            out = (id(op), 0)
+            for k, v in list(res.forward.items()):  # CSE may have merged others into it
+                if _key(v) == out:
+                    res.forward[k] = src
+            res.forward[out] = src
+            res.removed_identities.append(op.name)
+            bypassed = True
+        return bypassed
 
     def feeds_control_flow(self, op: Operation) -> bool:
         return any(_is_control_flow(c) for t in op._outputs for c in t.consumers())

@@ -281,16 +281,19 @@ def _gate_op_program(tf):
 
 
 def test_unused_gradient_of_a_gated_matmul_becomes_a_noop():
+    # The weight gradient's tuple Identity is fetched, so the group it waits for stays,
+    # and with it the unused input gradient: as a NoOp.
     w, loss, train, feed = _gate_op_program(fl)
+    dw = fl.get_default_graph().get_tensor_by_name("gradients/mm_grad/tuple/control_dependency_1:0")
     calls = []
     with fl.Session() as on, fl.Session(config=OFF) as off:
         for s in (on, off):
             s.run(w.initializer)
         for _ in range(3):
-            _same(on.run([train, loss], feed), off.run([train, loss], feed))
+            _same(on.run([train, loss, dw], feed), off.run([train, loss, dw], feed))
         _same(on.run(w), off.run(w))
-        opt = _opt(on, [train, loss], feed)
-        plan = on._plan_of([train, loss], feed)
+        opt = _opt(on, [train, loss, dw], feed)
+        plan = on._plan_of([train, loss, dw], feed)
         for node in plan.nodes:
             calls.append((node.op.name, node.op.type))
     assert opt.noops == ["gradients/mm_grad/MatMul"]
@@ -303,6 +306,52 @@ def test_unused_gradient_of_a_gated_matmul_becomes_a_noop():
     node = nodes["gradients/mm_grad/MatMul"]
     assert node["op"] == "NoOp" and all(i.startswith("^") for i in node["input"])
     gd.validate_graph_def(opt.graph_def())
+
+
+def test_a_gated_gradients_tuple_identity_is_bypassed_once_its_group_orders_nothing():
+    # Not fetched, the weight gradient's tuple Identity waits (^group_deps) only for
+    # the input gradient, a NoOp whose dependencies reach the weight gradient anyway:
+    # the Identity is bypassed, and the group and the NoOp go with it, as Grappler's
+    # dependency optimizer leaves it (test_tensorflow_skips_the_same_matmul).
+    w, loss, train, feed = _gate_op_program(fl)
+    calls = []
+    with fl.Session() as on, fl.Session(config=OFF) as off:
+        for s in (on, off):
+            s.run(w.initializer)
+        for _ in range(3):
+            _same(on.run([train, loss], feed), off.run([train, loss], feed))
+        _same(on.run(w), off.run(w))
+        opt = _opt(on, [train, loss], feed)
+        calls = [node.op.name for node in on._plan_of([train, loss], feed).nodes]
+    assert opt.removed_identities == ["gradients/mm_grad/tuple/control_dependency_1"]
+    assert opt.noops == []
+    gone = {"gradients/mm_grad/tuple/control_dependency_1", "gradients/mm_grad/tuple/group_deps",
+            "gradients/mm_grad/MatMul"}
+    assert gone <= set(opt.dropped) and not gone & set(calls)
+    assert "gradients/mm_grad/MatMul_1" in calls
+    apply = fl.get_default_graph().get_operation_by_name("GradientDescent/update_w/ApplyGradientDescent")
+    assert [t.op.name for t in opt.inputs_of(apply)][2] == "gradients/mm_grad/MatMul_1"
+
+
+def test_an_identity_whose_control_input_its_value_does_not_imply_stays():
+    # The control input is an assign its value does not depend on: bypassing the
+    # Identity would let its reader run before the assign.
+    x = fl.placeholder(fl.float32, [2], name="x")
+    v = fl.Variable([1.0, 2.0], name="v")
+    bump = fl.assign_add(v, [1.0, 1.0], name="bump")
+    e = fl.exp(x, name="e")
+    with fl.control_dependencies([bump]):
+        y = fl.identity(e, name="y")
+    assert y.op.control_inputs == [bump.op]
+    z = fl.negative(y, name="z")
+    feed = {x: np.array([0.0, 1.0], np.float32)}
+    with fl.Session() as s:
+        s.run(v.initializer)
+        opt = _opt(s, [z], feed)
+        out = s.run(z, feed)
+        np.testing.assert_array_equal(s.run(v), [2.0, 3.0])
+    np.testing.assert_allclose(out, -np.exp([0.0, 1.0]).astype(np.float32))
+    assert "y" not in opt.removed_identities
 
 
 def test_tensorflow_skips_the_same_matmul(tf1):
