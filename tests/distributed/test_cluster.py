@@ -597,8 +597,9 @@ def test_passes_show_the_placement_and_partitions_over_tasks(cluster):
             for stage in ("placed", "partitioned"):
                 source = stages[stage].source
                 assert ps in source and worker in source
-            # Send/Recv between the tasks: the gradients to ps/0, the weights to worker/0.
-            assert "send control_dependency_1\\nto ps/0 CPU:0" in stages["partitioned"].source
+            # Send/Recv between the tasks: the gradients to ps/0 (the weight gradient itself, its
+            # GATE_OP tuple's Identity bypassed as Grappler does), the weights to worker/0.
+            assert "send MatMul_1\\nto ps/0 CPU:0" in stages["partitioned"].source
             assert "send read\\nto worker/0 CPU:0" in stages["partitioned"].source
 
 
