@@ -322,6 +322,13 @@ class Graph:
                     out.append(c)
         return out
 
+    def _record_in_control_blocks(self, op: Operation) -> None:
+        """Count `op` as made in the open `control_dependencies` blocks, so that its
+        consumers get no control input it already implies (a loop's Enter, made with
+        the blocks cleared and given their control inputs by its loop)."""
+        for ctl in self._state().control_stack:
+            ctl.created.add(id(op))
+
     # --- control-flow context: the hook on op creation ------------------------------
     def _get_control_flow_context(self) -> Any:
         """The control-flow context new ops are created in (this thread), or None."""

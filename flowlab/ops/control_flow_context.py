@@ -199,17 +199,23 @@ class ControlFlowContext:
         got = self._external.get(t)
         if got is None:
             g = self.graph
+            outer_t = self._outer_value(t, consumer)
             scope = (consumer.name + "/") if consumer is not None else None
             # The plumbing is placed by _make_external itself, not by the hook.
             prev = g._get_control_flow_context()
             g._set_control_flow_context(None)
             try:
                 with g.control_dependencies(None), (g.name_scope(scope) if scope else contextlib.nullcontext()):
-                    got = self._make_external(self._outer_value(t, consumer))
+                    got = self._make_external(outer_t)
             finally:
                 g._set_control_flow_context(prev)
             self._external[t] = got
+            self._took_in(got.op)
         return got
+
+    def _took_in(self, op: Operation) -> None:
+        """`op` (a Switch or Enter) just brought an outside value in, made with the
+        control dependencies cleared; the open blocks may still apply to it."""
 
     def _outer_value(self, t: Tensor, consumer: Operation | None) -> Tensor:
         """`t` as the outer context sees it, brought in there first and in the same
@@ -310,47 +316,81 @@ class WhileContext(ControlFlowContext):
         self.const_enters.append(e)
         return e
 
+    def _took_in(self, op: Operation) -> None:
+        self.take_outer_controls(op)
+
+    def take_outer_controls(self, enter_op: Operation) -> None:
+        """Give an Enter of this loop the control inputs of the open
+        `control_dependencies` blocks that its input does not already imply, those
+        of this loop's outer contexts up to the enclosing loop (an input from beyond
+        that loop would fire once, not per outer iteration), and count it as made in
+        those blocks, so that the ops reading it inherit nothing more -- TensorFlow's
+        `_FixControlInputsAndContext`: the loop's Merges take no control input and a
+        constant Enter of an outside value takes the block's."""
+        g = self.graph
+        controls = [c for c in g._control_inputs_for([enter_op.inputs[0]]) if self._keeps_control(c)]
+        if controls:
+            enter_op._add_control_inputs(controls)
+        g._record_in_control_blocks(enter_op)
+
+    def _keeps_control(self, c: Operation) -> bool:
+        where = output_context(c)
+        ctx, outer_loop = self.outer, self.outer_loop
+        while ctx is not where:
+            if ctx is None or ctx is outer_loop:
+                return False
+            ctx = ctx.outer
+        return True
+
     def _process_control(self, op: Operation, pivot: Operation | None) -> None:
-        # A control input from outside the loop would fire once, not per iteration:
-        # it is taken in through an Enter, as TensorFlow does.
-        external = [c for c in op.control_inputs if not is_inside(context_of(c), self)
-                    and op.type not in ("Enter", "RefEnter")]
+        # TensorFlow's WhileContext._AddOpInternal.  A control input from outside the
+        # loop would fire once, not per iteration: it comes in as the value of an
+        # Identity made inside, one per op.  An op with no inputs, or with loop
+        # invariants only, runs once per iteration through the pivot (the frame
+        # executor hands invariants to an iteration's ops on demand).
+        if op.type in ("Enter", "RefEnter"):
+            return
+        pivot = pivot if pivot is not None else self.pivot
+        external = [c for c in op.control_inputs if not is_inside(context_of(c), self)]
         if external:
             kept = [c for c in op.control_inputs if c not in external]
             op._remove_all_control_inputs()
             op._add_control_inputs(kept)
-            op._add_control_inputs([self._control_proxy(c) for c in external])
-        pivot = pivot if pivot is not None else self.pivot
-        if pivot is not None and op.inputs and all(self._is_invariant(t) for t in op.inputs) \
-                and not any(is_inside(context_of(c), self) for c in op.control_inputs):
-            # An op fed by loop invariants only runs once per iteration through the pivot
-            # (the frame executor hands invariants to an iteration's ops on demand).
+        if pivot is not None and not op.control_inputs and (
+                not op.inputs or all(self._is_invariant(t) for t in op.inputs)):
             op._add_control_input(pivot)
-            return
-        super()._process_control(op, pivot)
+        if external:
+            # In the scope TensorFlow's AddOp runs in: the op's own (its wrapper opened
+            # it), the enclosing one for a Const (made without a scope of its own).
+            scope = op.name.rpartition("/")[0] + "/" if op.type == "Const" else op.name + "/"
+            with self.graph.name_scope(scope if scope != "/" else None):
+                op._add_control_inputs([self._control_proxy(c, pivot) for c in external])
 
     def _is_invariant(self, t: Tensor) -> bool:
         return t.op.type in ("Enter", "RefEnter") and context_of(t.op) is self \
             and bool(t.op.get_attr("is_constant"))
 
-    def _control_proxy(self, c: Operation) -> Operation:
+    def _control_proxy(self, c: Operation, pivot: Operation | None) -> Operation:
+        """An Identity inside the loop of `c`'s first output, made in the current name
+        scope (`while/Less/Identity` for `while/Less/y`; its Enter is
+        `while/Less/Identity/Enter`, shared by every proxy of `c`).  An op with no outputs (a group) gets a constant made
+        after it outside the loop -- TensorFlow drops such a control input instead,
+        which would let the op run before the group."""
         from flowlab.ops import core_ops
         from flowlab.ops.constant_op import constant
 
         g = self.graph
-        key = ("control", c)
-        got = self._external.get(key)  # type: ignore[call-overload]
-        if got is not None:
-            return got.op
         if c.outputs:
             src = c.outputs[0]
         else:
-            with building(g, self.outer), g.control_dependencies([c]):
-                src = constant(0, name=c.name.split("/")[-1] + "_ctrl")
-        inner = self.add_value(src)
-        with building(g, self, self.pivot):
-            proxy = core_ops.identity(inner)
-        self._external[key] = proxy  # type: ignore[index]
+            key = ("control", c)
+            src = self._external.get(key)  # type: ignore[call-overload]
+            if src is None:
+                with building(g, self.outer), g.control_dependencies([c]):
+                    src = constant(0, name=c.name.split("/")[-1] + "_ctrl")
+                self._external[key] = src  # type: ignore[index]
+        with building(g, self, pivot):
+            proxy = core_ops.identity(src)
         return proxy.op
 
     def __repr__(self) -> str:

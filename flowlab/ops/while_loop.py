@@ -111,6 +111,10 @@ def build_loop(
     else:
         invariants = None
 
+    if ctx.outer is not None:
+        # The loop variables are brought into the outer context first, in the loop's
+        # scope (`cond/while/Switch`), as TensorFlow's _BuildLoop does.
+        flat = [v if cfc.value_inside(v, ctx.outer) else ctx.outer.add_value(v) for v in flat]
     with cfc.building(g, ctx, clear_control_dependencies=False) as phase:
         with g.control_dependencies(None):
             enters = []
@@ -120,6 +124,8 @@ def build_loop(
                 if invariants is not None:
                     e.set_shape(invariants[i])
                 enters.append(e)
+        for e in enters:
+            ctx.take_outer_controls(e.op)
         merges = [merge([e, e])[0] for e in enters]
         phase.pivot = merges[0].op  # what the cond's input-less ops run after
         ctx.enters, ctx.merges = enters, merges
@@ -133,7 +139,7 @@ def build_loop(
         ctx.switches, ctx.identities = switches, identities
     ctx.pivot = identities[0].op
 
-    with cfc.building(g, ctx, ctx.pivot):
+    with cfc.building(g, ctx, ctx.pivot, clear_control_dependencies=False):
         packed_body = pack_sequence_as(original, _from_flows(flat_orig, identities))
         result = body(*packed_body) if isinstance(original, (list, tuple)) else body(packed_body)
         if not isinstance(result, (list, tuple, dict)) or hasattr(result, "flow"):

@@ -397,14 +397,48 @@ def cond_in_while_gradient(tf):
     tf.gradients(y, x)
 
 
-@program(xfail="a loop built in a control_dependencies block: TensorFlow enters the "
-               "control input through `while/Less/Identity/Enter` and gives every pivot-less "
-               "op of the body an Identity of it (flowlab/ops/while_loop.py, helper G's: not done)")
+@program
 def while_in_control_dependencies(tf):
+    # the control input comes in per op through an Identity of its Enter
+    # (`while/Less/Identity/Enter`); the Merges take none, an outside value's Enter does
     x = tf.placeholder(tf.float32, [], name="x")
     a = tf.identity(x, name="a")
     with tf.control_dependencies([a]):
         tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * x), [0, tf.constant(1.0)])
+
+
+@program
+def control_dependencies_in_while_body(tf):
+    # inside the body: the proxy is named under the op's own scope (`Identity_2/Identity`)
+    x = tf.placeholder(tf.float32, [3], name="x")
+    outside = tf.identity(x, name="outside_op")
+
+    def body(i, a):
+        with tf.control_dependencies([outside.op]):
+            b = tf.identity(a) * 2.0 + tf.constant(1.0)
+        return i + 1, b
+
+    tf.while_loop(lambda i, a: i < 3, body, [tf.constant(0), x])
+
+
+@program
+def while_in_cond_and_in_control_dependencies(tf):
+    # a loop in a cond branch: its variables are switched into the branch first,
+    # in the loop's scope (`cond/while/Switch`); a nested loop reads an outer value
+    x = tf.placeholder(tf.float32, [3], name="x")
+    k = tf.placeholder(tf.float32, [], name="k")
+    g = tf.identity(k, name="gate")
+
+    def loop():
+        with tf.control_dependencies([g]):
+            return tf.while_loop(
+                lambda j, s: j < 4,
+                lambda j, s: (j + 1, tf.while_loop(lambda m, t: m < 2,
+                                                   lambda m, t: (m + 1, t * x + k),
+                                                   [0, s])[1]),
+                [0, x])[1]
+
+    tf.cond(k > 0, loop, lambda: x)
 
 
 @program
