@@ -223,6 +223,21 @@ def test_variables_read_and_assigned_in_loop(tf1):
     assert_same(tf1, build)
 
 
+def test_loop_built_in_a_control_dependencies_block_runs_after_it(tf1):
+    # the assignment reaches the body's ops through per-op Identities of its Enter;
+    # the body's reads see the assigned value in every iteration
+    def build(tf):
+        v = tf.Variable(1.0, name="v")
+        x = tf.placeholder(tf.float32, [], name="x")
+        with tf.control_dependencies([tf.assign(v, x)]):
+            _, s = tf.while_loop(lambda i, s: i < 4,
+                                 lambda i, s: (i + 1, s * 2.0 + v.read_value() + tf.constant(0.5)),
+                                 [0, tf.constant(1.0)])
+        return s, {x: 3.0}
+
+    assert_same(tf1, build)
+
+
 def test_loop_with_tensor_loop_var_not_in_list():
     r = fl.while_loop(lambda x: x < 100.0, lambda x: x * 3.0, fl.constant(1.0))
     assert _run(r) == 243.0
