@@ -60,9 +60,11 @@ def test_one_worker_launcher_gives_tensorflows_numbers(tmp_path):
     (expected,) = launch("tensorflow", 1, tmp_path, 15)
     (actual,) = launch("flowlab", 1, tmp_path, 15)
     assert actual["losses"] == pytest.approx(expected["losses"], rel=1e-6, abs=1e-7)
-    # The global step fetched beside the train op: ps/0 sends it before the update, so
-    # both print 0..14 (in one process both read it after the step: 1..15).
-    assert actual["steps"] == expected["steps"] == list(range(0, 15))
+    # The global step fetched beside the train op: nothing orders its read on ps/0 against
+    # the update, so step i prints i (ps/0 sent it first, as it mostly does) or i + 1
+    # (TensorFlow's own servers printed 13 at step 12 once under load).
+    for steps in (actual["steps"], expected["steps"]):
+        assert len(steps) == 15 and all(s in (i, i + 1) for i, s in enumerate(steps)), steps
 
 
 def test_two_workers_share_the_ps_state_between_graphs(tmp_path):

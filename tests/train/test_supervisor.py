@@ -38,14 +38,16 @@ def _train(tf, logdir, steps):
 
 
 def test_a_supervised_training_gives_tensorflows_numbers_and_resumes_from_its_checkpoint(tf1, tmp_path):
-    expected, _, tf_ckpt = _train(tf1, tmp_path / "tf", 4)
+    expected, _, tf_ckpt = _train(tf1, tmp_path / "tf", 6)
     got, final, ckpt = _train(fl, tmp_path / "fl", 4)
-    np.testing.assert_allclose(got, expected, rtol=1e-6)
-    # The checkpoint thread saves once at start (step 0), as TensorFlow's does.
-    assert final == 4 and ckpt.endswith("model.ckpt-0") and tf_ckpt.endswith("model.ckpt-0")
-    again, final2, _ = _train(fl, tmp_path / "fl", 2)  # the chief restores step 0's weights
-    np.testing.assert_allclose(again, expected[:2], rtol=1e-6)
-    assert final2 == 2
+    np.testing.assert_allclose(got, expected[:4], rtol=1e-6)
+    # The checkpoint thread saves once at start, as TensorFlow's does: at step 0 unless
+    # the first training steps win the race (TensorFlow's own saved at step 1 once under load).
+    saved, tf_saved = (int(c.rpartition("model.ckpt-")[2]) for c in (ckpt, tf_ckpt))
+    assert final == 4 and 0 <= saved <= 4 and 0 <= tf_saved <= 6
+    again, final2, _ = _train(fl, tmp_path / "fl", 2)  # the chief restores that step's weights
+    np.testing.assert_allclose(again, expected[saved:saved + 2], rtol=1e-6)
+    assert final2 == saved + 2
 
 
 def test_the_standard_services_write_events_tensorboard_reads(tmp_path):
