@@ -25,8 +25,10 @@ from typing import Any
 from flowlab.graph import dtypes
 from flowlab.graph.tensor import Operation, Tensor
 from flowlab.ops import array_ops, math_ops, slicing
+from flowlab.ops import control_flow_context as cfc
 from flowlab.ops.builder import apply_op
 from flowlab.ops.const_fold import constant_value
+from flowlab.ops.constant_op import constant
 from flowlab.ops.gradient_registry import gradient, not_differentiable
 from flowlab.ops.math_grad import reduce_gradient_args
 from flowlab.ops.op_def import get_op_def
@@ -202,10 +204,15 @@ def _split_v_grad(op: Operation, *grads: Any) -> Any:
 
 
 def _input_shapes(values: list[Tensor]) -> list[Tensor]:
-    shapes = [array_ops.shape(x) for x in values]
-    if all(s.op.type == "Const" for s in shapes):
-        return shapes
-    return array_ops.shape_n(values)
+    # TensorFlow's _ExtractInputShapes: Shape per input while they fold to constants,
+    # one ShapeN of all of them from the first that does not.
+    shapes = []
+    for x in values:
+        s = array_ops.shape(x)
+        if s.op.type != "Const":
+            return array_ops.shape_n(values)
+        shapes.append(s)
+    return shapes
 
 
 @gradient("ConcatV2")
@@ -213,7 +220,10 @@ def _concat_grad(op: Operation, grad: Any) -> Any:
     values, axis = list(op.inputs[:-1]), op.inputs[-1]
     if _is_sparse(grad):
         return [*_concat_sparse_grad(values, axis, grad), None]
-    axis = math_ops.floormod(axis, array_ops.rank(values[0]))
+    if axis.op.type == "Const" and cfc.output_context(grad.op) is not cfc.output_context(axis.op):
+        # A constant axis from another context (the forward loop): cloned here.
+        axis = constant(constant_value(axis), dtype=axis.dtype.base_dtype)
+    axis = math_ops.floormod(axis, array_ops.rank(values[0]), name="mod")  # TensorFlow's `axis % rank`
     sizes = _input_shapes(values)
     if len(sizes) > 16:
         # One Split instead of many Slices: the sizes along the concatenation axis.

@@ -415,11 +415,26 @@ class GradWhileContext(WhileContext):
         self.count_identity: Tensor | None = None  # this iteration's backward counter
         self.count_sync: Operation | None = None  # pops happen before the decrement
 
+    def add_op(self, op: Operation) -> None:
+        # TensorFlow's WhileContext.AddOp: a Shape, Size or Rank of a forward value is
+        # computed in the forward loop, beside that value, so the backward loop stacks
+        # the small result rather than the value itself.
+        if op.type in ("Shape", "Size", "Rank") and op.inputs and \
+                loop_of(output_context(op.inputs[0].op)) is self.forward:
+            where = output_context(op.inputs[0].op)
+            op._set_control_flow_context(where)
+            where._process(op, getattr(where, "pivot", None))
+            return
+        super().add_op(op)
+
     def add_value(self, t: Tensor, consumer: Operation | None = None) -> Tensor:
         op = t.op
+        while op.type in ("Switch", "RefSwitch", "Identity", "RefIdentity"):
+            op = op.inputs[0].op
         if op.type in ("Enter", "RefEnter") and op.get_attr("is_constant") and \
                 context_of(op) is self.forward:
-            # A loop invariant of the forward loop: its outer value, entered here.
+            # A loop invariant of the forward loop (through Identities and a cond's
+            # Switches, as TensorFlow's GetLoopConstantEnter): its outer value, entered here.
             return self.add_value(op.inputs[0], consumer)
         if not value_inside(t, self.forward):
             return super().add_value(t, consumer)

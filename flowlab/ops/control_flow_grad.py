@@ -81,6 +81,45 @@ def cond_switch_zeros(op: Operation, index: int) -> Tensor | None:
         return array_ops.zeros(shape, dtype=op.outputs[index].dtype.base_dtype)
 
 
+def loop_zeros(op: Operation, index: int) -> Tensor | None:
+    """Zeros for output `index` of `op`, an op of a forward loop whose backward body
+    is being built (the current context), that got no gradient: TensorFlow's
+    ControlFlowState.ZerosLike.  A known shape gives a Const in the backward loop; an
+    unknown one, zeros of the forward iteration's shape, stacked.  For a cond's Switch
+    the zeros stand for its untaken output: they are switched on the popped predicate
+    to the other branch (a known shape), or the shape is taken from a Switch of the
+    input to that branch and its push and pop are guarded the same way.  None for a
+    Switch that is not a cond's (the Switch's gradient fills it)."""
+    from flowlab.ops import array_ops
+    from flowlab.ops.builder import apply_op
+    from flowlab.ops.constant_op import constant
+    from flowlab.ops.control_flow_ops import switch
+
+    g = op.graph
+    bw = cfc.current_context(g)
+    cond = cfc.output_context(op) if op.type in ("Switch", "RefSwitch") else None
+    if cond is not None and not isinstance(cond, cfc.CondContext):
+        return None
+    val = op.outputs[index]
+    dtype = val.dtype.base_dtype
+    if val.shape.is_fully_defined():
+        zeros = constant(0, shape=val.shape.as_list(), dtype=dtype)
+        if cond is None:
+            return zeros
+        return switch(zeros, bw.add_value(cond.pred))[1 - cond.branch]
+    if cond is not None:
+        with cfc.building(g, cond.outer):
+            dead = switch(op.inputs[0], cond.pred)[1 - cond.branch]
+            shape = apply_op("Shape", input=dead, out_type=dtypes.int32, name="Shape")
+        cfc.set_context(dead.op, cond)
+        cfc.set_context(shape.op, cond)
+    else:
+        with cfc.building(g, cfc.context_of(op)):
+            shape = apply_op("Shape", input=val, out_type=dtypes.int32, name="Shape")
+    popped = history_value(bw, shape, None, dead_branch=cond is not None)
+    return array_ops.zeros(popped, dtype=dtype)
+
+
 def _merge_grad(op: Operation, grad: Any, _index_grad: Any = None) -> list[Any]:
     from flowlab.ops import math_ops
     from flowlab.ops.cond import cond_contexts_of_merge
@@ -91,6 +130,12 @@ def _merge_grad(op: Operation, grad: Any, _index_grad: Any = None) -> list[Any]:
     ctxs = cond_contexts_of_merge(op)
     if ctxs is not None:
         pred = ctxs[1].pred
+        bw = cfc.current_context(op.graph)
+        if isinstance(bw, cfc.GradWhileContext) and cfc.value_inside(pred, bw.forward):
+            # A cond inside the loop: the predicate of the matching forward iteration,
+            # stacked in this gradient's scope (`Merge_grad/f_acc`), as TensorFlow's
+            # _MergeGrad asks for it before it makes the Switch.
+            pred = bw.add_value(pred)
         g_false, g_true = switch(_dense(grad), pred, name="cond_grad")
         return [g_false, g_true]
     # A Merge built by hand: route the gradient to the input that was live.
@@ -239,9 +284,12 @@ def _grad_sync(bw: cfc.GradWhileContext) -> Operation:
     return bw.count_sync
 
 
-def history_value(bw: cfc.GradWhileContext, t: Tensor, consumer: Operation | None) -> Tensor:
+def history_value(bw: cfc.GradWhileContext, t: Tensor, consumer: Operation | None,
+                  dead_branch: bool = False) -> Tensor:
     """The value `t` of the forward loop's matching iteration, inside the backward
-    loop `bw`: pushed by the forward loop, popped by the backward one."""
+    loop `bw`: pushed by the forward loop, popped by the backward one.  `dead_branch`:
+    `t` stands for a cond branch's untaken side (loop_zeros' shape), so it is pushed
+    beside the cond and popped when the other branch was taken."""
     from flowlab.ops.constant_op import constant
     from flowlab.ops.control_flow_ops import switch
     from flowlab.ops.stack_ops import stack_pop_v2, stack_push_v2, stack_v2
@@ -263,8 +311,10 @@ def history_value(bw: cfc.GradWhileContext, t: Tensor, consumer: Operation | Non
             max_size = constant(-1, dtype=dtypes.int32)
             handle = stack_v2(max_size, t.dtype.base_dtype, stack_name=t.name, name="f_acc")
         enter_acc = w.add_value(handle)
-        with cfc.building(g, vctx, None):
+        with cfc.building(g, vctx.outer if dead_branch else vctx, None):
             push = stack_push_v2(enter_acc, t, swap_memory=w.swap_memory)
+        if dead_branch:
+            cfc.set_context(push.op, vctx)
         push.op._add_control_input(add_op)
         if vctx is w:
             forward_counter(w)[2]._add_control_input(push.op)
@@ -274,10 +324,9 @@ def history_value(bw: cfc.GradWhileContext, t: Tensor, consumer: Operation | Non
             h = handle
             if isinstance(vctx, cfc.CondContext):
                 # Popped only in the iterations whose forward pass took this branch.
-                h = switch(handle, vctx.pred)[vctx.branch]
+                h = switch(handle, vctx.pred)[1 - vctx.branch if dead_branch else vctx.branch]
             pop = stack_pop_v2(h, t.dtype.base_dtype)
             pop.set_shape(t.shape)
-        pop.op._add_control_input(bw.count_identity.op)
         _grad_sync(bw)._add_control_input(pop.op)
     return pop
 

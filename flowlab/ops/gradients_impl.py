@@ -438,6 +438,12 @@ def _gradients(graph: Graph, ys: list[Any], xs: list[Any], grad_ys: list[Any], s
                     for i, g in enumerate(out_grads):
                         if g is None and is_trainable(op.outputs[i]):
                             out_grads[i] = cond_switch_zeros(op, i)
+                elif level is not None:
+                    from flowlab.ops.control_flow_grad import loop_zeros
+
+                    for i, g in enumerate(out_grads):
+                        if g is None and is_trainable(op.outputs[i]):
+                            out_grads[i] = loop_zeros(op, i)
                 elif op.type not in ("Switch", "RefSwitch"):
                     for i, g in enumerate(out_grads):
                         if g is None and is_trainable(op.outputs[i]):

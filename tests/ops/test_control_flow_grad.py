@@ -122,6 +122,41 @@ def test_cond_in_loop_gradient_against_tensorflow(tf1):
     assert_same(tf1, build, rtol=1e-5)
 
 
+def test_cond_in_loop_gradient_of_unknown_shapes_against_tensorflow(tf1):
+    # the untaken branch's zeros come from a stacked Shape of that side's input; the
+    # branch taken changes from iteration to iteration and between the elements' sums
+    def build(tf):
+        x = tf.placeholder(tf.float32, [None], name="x")
+
+        def body(i, y):
+            return i + 1, tf.cond(tf.reduce_sum(y) > 2.0, lambda: y * x, lambda: y + x)
+
+        _, r = tf.while_loop(lambda i, y: i < 5, body, [0, x])
+        return [r] + tf.gradients(tf.reduce_sum(r * r), x), {x: np.array([0.5, -0.25, 0.75], np.float32)}
+
+    assert_same(tf1, build, rtol=1e-5)
+
+
+def test_loop_gradient_through_outputs_without_gradient_against_tensorflow(tf1):
+    # Split outputs the body drops get zeros in the backward loop: a Const for a known
+    # shape, a stacked Shape for an unknown one
+    def build(tf):
+        x = tf.placeholder(tf.float32, [4], name="x")
+        u = tf.placeholder(tf.float32, [None, 2], name="u")
+
+        def body(i, a, b):
+            p, _ = tf.split(a, 2)
+            q, _ = tf.split(b, 2, axis=1)
+            return i + 1, tf.concat([p, p * 2.0], 0) * 1.5, tf.concat([q * 3.0, q], 1) * 0.5
+
+        _, a, b = tf.while_loop(lambda i, a, b: i < 3, body, [0, x, u])
+        loss = tf.reduce_sum(a * a) + tf.reduce_sum(b * tf.constant([1.0, -2.0]))
+        return tf.gradients(loss, [x, u]), {x: np.array([1.0, 2.0, -1.0, 0.5], np.float32),
+                                            u: np.array([[1.0, 2.0], [3.0, -4.0], [0.5, 0.25]], np.float32)}
+
+    assert_same(tf1, build, rtol=1e-5)
+
+
 def test_while_in_cond_gradient_against_tensorflow(tf1):
     def build(tf, pv):
         a = tf.placeholder(tf.float32, [], name="a")
