@@ -8,7 +8,7 @@ makes a branch or a loop body self-contained:
   predicate (so the branch's ops are dead when it is not taken);
 - a tensor from outside a loop enters it through a constant Enter (a loop invariant,
   visible in every iteration); a control input from outside the loop becomes a control
-  input from an Identity of that Enter;
+  input from an Identity (one per op) of the Enter of that input's first output;
 - an op with no inputs (a constant) gets a control input from the context's *pivot*,
   so that it runs in the branch or iteration and not once outside.
 
@@ -373,9 +373,10 @@ class WhileContext(ControlFlowContext):
     def _control_proxy(self, c: Operation, pivot: Operation | None) -> Operation:
         """An Identity inside the loop of `c`'s first output, made in the current name
         scope (`while/Less/Identity` for `while/Less/y`; its Enter is
-        `while/Less/Identity/Enter`, shared by every proxy of `c`).  An op with no outputs (a group) gets a constant made
-        after it outside the loop -- TensorFlow drops such a control input instead,
-        which would let the op run before the group."""
+        `while/Less/Identity/Enter`, shared by every proxy of `c`).  An op with no
+        outputs (a group) gets a constant made after it outside the loop --
+        TensorFlow drops such a control input instead, which would let the op run
+        before the group."""
         from flowlab.ops import core_ops
         from flowlab.ops.constant_op import constant
 
