@@ -255,6 +255,18 @@ class CondContext(ControlFlowContext):
     def _process(self, op: Operation, pivot: Operation | None) -> None:
         super()._process(op, pivot if pivot is not None else self.pivot.op)
 
+    def _process_control(self, op: Operation, pivot: Operation | None) -> None:
+        # Inside a loop, a control input from outside that loop is dropped, as
+        # TensorFlow's CondContext does (_RemoveExternalControlEdges, no Identity):
+        # it would cross the loop's frame.
+        loop = loop_of(self)
+        if loop is not None:
+            kept = [c for c in op.control_inputs if loop_of(output_context(c)) is loop]
+            if len(kept) != len(op.control_inputs):
+                op._remove_all_control_inputs()
+                op._add_control_inputs(kept)
+        super()._process_control(op, pivot)
+
     def __repr__(self) -> str:
         return f"<CondContext pred={self.pred.name} branch={self.branch}>"
 

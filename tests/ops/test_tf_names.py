@@ -451,6 +451,19 @@ def control_dependencies_in_while_body(tf):
 
 
 @program
+def cond_in_while_body_in_control_dependencies(tf):
+    # a cond inside the loop drops the outside control input (no Identity), as TF does
+    x = tf.placeholder(tf.float32, [], name="x")
+    a = tf.identity(x, name="a")
+
+    def body(i, y):
+        with tf.control_dependencies([a]):
+            return i + 1, tf.cond(y > 2.0, lambda: y * 2.0, lambda: y + tf.constant(1.0))
+
+    tf.while_loop(lambda i, y: i < 3, body, [0, tf.constant(1.0)])
+
+
+@program
 def while_in_cond_and_in_control_dependencies(tf):
     # a loop in a cond branch: its variables are switched into the branch first,
     # in the loop's scope (`cond/while/Switch`); a nested loop reads an outer value

@@ -238,6 +238,21 @@ def test_loop_built_in_a_control_dependencies_block_runs_after_it(tf1):
     assert_same(tf1, build)
 
 
+def test_cond_in_a_loop_body_under_an_outside_control_input(tf1):
+    # the cond's ops drop the outside control input (it would cross the loop's frame)
+    def build(tf):
+        x = tf.placeholder(tf.float32, [], name="x")
+        a = tf.identity(x, name="a")
+
+        def body(i, y):
+            with tf.control_dependencies([a]):
+                return i + 1, tf.cond(y > 2.0, lambda: y * 2.0, lambda: y + tf.constant(1.0))
+
+        return tf.while_loop(lambda i, y: i < 4, body, [0, x]), {x: 0.5}
+
+    assert_same(tf1, build)
+
+
 def test_loop_with_tensor_loop_var_not_in_list():
     r = fl.while_loop(lambda x: x < 100.0, lambda x: x * 3.0, fl.constant(1.0))
     assert _run(r) == 243.0
