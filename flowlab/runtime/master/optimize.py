@@ -428,18 +428,20 @@ class _Pass:
     def removable_identity(self, op: Operation, inputs: list[Tensor]) -> bool:
         if op.type != "Identity" or op._control_inputs or op._colocation or self.protected(op):
             return False
-        src = inputs[0]
+        return self.passes_value_on(op, inputs[0])
+
+    def passes_value_on(self, op: Operation, src: Tensor) -> bool:
+        """What every Identity bypass asks of the Identity `op` of `src`: not a read of a
+        variable, the same device request, and no control flow on either side."""
         if _reads_variable(src) or src.op.device != op.device:
             return False
-        if self.has_control_flow and (_is_control_flow(src.op) or self.feeds_control_flow(op)):
-            return False
-        return True
+        return not (self.has_control_flow and (_is_control_flow(src.op) or self.feeds_control_flow(op)))
 
     def bypass_gated_identities(self) -> bool:
         """After the NoOp conversion: bypass each Identity whose control inputs order
         nothing its input does not (flowlab.runtime.master.noop_dependencies'
         `controls_implied`: a GATE_OP gradient's `tuple` whose other gradient became a
-        NoOp), under the other conditions of `removable_identity`; a colocation with
+        NoOp), under `passes_value_on` as every bypass; a colocation with
         its input's op is allowed (`tuple` makes one).  Whether any was."""
         res = self.result
         position = {id(op): i for i, op in enumerate(res.ops)}
@@ -449,11 +451,9 @@ class _Pass:
             if op.type != "Identity" or not op._control_inputs or op.name in noops or self.protected(op):
                 continue
             src = res.inputs_of(op)[0]
-            if _reads_variable(src) or src.op.device != op.device or id(src.op) not in position:
+            if id(src.op) not in position or not self.passes_value_on(op, src):
                 continue
             if op._colocation and set(op._colocation) != set(src.op._colocation or (src.op.name,)):
-                continue
-            if self.has_control_flow and (_is_control_flow(src.op) or self.feeds_control_flow(op)):
                 continue
             if not controls_implied(op, src.op, position, noops, res.inputs_of, self.fed, _is_control_flow):
                 continue
